@@ -1,0 +1,7 @@
+// dlock/dlock.hpp: everything public, in one include.
+#pragma once
+
+#include "dlock/error.hpp"
+#include "dlock/log.hpp"
+#include "dlock/mutex.hpp"
+#include "dlock/session.hpp"

@@ -1,0 +1,74 @@
+// dlock/error.hpp: the exceptions dlock throws.
+//
+// Every exception dlock throws derives from `dlock::Error`, itself a `std::system_error`, so one
+// `catch (const std::system_error&)` catches them all and `code()` tells what happened:
+//
+//   * `code().category() == dlock::zookeeper_category()`: a ZooKeeper return code (`ZNONODE`,
+//     `ZCONNECTIONLOSS`, `ZSESSIONEXPIRED`, ...), as defined by the C client's `ZOO_ERRORS`.
+//   * `code().category() == dlock::dlock_category()`: a condition of dlock's own (`dlock::errc`),
+//     such as misuse of a lock by a thread that does not own it.
+//
+// The named subclasses are what callers normally catch. Their `what()` names the offending value
+// (the connect string, the path, ...) and the rule it broke.
+#pragma once
+
+#include <string>
+#include <system_error>
+
+namespace dlock {
+
+// Conditions of dlock's own; the values of `dlock_category()`.
+enum class errc {
+  connect_failed = 1,  // The ensemble could not be reached or the connect string is malformed.
+  lock_lost,           // The session that held or wanted the lock has expired or been closed.
+  not_owner,           // A thread released (or asked about) a lock it does not hold.
+  invalid_path,        // A lock path breaks a rule of ZooKeeper's or dlock's.
+  invalid_argument,    // Some other argument is out of range (a timeout, an option).
+};
+
+const std::error_category& dlock_category() noexcept;
+// Maps ZooKeeper C client return codes (negative ints such as ZNONODE) to messages.
+const std::error_category& zookeeper_category() noexcept;
+
+inline std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), dlock_category()};
+}
+
+// Base of every exception thrown by dlock.
+class Error : public std::system_error {
+ public:
+  Error(std::error_code code, const std::string& what) : std::system_error(code, what) {}
+};
+
+// The Session could not connect: malformed connect string, or no server answered within
+// `SessionOptions::connect_timeout`. The message names the connect string.
+class ConnectError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The lock cannot be (or is no longer) held because its session is gone: expired (`Lost`) or
+// closed (`Closed`), or the lock node vanished under us.
+class LockLost : public Error {
+ public:
+  using Error::Error;
+};
+
+// A thread released, or asked for the fencing token of, a lock it does not hold. The lock's
+// state is unchanged.
+class NotOwner : public Error {
+ public:
+  explicit NotOwner(const std::string& what) : Error(make_error_code(errc::not_owner), what) {}
+};
+
+// A lock path breaks a rule (not absolute, trailing '/', empty component, '.' or '..', a
+// character ZooKeeper rejects, ...). The message names the path and the rule.
+class InvalidPath : public Error {
+ public:
+  explicit InvalidPath(const std::string& what) : Error(make_error_code(errc::invalid_path), what) {}
+};
+
+}  // namespace dlock
+
+template <>
+struct std::is_error_code_enum<dlock::errc> : std::true_type {};

@@ -1,0 +1,113 @@
+// dlock/mutex.hpp: a reentrant distributed exclusive lock (Curator's InterProcessMutex).
+//
+// A `Mutex` names a lock directory on a Session. At most one thread in the whole system holds a
+// given path at a time: threads of this process, of other processes using dlock, of Java
+// processes using Apache Curator's InterProcessMutex and of Python processes using kazoo's Lock
+// (with `extra_lock_patterns=("-lock-",)`) all exclude each other on the same path.
+//
+//   dlock::Mutex mutex(session, "/locks/orders/42");
+//   {
+//     std::scoped_lock guard(mutex);          // std::unique_lock, std::lock_guard work too
+//     charge(order, mutex.fencing_token());   // let the resource reject a stale holder
+//   }
+//
+// The protocol is Curator's: each attempt creates an EPHEMERAL_SEQUENTIAL node
+// `<path>/_c_<uuid>-lock-<seq>` (missing parents are created as CONTAINER nodes, which the
+// server removes once empty); the lowest sequence holds; every other contender watches only its
+// immediate predecessor, so a release wakes exactly one waiter. The node's data is a small JSON
+// document naming the holder (host, pid, thread, acquisition time). Children of the lock
+// directory that no known client wrote are ignored. Never create other nodes inside a lock
+// directory: Curator's waiters would wait on them.
+//
+// Reentrancy: ownership belongs to a thread on a session. The owning thread may lock the same
+// path again (through this or any other Mutex object on the same Session): that only counts,
+// without a ZooKeeper call, and the lock is released when unlock() has been called as many times.
+// Other threads, other sessions and other processes are excluded. A thread that exits while
+// holding releases the lock (with a warning in the log).
+//
+// Meets the standard Lockable and TimedLockable requirements.
+//
+// Thread-safety: all member functions may be called concurrently from any threads. The Mutex
+// object may be destroyed while a thread holds the lock (the hold stays with the thread and can
+// be released through another Mutex on the same Session and path), but not while another thread
+// is inside one of its member functions.
+//
+// Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
+// wait), `Error` for other ZooKeeper failures; whenever it throws or returns false, the attempt's
+// node has already been deleted (or handed to a background retry that deletes it). The
+// constructor throws `InvalidPath` naming the path and the rule it breaks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlock/error.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock {
+
+namespace detail {
+struct LockSite;
+}
+
+class Mutex {
+ public:
+  // `path` is the lock directory, e.g. "/locks/orders/42": absolute, no trailing '/', no empty,
+  // "." or ".." component, no character ZooKeeper rejects, not under /zookeeper.
+  Mutex(Session& session, std::string path);
+  ~Mutex();
+  Mutex(const Mutex&) = delete;
+  Mutex& operator=(const Mutex&) = delete;
+
+  // Blocks until the calling thread holds the lock. Waits through connection losses as long as
+  // the session lives.
+  void lock();
+
+  // One attempt: true if the lock was free (or already held by this thread), false otherwise.
+  // Costs one ZooKeeper round trip (plus one delete when it fails).
+  bool try_lock();
+
+  // Waits at most `timeout`; false only once the time is up (a ZooKeeper failure throws).
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return try_lock_until(std::chrono::steady_clock::now() + timeout);
+  }
+
+  // Waits until `when` (any clock); false only once that time has come.
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
+    const auto remaining = when - Clock::now();
+    return try_lock_steady(std::chrono::steady_clock::now() +
+                           std::chrono::ceil<std::chrono::steady_clock::duration>(remaining));
+  }
+
+  // Undoes one lock() of the calling thread; the last one deletes the lock node. Does not wait
+  // for the server: the delete is sent and, if the connection drops, retried in the background
+  // until it succeeds or the session ends. Requests this session makes afterwards are ordered
+  // behind it. Throws `NotOwner` (and changes nothing) if the calling thread does not hold it.
+  void unlock();
+
+  // True if the calling thread holds this lock (on this Session). No ZooKeeper call.
+  bool held_by_this_thread() const;
+
+  // The fencing token of the calling thread's hold: the creation zxid of its lock node, which is
+  // larger than every earlier holder's token on this path. Throws `NotOwner` if the calling
+  // thread does not hold the lock.
+  std::int64_t fencing_token() const;
+
+  // The contender nodes in the lock directory, in queue order (the first one holds), including
+  // those of Curator and kazoo clients. One ZooKeeper call.
+  std::vector<std::string> participants() const;
+
+  const std::string& path() const noexcept;
+
+ private:
+  bool try_lock_steady(std::chrono::steady_clock::time_point deadline);
+
+  std::shared_ptr<detail::LockSite> site_;
+};
+
+}  // namespace dlock

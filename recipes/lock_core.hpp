@@ -1,0 +1,52 @@
+// Internal: the queue algorithm every dlock lock uses, once (the role of Curator's LockInternals).
+//
+// A contender creates an EPHEMERAL_SEQUENTIAL node `<dir>/_c_<uuid>-<marker><seq>`, lists the
+// directory, and asks its LockPolicy whether its place in the queue lets it hold the lock. If not,
+// it watches the one node the policy names (never the whole directory, so one release wakes one
+// waiter), waits, and looks again. A policy is the only thing that differs between lock kinds.
+//
+// Failure rules: on timeout, error or exception the attempt's node is deleted (or, if a lost
+// reply left its name unknown, every node with its `_c_<uuid>-` prefix) before returning.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client.hpp"
+#include "contender.hpp"
+#include "deadline.hpp"
+
+namespace dlock::detail {
+
+struct Verdict {
+  bool holds = false;
+  std::string_view watch;  // when !holds: the child to watch (must be in the queue)
+};
+
+struct LockPolicy {
+  std::string_view marker;  // node name marker: "lock-", "__READ__", "__WRIT__"
+  // Decides from the queue and our index in it.
+  Verdict (*decide)(std::span<const Contender> queue, std::size_t ours);
+};
+
+struct Acquired {
+  std::string node;          // full path of our node
+  std::int64_t token = 0;    // its creation zxid: the fencing token
+};
+
+// Takes the lock described by `policy` in `dir`, waiting until `deadline`. Returns nullopt when
+// the deadline passes first (nothing left behind). Throws LockLost when the session ends or our
+// node vanishes, Error for other ZooKeeper failures (nothing left behind either way).
+std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
+                                const Deadline& deadline);
+
+// The contenders of `dir` in queue order (full names). Retries transient errors; throws LockLost
+// or Error like acquire().
+std::vector<std::string> participants(Client& client, const std::string& dir);
+
+}  // namespace dlock::detail

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs everything dlock's build, tests and demo need from Debian 12's packages.
+set -euo pipefail
+packages=(
+  build-essential cmake            # g++ 12, CMake 3.25
+  libzookeeper-mt-dev              # ZooKeeper C client (multi-threaded)
+  zookeeper                        # the real server the tests and the demo start (brings Java)
+  nlohmann-json3-dev               # lock node data
+  libgtest-dev                     # GoogleTest
+)
+if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+export DEBIAN_FRONTEND=noninteractive
+# Always refresh the package lists first; a stale or missing list makes installs fail.
+if ! $sudo apt-get update -qq; then
+  echo "install-deps: apt-get update failed; trying with the lists this machine has" >&2
+fi
+$sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

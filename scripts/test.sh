@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed, builds, and runs the whole suite against a real
+# ZooKeeper server (started and stopped by the tests), then once more under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure)
+
+# The sanitizer build: the same suite, less the packaging check (it only re-tests the install).
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ctest --output-on-failure -LE packaging)

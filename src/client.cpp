@@ -1,0 +1,355 @@
+#include "client.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "janitor.hpp"
+#include "lock_site.hpp"
+#include "log_bridge.hpp"
+
+namespace dlock::detail {
+namespace {
+
+std::atomic<std::uint64_t> next_site_id{1};
+
+// Completion trampolines: `data` owns the heap-allocated std::function.
+template <class Callback>
+std::unique_ptr<Callback> take(const void* data) {
+  return std::unique_ptr<Callback>(static_cast<Callback*>(const_cast<void*>(data)));
+}
+
+void on_created(int rc, const char* path, const Stat* stat, const void* data) {
+  CreateResult result{rc, {}, 0};
+  if (rc == ZOK) {
+    result.path = path ? path : "";
+    result.czxid = stat ? stat->czxid : 0;
+  }
+  (*take<CreateCallback>(data))(std::move(result));
+}
+
+void on_children(int rc, const String_vector* strings, const void* data) {
+  ChildrenResult result{rc, {}};
+  if (rc == ZOK && strings) {
+    result.names.reserve(static_cast<std::size_t>(strings->count));
+    for (int i = 0; i < strings->count; ++i) result.names.emplace_back(strings->data[i]);
+  }
+  (*take<ChildrenCallback>(data))(std::move(result));
+}
+
+void on_stat(int rc, const Stat* stat, const void* data) {
+  StatResult result{rc, {}};
+  if (rc == ZOK && stat) result.stat = *stat;
+  (*take<StatCallback>(data))(result);
+}
+
+void on_data(int rc, const char*, int, const Stat*, const void* data) { (*take<RcCallback>(data))(rc); }
+
+void on_void(int rc, const void* data) { (*take<RcCallback>(data))(rc); }
+
+// Queues a request whose completion owns `done`; if the C client refuses it outright, calls
+// `done` inline with the refusal's code (the completion will never run).
+template <class Callback, class Result, class Submit>
+void queue_request(Callback done, Result refused, Submit&& submit) {
+  auto* owned = new Callback(std::move(done));
+  const int rc = submit(static_cast<const void*>(owned));
+  if (rc != ZOK) {
+    std::unique_ptr<Callback> callback(owned);
+    if constexpr (std::is_same_v<Result, int>) {
+      (*callback)(rc);
+    } else {
+      refused.rc = rc;
+      (*callback)(std::move(refused));
+    }
+  }
+}
+
+std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+
+}  // namespace
+
+void Waiter::wake() {
+  {
+    std::lock_guard lock(mutex_);
+    woken_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool Waiter::wait(const Deadline& deadline) {
+  std::unique_lock lock(mutex_);
+  if (deadline.is_never()) {
+    cv_.wait(lock, [&] { return woken_; });
+    return true;
+  }
+  return cv_.wait_until(lock, *deadline.when(), [&] { return woken_; });
+}
+
+Client::Client(SessionOptions options) : options_(std::move(options)) {
+  if (options_.connect.empty()) {
+    throw ConnectError(make_error_code(errc::connect_failed),
+                       "cannot connect to ZooKeeper at \"\": the connect string is empty "
+                       "(expected host:port[,host:port...][/chroot])");
+  }
+  if (options_.session_timeout <= std::chrono::milliseconds::zero()) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "session_timeout must be positive, got " + ms(options_.session_timeout));
+  }
+  if (options_.connect_timeout <= std::chrono::milliseconds::zero()) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "connect_timeout must be positive, got " + ms(options_.connect_timeout));
+  }
+  install_log_bridge();
+  janitor_ = std::make_unique<Janitor>(*this);
+  {
+    std::unique_lock lock(handle_mutex_);
+    errno = 0;
+    zh_ = zookeeper_init2(options_.connect.c_str(), &Client::on_event,
+                          static_cast<int>(options_.session_timeout.count()), nullptr, this, 0,
+                          &zookeeper_log_callback);
+  }
+  if (zh_ == nullptr) {
+    const int saved = errno;
+    janitor_->stop();
+    throw ConnectError(make_error_code(errc::connect_failed),
+                       "cannot connect to ZooKeeper at \"" + options_.connect +
+                           "\": the connect string is malformed or names no resolvable host "
+                           "(expected host:port[,host:port...][/chroot]): " + std::strerror(saved));
+  }
+  std::unique_lock lock(state_mutex_);
+  const bool connected = state_cv_.wait_for(lock, options_.connect_timeout, [&] {
+    const auto s = state_.load();
+    return s == SessionState::Connected || s == SessionState::Lost;
+  });
+  const bool usable = connected && state_.load() == SessionState::Connected;
+  lock.unlock();
+  if (!usable) {
+    close();
+    throw ConnectError(make_error_code(errc::connect_failed),
+                       "cannot connect to ZooKeeper at \"" + options_.connect +
+                           "\": no server answered within connect_timeout (" +
+                           ms(options_.connect_timeout) + ")");
+  }
+}
+
+Client::~Client() { close(); }
+
+void Client::close() {
+  set_state(SessionState::Closed);
+  zhandle_t* zh = nullptr;
+  {
+    // Waits for requests being queued right now; later ones see no handle and get ZCLOSING.
+    std::unique_lock lock(handle_mutex_);
+    zh = std::exchange(zh_, nullptr);
+  }
+  // Closing the session makes the server delete every ephemeral node it created, so releases
+  // still queued in the janitor are moot. Pending requests complete with ZCLOSING.
+  if (zh != nullptr) zookeeper_close(zh);
+  if (janitor_) janitor_->stop();
+}
+
+std::chrono::milliseconds Client::negotiated_timeout() const noexcept {
+  std::shared_lock lock(handle_mutex_);
+  return std::chrono::milliseconds(zh_ ? zoo_recv_timeout(zh_) : 0);
+}
+
+void Client::throw_if_gone(std::string_view what) const {
+  const auto s = state();
+  if (s == SessionState::Lost) {
+    throw LockLost(std::error_code(ZSESSIONEXPIRED, zookeeper_category()),
+                   std::string(what) + ": the ZooKeeper session has expired (state Lost)");
+  }
+  if (s == SessionState::Closed) {
+    throw LockLost(std::error_code(ZCLOSING, zookeeper_category()),
+                   std::string(what) + ": the Session has been closed (state Closed)");
+  }
+}
+
+bool Client::wait_connected(const Deadline& deadline, std::string_view what) {
+  std::unique_lock lock(state_mutex_);
+  auto ready = [&] { return state_.load() != SessionState::Suspended; };
+  if (deadline.is_never()) {
+    state_cv_.wait(lock, ready);
+  } else if (!state_cv_.wait_until(lock, *deadline.when(), ready)) {
+    return false;
+  }
+  lock.unlock();
+  throw_if_gone(what);
+  return true;
+}
+
+template <class Submit>
+int Client::submit(Submit&& submit) {
+  std::shared_lock lock(handle_mutex_);
+  if (zh_ == nullptr) return ZCLOSING;
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  return submit(zh_);
+}
+
+void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {
+  queue_request(std::move(done), CreateResult{}, [&](const void* ctx) {
+    return submit([&](zhandle_t* zh) {
+      return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(),
+                          static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode, on_created, ctx);
+    });
+  });
+}
+
+void Client::children(const std::string& path, ChildrenCallback done) {
+  queue_request(std::move(done), ChildrenResult{}, [&](const void* ctx) {
+    return submit([&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), 0, on_children, ctx); });
+  });
+}
+
+void Client::exists(const std::string& path, StatCallback done) {
+  queue_request(std::move(done), StatResult{}, [&](const void* ctx) {
+    return submit([&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
+  });
+}
+
+void Client::remove(const std::string& path, RcCallback done) {
+  queue_request(std::move(done), 0, [&](const void* ctx) {
+    return submit([&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
+  });
+}
+
+void Client::watch(const std::string& path, RcCallback done) {
+  // getData rather than exists: on NONODE it leaves no watch behind (as Curator does).
+  queue_request(std::move(done), 0, [&](const void* ctx) {
+    return submit([&](zhandle_t* zh) {
+      return zoo_awget(zh, path.c_str(), &Client::on_event, this, on_data, ctx);
+    });
+  });
+}
+
+void Client::add_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter) {
+  std::lock_guard lock(waiters_mutex_);
+  waiters_.emplace(path, waiter);
+}
+
+void Client::remove_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter) {
+  std::lock_guard lock(waiters_mutex_);
+  auto [first, last] = waiters_.equal_range(path);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == waiter) {
+      waiters_.erase(it);
+      return;
+    }
+  }
+}
+
+void Client::release_node(const std::string& path) {
+  remove(path, [this, path](int rc) {
+    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) janitor_->delete_node(path);
+    // ZOK, ZNONODE: gone. SESSIONEXPIRED, CLOSING, INVALIDSTATE: the session took it.
+    else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
+             rc != ZINVALIDSTATE) {
+      log(LogLevel::Error, "could not delete lock node " + path + ": " + zerror(rc));
+    }
+  });
+}
+
+void Client::release_prefixed(const std::string& dir, const std::string& prefix) {
+  janitor_->delete_prefixed(dir, prefix);
+}
+
+std::shared_ptr<LockSite> Client::site(const std::string& path, const std::shared_ptr<Client>& self) {
+  std::lock_guard lock(sites_mutex_);
+  auto& slot = sites_[path];
+  if (auto existing = slot.lock()) return existing;
+  auto created = std::make_shared<LockSite>(next_site_id.fetch_add(1), path, self);
+  slot = created;
+  return created;
+}
+
+void Client::forget_site(const std::string& path) {
+  std::lock_guard lock(sites_mutex_);
+  // Only if expired: another thread may already have replaced the entry with a live site.
+  if (auto it = sites_.find(path); it != sites_.end() && it->second.expired()) sites_.erase(it);
+}
+
+std::uint64_t Client::subscribe(std::function<void(SessionState)> listener) {
+  std::lock_guard lock(listeners_mutex_);
+  const auto id = next_listener_id_++;
+  listeners_.emplace(id, std::move(listener));
+  return id;
+}
+
+void Client::unsubscribe(std::uint64_t id) {
+  std::lock_guard lock(listeners_mutex_);
+  listeners_.erase(id);
+}
+
+Session::Stats Client::stats() const noexcept {
+  return {requests_.load(std::memory_order_relaxed), watch_wakeups_.load(std::memory_order_relaxed)};
+}
+
+void Client::on_event(zhandle_t* zh, int type, int zk_state, const char* path, void* context) {
+  auto* self = static_cast<Client*>(context);
+  if (type == ZOO_SESSION_EVENT) {
+    if (zk_state == ZOO_CONNECTED_STATE) {
+      if (const clientid_t* id = zoo_client_id(zh)) self->session_id_.store(id->client_id);
+    }
+    self->on_session_event(zk_state);
+  } else if (path != nullptr) {
+    self->on_node_event(path);
+  }
+}
+
+void Client::on_session_event(int zk_state) {
+  if (zk_state == ZOO_CONNECTED_STATE || zk_state == ZOO_READONLY_STATE) {
+    set_state(SessionState::Connected);
+  } else if (zk_state == ZOO_EXPIRED_SESSION_STATE || zk_state == ZOO_AUTH_FAILED_STATE) {
+    set_state(SessionState::Lost);
+  } else if (state() == SessionState::Connected) {
+    set_state(SessionState::Suspended);
+  }
+  // Waiters re-check: a watch may have been lost with the connection, or the session with it.
+  wake_all_waiters();
+}
+
+void Client::on_node_event(const char* path) {
+  std::vector<std::shared_ptr<Waiter>> woken;
+  {
+    std::lock_guard lock(waiters_mutex_);
+    auto [first, last] = waiters_.equal_range(path);
+    for (auto it = first; it != last; ++it) woken.push_back(std::move(it->second));
+    waiters_.erase(first, last);
+  }
+  watch_wakeups_.fetch_add(woken.size(), std::memory_order_relaxed);
+  for (auto& waiter : woken) waiter->wake();
+}
+
+void Client::wake_all_waiters() {
+  std::unordered_multimap<std::string, std::shared_ptr<Waiter>> woken;
+  {
+    std::lock_guard lock(waiters_mutex_);
+    woken.swap(waiters_);
+  }
+  for (auto& [path, waiter] : woken) waiter->wake();
+}
+
+void Client::set_state(SessionState next) {
+  {
+    std::lock_guard lock(state_mutex_);
+    const auto current = state_.load();
+    if (current == next || current == SessionState::Closed) return;
+    if (current == SessionState::Lost && next != SessionState::Closed) return;
+    if (next == SessionState::Suspended && !ever_connected_) return;
+    if (next == SessionState::Connected) ever_connected_ = true;
+    state_.store(next, std::memory_order_release);
+  }
+  state_cv_.notify_all();
+  if (next == SessionState::Closed || next == SessionState::Lost) wake_all_waiters();
+  std::lock_guard lock(listeners_mutex_);
+  // Listeners may unsubscribe (themselves or others) while we iterate: walk by id.
+  for (auto it = listeners_.begin(); it != listeners_.end();) {
+    const auto id = it->first;
+    auto listener = it->second;
+    listener(next);
+    it = listeners_.upper_bound(id);
+  }
+}
+
+}  // namespace dlock::detail

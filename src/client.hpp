@@ -1,0 +1,149 @@
+// Internal: the ZooKeeper C client handle behind a dlock::Session.
+//
+// Every request goes through the C client's asynchronous API; completions run on the C client's
+// completion thread and must never block or issue requests themselves (Client::close() joins that
+// thread while holding the handle exclusively). Blocking helpers live in sync_ops.hpp.
+#pragma once
+
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "deadline.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock::detail {
+
+class Janitor;
+struct LockSite;
+
+// A thread blocked until a watched node changes, the session changes state, or its deadline.
+class Waiter {
+ public:
+  void wake();
+  // True when woken, false when the deadline passed first.
+  bool wait(const Deadline& deadline);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+};
+
+struct CreateResult {
+  int rc = ZOK;
+  std::string path;  // the created node's full path (with the server's sequence suffix)
+  std::int64_t czxid = 0;
+};
+struct ChildrenResult {
+  int rc = ZOK;
+  std::vector<std::string> names;
+};
+struct StatResult {
+  int rc = ZOK;
+  Stat stat{};
+};
+
+using CreateCallback = std::function<void(CreateResult)>;
+using ChildrenCallback = std::function<void(ChildrenResult)>;
+using StatCallback = std::function<void(StatResult)>;
+using RcCallback = std::function<void(int rc)>;
+
+class Client {
+ public:
+  // Connects and waits for the session (throws ConnectError, Error).
+  explicit Client(SessionOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  void close();
+
+  SessionState state() const noexcept { return state_.load(std::memory_order_acquire); }
+  std::int64_t session_id() const noexcept { return session_id_.load(std::memory_order_acquire); }
+  std::chrono::milliseconds negotiated_timeout() const noexcept;
+  const std::string& connect_string() const noexcept { return options_.connect; }
+
+  // Throws LockLost when the session is Lost or Closed; `what` says what was being attempted.
+  void throw_if_gone(std::string_view what) const;
+  // Blocks until Connected. False when the deadline passes first; LockLost when the session ends.
+  bool wait_connected(const Deadline& deadline, std::string_view what);
+
+  // Asynchronous requests. The callback runs exactly once: on the completion thread, or inline
+  // (with the C client's error code) when the request could not be queued.
+  void create(const std::string& path, std::string_view data, int mode, CreateCallback done);
+  void children(const std::string& path, ChildrenCallback done);
+  void exists(const std::string& path, StatCallback done);
+  void remove(const std::string& path, RcCallback done);
+  // getData with a watch. When the node changes or is deleted, every Waiter registered for
+  // `path` (add_waiter) is woken once and unregistered.
+  void watch(const std::string& path, RcCallback done);
+
+  void add_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
+  void remove_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
+
+  // Deletes a node we own without waiting. If the delete cannot reach the server, the janitor
+  // retries it until it succeeds or the session ends (which deletes the node anyway).
+  void release_node(const std::string& path);
+  // Deletes, in the background, every child of `dir` whose name starts with `prefix`: the
+  // recovery for a create whose answer was lost.
+  void release_prefixed(const std::string& dir, const std::string& prefix);
+
+  // The per-(session, path) identity used for reentrancy; see hold_table.hpp.
+  std::shared_ptr<LockSite> site(const std::string& path, const std::shared_ptr<Client>& self);
+  void forget_site(const std::string& path);
+
+  std::uint64_t subscribe(std::function<void(SessionState)> listener);
+  void unsubscribe(std::uint64_t id);
+
+  Session::Stats stats() const noexcept;
+
+ private:
+  static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
+  void on_session_event(int zk_state);
+  void on_node_event(const char* path);
+  void set_state(SessionState next);
+  void wake_all_waiters();
+  // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
+  template <class Submit>
+  int submit(Submit&& submit);
+
+  const SessionOptions options_;
+  mutable std::shared_mutex handle_mutex_;  // exclusive only while closing
+  zhandle_t* zh_ = nullptr;
+
+  std::atomic<SessionState> state_{SessionState::Suspended};
+  std::atomic<std::int64_t> session_id_{0};
+  bool ever_connected_ = false;  // guarded by state_mutex_
+  mutable std::mutex state_mutex_;
+  std::condition_variable state_cv_;
+
+  std::mutex waiters_mutex_;
+  std::unordered_multimap<std::string, std::shared_ptr<Waiter>> waiters_;
+
+  std::recursive_mutex listeners_mutex_;  // held while a listener runs; recursive for re-entry
+  std::map<std::uint64_t, std::function<void(SessionState)>> listeners_;
+  std::uint64_t next_listener_id_ = 1;
+
+  std::mutex sites_mutex_;
+  std::unordered_map<std::string, std::weak_ptr<LockSite>> sites_;
+
+  std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::uint64_t> watch_wakeups_{0};
+
+  std::unique_ptr<Janitor> janitor_;
+};
+
+}  // namespace dlock::detail

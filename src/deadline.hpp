@@ -1,0 +1,31 @@
+// Internal: a point in time an operation must finish by, or none (wait forever).
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+namespace dlock::detail {
+
+using Clock = std::chrono::steady_clock;
+
+class Deadline {
+ public:
+  static Deadline never() { return Deadline(std::nullopt); }
+  static Deadline at(Clock::time_point when) { return Deadline(when); }
+  static Deadline in(Clock::duration from_now) { return Deadline(Clock::now() + from_now); }
+
+  bool is_never() const { return !when_.has_value(); }
+  bool passed() const { return when_ && Clock::now() >= *when_; }
+  // `when`, or `cap` from now if that is sooner (for bounded waits under an endless deadline).
+  Clock::time_point capped(Clock::duration cap) const {
+    const auto soon = Clock::now() + cap;
+    return when_ && *when_ < soon ? *when_ : soon;
+  }
+  const std::optional<Clock::time_point>& when() const { return when_; }
+
+ private:
+  explicit Deadline(std::optional<Clock::time_point> when) : when_(when) {}
+  std::optional<Clock::time_point> when_;
+};
+
+}  // namespace dlock::detail

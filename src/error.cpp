@@ -1,0 +1,41 @@
+#include "dlock/error.hpp"
+
+#include <zookeeper/zookeeper.h>
+
+namespace dlock {
+namespace {
+
+class DlockCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "dlock"; }
+  std::string message(int value) const override {
+    switch (static_cast<errc>(value)) {
+      case errc::connect_failed: return "could not connect to ZooKeeper";
+      case errc::lock_lost: return "lock lost: the session is gone";
+      case errc::not_owner: return "the calling thread does not own the lock";
+      case errc::invalid_path: return "invalid lock path";
+      case errc::invalid_argument: return "invalid argument";
+    }
+    return "unknown dlock error " + std::to_string(value);
+  }
+};
+
+class ZooKeeperCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "zookeeper"; }
+  std::string message(int value) const override { return zerror(value); }
+};
+
+}  // namespace
+
+const std::error_category& dlock_category() noexcept {
+  static const DlockCategory category;
+  return category;
+}
+
+const std::error_category& zookeeper_category() noexcept {
+  static const ZooKeeperCategory category;
+  return category;
+}
+
+}  // namespace dlock

@@ -1,0 +1,90 @@
+#include "janitor.hpp"
+
+#include <chrono>
+
+#include "client.hpp"
+#include "pending.hpp"
+
+namespace dlock::detail {
+namespace {
+
+constexpr auto kRetryPause = std::chrono::milliseconds(100);
+
+bool transient(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+int delete_now(Client& client, const std::string& path) {
+  Pending<int> done;
+  client.remove(path, done.callback());
+  return done.get();
+}
+
+}  // namespace
+
+Janitor::Janitor(Client& client) : client_(client), thread_([this] { run(); }) {}
+
+Janitor::~Janitor() { stop(); }
+
+void Janitor::delete_node(std::string path) { add({std::move(path), {}}); }
+
+void Janitor::delete_prefixed(std::string dir, std::string prefix) {
+  add({std::move(dir), std::move(prefix)});
+}
+
+void Janitor::add(Task task) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+void Janitor::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    tasks_.clear();
+  }
+  cv_.notify_one();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Janitor::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+    if (stopping_) return;
+    const auto state = client_.state();
+    if (state == SessionState::Lost || state == SessionState::Closed) {
+      tasks_.clear();  // the session took its ephemeral nodes with it
+      continue;
+    }
+    std::deque<Task> batch;
+    if (state == SessionState::Connected) batch.swap(tasks_);
+    lock.unlock();
+    std::deque<Task> again;
+    for (auto& task : batch) {
+      if (!attempt(task)) again.push_back(std::move(task));
+    }
+    lock.lock();
+    for (auto& task : again) tasks_.push_back(std::move(task));
+    if (!tasks_.empty()) cv_.wait_for(lock, kRetryPause, [&] { return stopping_; });
+  }
+}
+
+bool Janitor::attempt(const Task& task) {
+  if (task.prefix.empty()) return !transient(delete_now(client_, task.path));
+  Pending<ChildrenResult> listed;
+  client_.children(task.path, listed.callback());
+  const auto children = listed.get();
+  if (transient(children.rc)) return false;
+  bool done = true;
+  for (const auto& name : children.names) {
+    if (name.starts_with(task.prefix) && transient(delete_now(client_, task.path + "/" + name))) {
+      done = false;
+    }
+  }
+  return done;
+}
+
+}  // namespace dlock::detail

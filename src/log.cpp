@@ -1,0 +1,102 @@
+#include "dlock/log.hpp"
+
+#include <zookeeper/zookeeper.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "dlock/session.hpp"
+#include "log_bridge.hpp"
+
+namespace dlock {
+
+void log_to_stderr(LogLevel level, std::string_view message) {
+  if (level > LogLevel::Warn) return;
+  // One fwrite per line keeps lines from concurrent threads whole.
+  std::string line = "dlock: ";
+  line.append(message);
+  line.push_back('\n');
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+Logger quiet_logger() {
+  return [](LogLevel, std::string_view) {};
+}
+
+namespace {
+
+std::mutex logger_mutex;
+std::shared_ptr<const Logger> current_logger = std::make_shared<const Logger>(log_to_stderr);
+
+// The C client formats "<time>:<pid>(<tid>):ZOO_WARN@<function>@<line>: <text>".
+LogLevel level_of(std::string_view line) {
+  if (line.find(":ZOO_ERROR@") != std::string_view::npos) return LogLevel::Error;
+  if (line.find(":ZOO_WARN@") != std::string_view::npos) return LogLevel::Warn;
+  if (line.find(":ZOO_INFO@") != std::string_view::npos) return LogLevel::Info;
+  return LogLevel::Debug;
+}
+
+std::string_view trim_newlines(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// fopencookie write hook: the C client's stream output, split into lines.
+ssize_t write_stream(void*, const char* buffer, size_t size) {
+  std::string_view text(buffer, size);
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    const auto line = text.substr(0, end);
+    if (!trim_newlines(line).empty()) detail::log(level_of(line), trim_newlines(line));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return static_cast<ssize_t>(size);
+}
+
+}  // namespace
+
+void set_logger(Logger logger, LogLevel max_level) {
+  detail::install_log_bridge();
+  auto next = std::make_shared<const Logger>(logger ? std::move(logger) : quiet_logger());
+  {
+    std::lock_guard lock(logger_mutex);
+    current_logger = std::move(next);
+  }
+  zoo_set_debug_level(static_cast<ZooLogLevel>(max_level));
+}
+
+namespace detail {
+
+void log(LogLevel level, std::string_view message) {
+  std::shared_ptr<const Logger> logger;
+  {
+    std::lock_guard lock(logger_mutex);
+    logger = current_logger;
+  }
+  (*logger)(level, message);
+}
+
+void zookeeper_log_callback(const char* message) {
+  const std::string_view line = trim_newlines(message);
+  log(level_of(line), line);
+}
+
+void install_log_bridge() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+    cookie_io_functions_t io{};
+    io.write = write_stream;
+    if (FILE* stream = fopencookie(nullptr, "w", io)) {
+      setvbuf(stream, nullptr, _IOLBF, 0);
+      zoo_set_log_stream(stream);
+    }
+  });
+}
+
+}  // namespace detail
+}  // namespace dlock

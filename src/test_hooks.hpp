@@ -1,0 +1,19 @@
+// Internal: switches that turn a guarantee off, for the tests' negative controls only.
+//
+// Each test that proves a guarantee (mutual exclusion, no leaked nodes, one wake-up per release)
+// also runs once with the guarantee switched off here, to show that the test would catch its
+// failure. Production code never sets these; all default to false.
+#pragma once
+
+#include <atomic>
+
+namespace dlock::detail::test_hooks {
+
+// Every contender believes it holds the lock at once (breaks mutual exclusion).
+extern std::atomic<bool> ignore_queue;
+// A failed or timed-out attempt leaves its node on the server (breaks "nothing left behind").
+extern std::atomic<bool> skip_cleanup;
+// Every waiter watches the head of the queue instead of its predecessor (a thundering herd).
+extern std::atomic<bool> watch_head;
+
+}  // namespace dlock::detail::test_hooks

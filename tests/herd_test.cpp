@@ -1,0 +1,59 @@
+// One release wakes one waiter: each waiter watches only its predecessor.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "test_env.hpp"
+#include "test_hooks.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr int kWaiters = 20;
+
+// Queues kWaiters behind a holder (each on its own session, or all on one), then lets the lock
+// pass down the queue. Returns the watch wake-ups delivered in all, over kWaiters releases.
+std::uint64_t wakeups_for_handoffs(const std::string& path, bool session_per_waiter) {
+  Session holder_session(session_options());
+  Mutex holder(holder_session, path);
+  holder.lock();
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < (session_per_waiter ? kWaiters : 1); ++i) {
+    sessions.push_back(std::make_unique<Session>(session_options()));
+  }
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, s = sessions[session_per_waiter ? i : 0].get()] {
+      Mutex mutex(*s, path);
+      std::scoped_lock guard(mutex);
+    });
+  }
+  while (holder.participants().size() < kWaiters + 1) std::this_thread::sleep_for(20ms);
+  holder.unlock();
+  for (auto& waiter : waiters) waiter.join();
+  std::uint64_t wakeups = 0;
+  for (const auto& session : sessions) wakeups += session->stats().watch_wakeups;
+  return wakeups;
+}
+
+TEST(Herd, OneWakeUpPerReleaseAcrossSessions) {
+  EXPECT_EQ(wakeups_for_handoffs(test_root(), true), static_cast<std::uint64_t>(kWaiters));
+}
+
+TEST(Herd, OneWakeUpPerReleaseAmongThreadsOfOneSession) {
+  EXPECT_EQ(wakeups_for_handoffs(test_root(), false), static_cast<std::uint64_t>(kWaiters));
+}
+
+TEST(Herd, NegativeControlWatchingTheHeadWakesTheHerd) {
+  // If every waiter watched the holder instead of its predecessor, each release would wake all
+  // the waiters left; the count must show it.
+  ScopedHook herd(detail::test_hooks::watch_head);
+  EXPECT_GT(wakeups_for_handoffs(test_root(), true), static_cast<std::uint64_t>(kWaiters));
+}
+
+}  // namespace
+}  // namespace dlock::testing

@@ -1,0 +1,48 @@
+// Test main: starts one real ZooKeeper server for the suite and stops it by PID afterwards, also
+// when tests fail (and, through PR_SET_PDEATHSIG, when this process dies).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "raw_zk.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+std::unique_ptr<ZooKeeperServer> server;
+
+class ZooKeeperEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { server = std::make_unique<ZooKeeperServer>(); }
+  void TearDown() override {
+    {
+      RawZk zk(server->connect_string());
+      const auto left = wait_for_no_ephemeral_nodes(zk, kSuiteRoot);
+      EXPECT_TRUE(left.empty()) << "lock nodes left under " << kSuiteRoot << " after the suite, e.g. "
+                                << (left.empty() ? "" : left.front());
+    }
+    server.reset();
+  }
+};
+
+}  // namespace
+
+ZooKeeperServer& zk_server() { return *server; }
+std::string zk_connect() { return server->connect_string(); }
+
+std::string test_root() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  return std::string(kSuiteRoot) + "/" + name;
+}
+
+}  // namespace dlock::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new dlock::testing::ZooKeeperEnvironment);
+  return RUN_ALL_TESTS();
+}

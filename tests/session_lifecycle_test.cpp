@@ -1,0 +1,151 @@
+// The session: connecting, errors naming the connect string, states and listeners, closing while
+// locks are held or awaited, and where the C client's log lines go.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "raw_zk.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Session, ConnectsAndReportsItsSession) {
+  Session session(session_options(4s));
+  EXPECT_EQ(session.state(), SessionState::Connected);
+  EXPECT_NE(session.id(), 0);
+  EXPECT_EQ(session.negotiated_timeout(), 4s);
+  EXPECT_EQ(session.connect_string(), zk_connect());
+}
+
+TEST(Session, ClosedPortThrowsConnectErrorNamingTheStringWithinTheTimeout) {
+  const std::string connect = "127.0.0.1:" + std::to_string(free_port());
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Session session({.connect = connect, .connect_timeout = 1s});
+    FAIL() << "connected to a closed port";
+  } catch (const ConnectError& e) {
+    EXPECT_NE(std::string(e.what()).find(connect), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "took longer than connect_timeout + 1 s";
+}
+
+TEST(Session, MalformedOrEmptyConnectStringsThrowConnectError) {
+  for (const std::string connect : {"", "127.0.0.1:notaport", "not a host string"}) {
+    try {
+      Session session({.connect = connect, .connect_timeout = 1s});
+      FAIL() << "accepted connect string \"" << connect << "\"";
+    } catch (const ConnectError& e) {
+      EXPECT_NE(std::string(e.what()).find("\"" + connect + "\""), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Session, NonPositiveTimeoutsAreRejectedByName) {
+  try {
+    Session session({.connect = zk_connect(), .session_timeout = 0ms});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+    EXPECT_NE(std::string(e.what()).find("session_timeout"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Session({.connect = zk_connect(), .connect_timeout = -1ms}), Error);
+}
+
+TEST(Session, ListenersSeeStateChangesUntilUnsubscribed) {
+  Session session(session_options());
+  std::mutex mutex;
+  std::vector<SessionState> seen, seen_after_reset;
+  auto kept = session.subscribe([&](SessionState s) {
+    std::lock_guard lock(mutex);
+    seen.push_back(s);
+  });
+  auto dropped = session.subscribe([&](SessionState s) {
+    std::lock_guard lock(mutex);
+    seen_after_reset.push_back(s);
+  });
+  dropped.reset();
+  session.close();
+  EXPECT_EQ(session.state(), SessionState::Closed);
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(seen, std::vector<SessionState>{SessionState::Closed});
+  EXPECT_TRUE(seen_after_reset.empty());
+}
+
+TEST(Session, SuspendedWhenTheServerGoesAwayAndLockCallsWaitOrFail) {
+  ZooKeeperServer private_server;  // this test stops its server
+  Session session({.connect = private_server.connect_string(), .session_timeout = 2s});
+  std::promise<void> suspended;
+  std::once_flag once;
+  auto subscription = session.subscribe([&](SessionState s) {
+    if (s == SessionState::Suspended) std::call_once(once, [&] { suspended.set_value(); });
+  });
+  private_server.stop();
+  ASSERT_EQ(suspended.get_future().wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(session.state(), SessionState::Suspended);
+  Mutex mutex(session, "/suspended");
+  EXPECT_FALSE(mutex.try_lock_for(300ms)) << "no server, no lock; and no exception before the time is up";
+}
+
+TEST(Session, LockAfterCloseThrowsLockLost) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  session.close();
+  EXPECT_THROW(mutex.lock(), LockLost);
+  EXPECT_THROW((void)mutex.try_lock(), LockLost);
+}
+
+TEST(Session, ClosingWakesWaitersWithLockLostAndReleasesHeldLocks) {
+  Session holder_session(session_options()), waiter_session(session_options());
+  Mutex holder(holder_session, test_root());
+  holder.lock();
+  auto waiting = std::async(std::launch::async, [&] {
+    Mutex waiter(waiter_session, test_root());
+    waiter.lock();
+  });
+  while (holder.participants().size() < 2) std::this_thread::sleep_for(10ms);
+  waiter_session.close();
+  ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready) << "a waiter hung after close()";
+  EXPECT_THROW(waiting.get(), LockLost);
+  EXPECT_EQ(holder.participants().size(), 1u) << "the closed session's node is still queued";
+  holder_session.close();
+  RawZk zk(zk_connect());
+  EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{});
+  EXPECT_NO_THROW(holder.unlock()) << "unlock() after the session ended must clean up quietly";
+}
+
+TEST(Session, LoggerReceivesClientLinesAtTheChosenLevelOnly) {
+  std::mutex mutex;
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  auto capture = [&](LogLevel level, std::string_view text) {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(level, std::string(text));
+  };
+  auto count_at = [&](LogLevel level) {
+    std::lock_guard lock(mutex);
+    return std::count_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == level; });
+  };
+  set_logger(capture, LogLevel::Info);
+  { Session session(session_options()); }
+  EXPECT_GT(count_at(LogLevel::Info), 0) << "the C client's INFO lines did not reach the logger";
+  {
+    std::lock_guard lock(mutex);
+    lines.clear();
+  }
+  set_logger(capture, LogLevel::Warn);
+  { Session session(session_options()); }
+  EXPECT_EQ(count_at(LogLevel::Info), 0) << "INFO chatter shown at the default level";
+  EXPECT_THROW(Session({.connect = "127.0.0.1:" + std::to_string(free_port()), .connect_timeout = 300ms}),
+               ConnectError);
+  EXPECT_GT(count_at(LogLevel::Error) + count_at(LogLevel::Warn), 0) << "connection errors were not logged";
+  set_logger(log_to_stderr);
+}
+
+}  // namespace
+}  // namespace dlock::testing

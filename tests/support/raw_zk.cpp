@@ -1,0 +1,87 @@
+#include "raw_zk.hpp"
+
+#include <stdexcept>
+#include <thread>
+
+namespace dlock::testing {
+
+RawZk::RawZk(const std::string& connect, std::chrono::milliseconds session_timeout) {
+  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  zh_ = zookeeper_init(connect.c_str(), nullptr, static_cast<int>(session_timeout.count()), nullptr, nullptr, 0);
+  if (zh_ == nullptr) throw std::runtime_error("RawZk: zookeeper_init failed for " + connect);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (zoo_state(zh_) != ZOO_CONNECTED_STATE) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      zookeeper_close(zh_);
+      throw std::runtime_error("RawZk: cannot connect to " + connect);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+RawZk::~RawZk() { zookeeper_close(zh_); }
+
+std::vector<std::string> RawZk::children(const std::string& path) {
+  String_vector names{};
+  std::vector<std::string> out;
+  if (zoo_get_children(zh_, path.c_str(), 0, &names) == ZOK) {
+    for (int i = 0; i < names.count; ++i) out.emplace_back(names.data[i]);
+    deallocate_String_vector(&names);
+  }
+  return out;
+}
+
+std::optional<Stat> RawZk::stat(const std::string& path) {
+  Stat stat{};
+  if (zoo_exists(zh_, path.c_str(), 0, &stat) != ZOK) return std::nullopt;
+  return stat;
+}
+
+std::optional<std::string> RawZk::data(const std::string& path) {
+  std::string buffer(1 << 16, '\0');
+  int length = static_cast<int>(buffer.size());
+  if (zoo_get(zh_, path.c_str(), 0, buffer.data(), &length, nullptr) != ZOK) return std::nullopt;
+  buffer.resize(length < 0 ? 0 : static_cast<std::size_t>(length));
+  return buffer;
+}
+
+int RawZk::create(const std::string& path, const std::string& data, int mode, std::string* created) {
+  char buffer[1024] = {};
+  const int rc = zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+                            mode, buffer, sizeof buffer);
+  if (created != nullptr && rc == ZOK) *created = buffer;
+  return rc;
+}
+
+int RawZk::remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
+
+std::int64_t RawZk::session_id() const { return zoo_client_id(zh_)->client_id; }
+
+std::vector<std::string> ephemeral_nodes_under(RawZk& zk, const std::string& root) {
+  std::vector<std::string> found;
+  std::vector<std::string> todo{root};
+  while (!todo.empty()) {
+    const std::string path = todo.back();
+    todo.pop_back();
+    if (auto stat = zk.stat(path); stat && stat->ephemeralOwner > 0) found.push_back(path);
+    for (const auto& child : zk.children(path)) todo.push_back(path + "/" + child);
+  }
+  return found;
+}
+
+std::vector<std::string> wait_for_no_ephemeral_nodes(RawZk& zk, const std::string& root,
+                                                     std::chrono::milliseconds timeout) {
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = ephemeral_nodes_under(zk, root);
+    if (left.empty() || std::chrono::steady_clock::now() > give_up) return left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void delete_tree(RawZk& zk, const std::string& root) {
+  for (const auto& child : zk.children(root)) delete_tree(zk, root + "/" + child);
+  zk.remove(root);
+}
+
+}  // namespace dlock::testing

@@ -1,0 +1,45 @@
+// Test support: a plain ZooKeeper C client session, independent of dlock, to look at (and tamper
+// with) what is on the server.
+#pragma once
+
+#include <zookeeper/zookeeper.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlock::testing {
+
+class RawZk {
+ public:
+  explicit RawZk(const std::string& connect, std::chrono::milliseconds session_timeout = std::chrono::seconds(10));
+  ~RawZk();
+  RawZk(const RawZk&) = delete;
+  RawZk& operator=(const RawZk&) = delete;
+
+  std::vector<std::string> children(const std::string& path);  // empty when the node is missing
+  std::optional<Stat> stat(const std::string& path);
+  std::optional<std::string> data(const std::string& path);
+  // Returns the ZooKeeper rc; `created` receives the created path.
+  int create(const std::string& path, const std::string& data, int mode, std::string* created = nullptr);
+  int remove(const std::string& path);
+  std::int64_t session_id() const;
+  zhandle_t* handle() { return zh_; }
+
+ private:
+  zhandle_t* zh_ = nullptr;
+};
+
+// Every node under `root` (recursively) owned by a live session: lock nodes left behind.
+// CONTAINER nodes (negative ephemeralOwner) are not counted.
+std::vector<std::string> ephemeral_nodes_under(RawZk& zk, const std::string& root);
+
+// Polls until no ephemeral node is left under `root` or `timeout` passes; returns what is left.
+std::vector<std::string> wait_for_no_ephemeral_nodes(RawZk& zk, const std::string& root,
+                                                     std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+// Deletes `root` and everything below it.
+void delete_tree(RawZk& zk, const std::string& root);
+
+}  // namespace dlock::testing

@@ -1,0 +1,59 @@
+// Test support: a real ZooKeeper server (Debian's `zookeeper` package) on a free loopback port.
+//
+// The server runs as a child JVM. It is stopped by PID (SIGTERM, then SIGKILL) by the destructor,
+// and is also killed by the kernel if the process that started it dies first (PR_SET_PDEATHSIG),
+// so a crashing test never leaves a server behind. Start servers from a thread that outlives them
+// (the main thread): the death signal follows the starting thread, not the process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace dlock::testing {
+
+struct ServerOptions {
+  int tick_ms = 500;  // sessions may last 2..20 ticks: 1 s .. 10 s
+  // How often the server reaps empty CONTAINER nodes (ZooKeeper's default is 60 s).
+  int container_check_ms = 1000;
+};
+
+class ZooKeeperServer {
+ public:
+  explicit ZooKeeperServer(ServerOptions options = {});
+  ~ZooKeeperServer();
+  ZooKeeperServer(const ZooKeeperServer&) = delete;
+  ZooKeeperServer& operator=(const ZooKeeperServer&) = delete;
+
+  int port() const { return port_; }
+  std::string connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const { return pid_; }
+  const std::string& directory() const { return dir_; }
+
+  // SIGTERM, then SIGKILL after 5 s; waits for the process. Idempotent.
+  void stop();
+
+ private:
+  void start_once();
+  ServerOptions options_;
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// A port on 127.0.0.1 that was free a moment ago.
+int free_port();
+
+// Sends a four-letter word ("ruok", "srvr", "mntr", ...) and returns the reply ("" on failure).
+std::string four_letter_word(int port, std::string_view word,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(2));
+
+// A fresh directory under $TMPDIR (or /tmp).
+std::string make_temp_dir(std::string_view prefix);
+
+// The classpath that runs Debian's ZooKeeper server.
+std::string zookeeper_classpath();
+
+}  // namespace dlock::testing

@@ -1,0 +1,40 @@
+// The suite's ZooKeeper server and per-test helpers.
+//
+// One real server (Debian's zookeeper package) serves the whole suite; main.cpp starts it before
+// the first test and stops it by PID after the last. Each test works under its own root path.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "dlock/session.hpp"
+#include "zk_server.hpp"
+
+namespace dlock::testing {
+
+ZooKeeperServer& zk_server();
+std::string zk_connect();
+
+// "/dlock-tests/<Suite>.<Test>": unique to the running test.
+std::string test_root();
+// The suite's root, checked for leftovers after the last test.
+inline constexpr const char* kSuiteRoot = "/dlock-tests";
+
+inline SessionOptions session_options(std::chrono::milliseconds session_timeout = std::chrono::seconds(4)) {
+  return {.connect = zk_connect(), .session_timeout = session_timeout, .connect_timeout = std::chrono::seconds(10)};
+}
+
+// Sets a test hook for the lifetime of this object.
+template <class Flag>
+class ScopedHook {
+ public:
+  explicit ScopedHook(Flag& flag) : flag_(flag) { flag_.store(true); }
+  ~ScopedHook() { flag_.store(false); }
+  ScopedHook(const ScopedHook&) = delete;
+  ScopedHook& operator=(const ScopedHook&) = delete;
+
+ private:
+  Flag& flag_;
+};
+
+}  // namespace dlock::testing
