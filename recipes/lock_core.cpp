@@ -13,6 +13,7 @@ namespace test_hooks {
 std::atomic<bool> ignore_queue{false};
 std::atomic<bool> skip_cleanup{false};
 std::atomic<bool> watch_head{false};
+std::atomic<bool> skip_adoption{false};
 }  // namespace test_hooks
 
 namespace {
@@ -157,7 +158,7 @@ std::optional<std::vector<std::string>> create_node(Client& client, const std::s
     }
     if (!transient(result.rc)) fail(client, result.rc, what + ": creating " + base);
     if (!recover(client, deadline, what)) return std::nullopt;
-    if (client.session_id() == session) {
+    if (client.session_id() == session && !test_hooks::skip_adoption.load()) {
       if (auto names = adopt_lost_create(client, dir, attempt, deadline, what)) return names;
     }
   }

@@ -331,6 +331,9 @@ void Client::wake_all_waiters() {
 }
 
 void Client::set_state(SessionState next) {
+  // Held across the change and its dispatch, so a listener subscribed concurrently either sees
+  // this change or subscribes after it: never a stale state delivered late.
+  std::lock_guard dispatch(listeners_mutex_);
   {
     std::lock_guard lock(state_mutex_);
     const auto current = state_.load();
@@ -342,7 +345,6 @@ void Client::set_state(SessionState next) {
   }
   state_cv_.notify_all();
   if (next == SessionState::Closed || next == SessionState::Lost) wake_all_waiters();
-  std::lock_guard lock(listeners_mutex_);
   // Listeners may unsubscribe (themselves or others) while we iterate: walk by id.
   for (auto it = listeners_.begin(); it != listeners_.end();) {
     const auto id = it->first;

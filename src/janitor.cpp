@@ -46,7 +46,8 @@ void Janitor::stop() {
     tasks_.clear();
   }
   cv_.notify_one();
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  if (thread_.get_id() == std::this_thread::get_id()) return;
+  std::call_once(joined_, [&] { thread_.join(); });
 }
 
 void Janitor::run() {

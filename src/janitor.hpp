@@ -45,6 +45,7 @@ class Janitor {
   std::condition_variable cv_;
   std::deque<Task> tasks_;
   bool stopping_ = false;
+  std::once_flag joined_;  // close() may race with the destructor: join exactly once
   std::thread thread_;
 };
 

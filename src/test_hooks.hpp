@@ -15,5 +15,7 @@ extern std::atomic<bool> ignore_queue;
 extern std::atomic<bool> skip_cleanup;
 // Every waiter watches the head of the queue instead of its predecessor (a thundering herd).
 extern std::atomic<bool> watch_head;
+// After a create's reply is lost, never adopt the node it made (leaves an orphan ahead of us).
+extern std::atomic<bool> skip_adoption;
 
 }  // namespace dlock::detail::test_hooks

@@ -1,0 +1,47 @@
+// Test support: a loopback TCP proxy between ZooKeeper clients and one server that can break
+// connections at chosen moments, e.g. right after it forwarded a create request, so the server
+// applies the create while the client only sees CONNECTIONLOSS.
+//
+// It parses the client-to-server stream into ZooKeeper frames (4-byte big-endian length, then,
+// after the connect handshake, a request header: xid, opcode) and passes bytes through unchanged.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace dlock::testing {
+
+class FaultProxy {
+ public:
+  explicit FaultProxy(int upstream_port);
+  ~FaultProxy();
+  FaultProxy(const FaultProxy&) = delete;
+  FaultProxy& operator=(const FaultProxy&) = delete;
+
+  int port() const { return port_; }
+  std::string connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // The next `times` requests with this opcode (ZOO_CREATE2_OP, ...) are forwarded, then the
+  // connection that carried each is closed at once (both directions).
+  void drop_after_request(int opcode, int times = 1);
+  // Connections dropped so far.
+  int drops() const { return drops_.load(); }
+
+ private:
+  void accept_loop();
+  void relay(int client_fd);
+
+  int upstream_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> drop_opcode_{-1};
+  std::atomic<int> drops_left_{0};
+  std::atomic<int> drops_{0};
+  std::atomic<int> active_{0};
+  std::thread acceptor_;
+};
+
+}  // namespace dlock::testing
