@@ -2,6 +2,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -15,11 +16,33 @@ namespace dlock {
 
 void log_to_stderr(LogLevel level, std::string_view message) {
   if (level > LogLevel::Warn) return;
-  // One fwrite per line keeps lines from concurrent threads whole.
-  std::string line = "dlock: ";
-  line.append(message);
-  line.push_back('\n');
-  std::fwrite(line.data(), 1, line.size(), stderr);
+  // While a server is down the C client logs the same error every few milliseconds: print a
+  // repeated line once per kRepeatWindow, then say how many were held back.
+  constexpr auto kRepeatWindow = std::chrono::seconds(10);
+  static std::mutex mutex;
+  static std::string last_key;
+  static std::chrono::steady_clock::time_point last_printed;
+  static long held_back = 0;
+  // The C client's lines start with a timestamp and thread id; compare from its level marker.
+  const auto marker = message.find("ZOO_");
+  const std::string_view key = message.substr(marker == std::string_view::npos ? 0 : marker);
+  const auto now = std::chrono::steady_clock::now();
+  std::string text;
+  {
+    std::lock_guard lock(mutex);
+    if (key == last_key && now - last_printed < kRepeatWindow) {
+      ++held_back;
+      return;
+    }
+    if (held_back > 0) text = "dlock: (the previous line repeated " + std::to_string(held_back) + " more times)\n";
+    last_key = key;
+    last_printed = now;
+    held_back = 0;
+  }
+  text += "dlock: ";
+  text.append(message);
+  text.push_back('\n');
+  std::fwrite(text.data(), 1, text.size(), stderr);  // one write keeps concurrent lines whole
 }
 
 Logger quiet_logger() {

@@ -2,6 +2,10 @@
 // locks are held or awaited, and where the C client's log lines go.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -145,6 +149,39 @@ TEST(Session, LoggerReceivesClientLinesAtTheChosenLevelOnly) {
                ConnectError);
   EXPECT_GT(count_at(LogLevel::Error) + count_at(LogLevel::Warn), 0) << "connection errors were not logged";
   set_logger(log_to_stderr);
+}
+
+}  // namespace
+}  // namespace dlock::testing
+
+namespace dlock::testing {
+namespace {
+
+TEST(DefaultLogger, RepeatedClientErrorsArePrintedOncePerWindow) {
+  // Captures stderr in a file while the default logger prints the same line 100 times.
+  log_to_stderr(LogLevel::Warn, "(logger test starts)");  // flushes what earlier tests held back
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  const std::string path = make_temp_dir("dlock-log") + "/stderr";
+  const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::dup2(file, STDERR_FILENO);
+  for (int i = 0; i < 100; ++i) {
+    log_to_stderr(LogLevel::Error, "2026-01-01 00:00:0" + std::to_string(i % 10) +
+                                       ":1(0x1):ZOO_ERROR@check_events@1: server refused to accept the client");
+  }
+  log_to_stderr(LogLevel::Warn, "something else");
+  log_to_stderr(LogLevel::Info, "not shown at the default level");
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(file);
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[0].find("server refused"), std::string::npos);
+  EXPECT_EQ(lines[1], "dlock: (the previous line repeated 99 more times)");
+  EXPECT_EQ(lines[2], "dlock: something else");
 }
 
 }  // namespace
