@@ -154,6 +154,13 @@ std::chrono::milliseconds Client::negotiated_timeout() const noexcept {
   return std::chrono::milliseconds(zh_ ? zoo_recv_timeout(zh_) : 0);
 }
 
+clientid_t Client::client_id() const {
+  std::shared_lock lock(handle_mutex_);
+  clientid_t id{};
+  if (zh_ != nullptr) id = *zoo_client_id(zh_);
+  return id;
+}
+
 void Client::throw_if_gone(std::string_view what) const {
   const auto s = state();
   if (s == SessionState::Lost) {

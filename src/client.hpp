@@ -73,6 +73,8 @@ class Client {
 
   SessionState state() const noexcept { return state_.load(std::memory_order_acquire); }
   std::int64_t session_id() const noexcept { return session_id_.load(std::memory_order_acquire); }
+  // The session's id and password (tests use them to expire the session from the server side).
+  clientid_t client_id() const;
   std::chrono::milliseconds negotiated_timeout() const noexcept;
   const std::string& connect_string() const noexcept { return options_.connect; }
 

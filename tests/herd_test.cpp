@@ -15,6 +15,13 @@ namespace {
 using namespace std::chrono_literals;
 constexpr int kWaiters = 20;
 
+// "Total watches:N" from the server's `wchs` four-letter word.
+int server_watch_count() {
+  const std::string reply = four_letter_word(zk_server().port(), "wchs");
+  const auto at = reply.find("Total watches:");
+  return at == std::string::npos ? -1 : std::stoi(reply.substr(at + 14));
+}
+
 // Queues kWaiters behind a holder (each on its own session, or all on one), then lets the lock
 // pass down the queue. Returns the watch wake-ups delivered in all, over kWaiters releases.
 std::uint64_t wakeups_for_handoffs(const std::string& path, bool session_per_waiter) {
@@ -32,7 +39,9 @@ std::uint64_t wakeups_for_handoffs(const std::string& path, bool session_per_wai
       std::scoped_lock guard(mutex);
     });
   }
+  // Every waiter has queued and set its watch (the server's count of watches says so).
   while (holder.participants().size() < kWaiters + 1) std::this_thread::sleep_for(20ms);
+  while (server_watch_count() < kWaiters) std::this_thread::sleep_for(20ms);
   holder.unlock();
   for (auto& waiter : waiters) waiter.join();
   std::uint64_t wakeups = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "dlock/session.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 
@@ -43,6 +44,7 @@ std::string test_root() {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  dlock::set_logger(dlock::log_to_stderr, dlock::LogLevel::Warn);  // also quiets RawZk's client
   ::testing::AddGlobalTestEnvironment(new dlock::testing::ZooKeeperEnvironment);
   return RUN_ALL_TESTS();
 }

@@ -5,9 +5,8 @@
 
 namespace dlock::testing {
 
-RawZk::RawZk(const std::string& connect, std::chrono::milliseconds session_timeout) {
-  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  zh_ = zookeeper_init(connect.c_str(), nullptr, static_cast<int>(session_timeout.count()), nullptr, nullptr, 0);
+RawZk::RawZk(const std::string& connect, std::chrono::milliseconds session_timeout, const clientid_t* session) {
+  zh_ = zookeeper_init(connect.c_str(), nullptr, static_cast<int>(session_timeout.count()), session, nullptr, 0);
   if (zh_ == nullptr) throw std::runtime_error("RawZk: zookeeper_init failed for " + connect);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (zoo_state(zh_) != ZOO_CONNECTED_STATE) {
@@ -56,6 +55,10 @@ int RawZk::create(const std::string& path, const std::string& data, int mode, st
 int RawZk::remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
 
 std::int64_t RawZk::session_id() const { return zoo_client_id(zh_)->client_id; }
+
+void expire_session(const std::string& connect, const clientid_t& id) {
+  RawZk joined(connect, std::chrono::seconds(10), &id);
+}
 
 std::vector<std::string> ephemeral_nodes_under(RawZk& zk, const std::string& root) {
   std::vector<std::string> found;

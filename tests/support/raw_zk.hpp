@@ -13,7 +13,8 @@ namespace dlock::testing {
 
 class RawZk {
  public:
-  explicit RawZk(const std::string& connect, std::chrono::milliseconds session_timeout = std::chrono::seconds(10));
+  explicit RawZk(const std::string& connect, std::chrono::milliseconds session_timeout = std::chrono::seconds(10),
+                 const clientid_t* session = nullptr);
   ~RawZk();
   RawZk(const RawZk&) = delete;
   RawZk& operator=(const RawZk&) = delete;
@@ -30,6 +31,10 @@ class RawZk {
  private:
   zhandle_t* zh_ = nullptr;
 };
+
+// Expires the session `id` on the server at once, as Curator's test helper does: a second handle
+// joins the session with its id and password, then closes it.
+void expire_session(const std::string& connect, const clientid_t& id);
 
 // Every node under `root` (recursively) owned by a live session: lock nodes left behind.
 // CONTAINER nodes (negative ephemeralOwner) are not counted.

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "loopback.hpp"
+
 namespace dlock::testing {
 
 struct ServerOptions {
@@ -42,9 +44,6 @@ class ZooKeeperServer {
   int port_ = 0;
   pid_t pid_ = -1;
 };
-
-// A port on 127.0.0.1 that was free a moment ago.
-int free_port();
 
 // Sends a four-letter word ("ruok", "srvr", "mntr", ...) and returns the reply ("" on failure).
 std::string four_letter_word(int port, std::string_view word,

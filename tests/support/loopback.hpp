@@ -1,0 +1,17 @@
+// Test support: TCP sockets on 127.0.0.1, the only address the tests ever use.
+#pragma once
+
+#include <chrono>
+
+namespace dlock::testing {
+
+// A connected socket to 127.0.0.1:port (send/receive timeouts set when `timeout` > 0), or -1.
+int connect_loopback(int port, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+// A listening socket on 127.0.0.1 with a port the kernel picked; `port` receives it. Throws.
+int listen_loopback(int& port);
+
+// A port on 127.0.0.1 that was free a moment ago.
+int free_port();
+
+}  // namespace dlock::testing
