@@ -131,6 +131,11 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
                            "\": no server answered within connect_timeout (" +
                            ms(options_.connect_timeout) + ")");
   }
+  if (const auto granted = negotiated_timeout(); granted != options_.session_timeout) {
+    log(LogLevel::Warn, "session_timeout " + ms(options_.session_timeout) + " requested from " +
+                            options_.connect + "; the server granted " + ms(granted) +
+                            " (it clamps timeouts to 2..20 times its tickTime by default)");
+  }
 }
 
 Client::~Client() { close(); }

@@ -62,6 +62,24 @@ TEST(Session, NonPositiveTimeoutsAreRejectedByName) {
   EXPECT_THROW(Session({.connect = zk_connect(), .connect_timeout = -1ms}), Error);
 }
 
+TEST(Session, AClampedSessionTimeoutIsReportedAndWarned) {
+  std::mutex mutex;
+  std::vector<std::string> warnings;
+  set_logger([&](LogLevel level, std::string_view text) {
+    std::lock_guard lock(mutex);
+    if (level == LogLevel::Warn) warnings.emplace_back(text);
+  });
+  {
+    Session session(session_options(60s));  // the suite's server allows 1 s .. 10 s
+    EXPECT_EQ(session.negotiated_timeout(), 10s);
+  }
+  set_logger(log_to_stderr);
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("session_timeout 60000 ms requested"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("granted 10000 ms"), std::string::npos) << warnings[0];
+}
+
 TEST(Session, ListenersSeeStateChangesUntilUnsubscribed) {
   Session session(session_options());
   std::mutex mutex;
