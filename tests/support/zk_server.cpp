@@ -132,14 +132,15 @@ void ZooKeeperServer::start_once() {
   pid_ = child;
   const auto give_up = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < give_up) {
-    if (four_letter_word(port_, "ruok", 500ms) == "imok") return;
+    // `ruok` answers before the server takes sessions; `srvr` names a Mode only once it does.
+    if (four_letter_word(port_, "srvr", 500ms).find("Mode: ") != std::string::npos) return;
     if (exited(pid_)) {
       pid_ = -1;
       throw std::runtime_error("ZooKeeper exited during start-up; see " + log);
     }
     std::this_thread::sleep_for(100ms);
   }
-  throw std::runtime_error("ZooKeeper did not answer ruok within 30 s; see " + log);
+  throw std::runtime_error("ZooKeeper did not start serving within 30 s; see " + log);
 }
 
 void ZooKeeperServer::stop() {
