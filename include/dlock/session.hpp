@@ -4,7 +4,7 @@
 // ...) are created on a session and live exactly as long as it does: ZooKeeper deletes a lock's
 // ephemeral node when the session that created it expires or is closed.
 //
-//   dlock::Session session({.connect = "127.0.0.1:2181", .session_timeout = 10s});
+//   dlock::Session session({.connect = "127.0.0.1:2181", .session_timeout = std::chrono::seconds(10)});
 //   dlock::Mutex orders(session, "/locks/orders/42");
 //   std::scoped_lock guard(orders);
 //
@@ -34,17 +34,15 @@ class Client;
 struct SessionAccess;
 }  // namespace detail
 
-using namespace std::chrono_literals;
-
 struct SessionOptions {
   // ZooKeeper connect string: comma-separated host:port list, optionally followed by a chroot
   // ("/path"), exactly as the ZooKeeper C client accepts it.
   std::string connect;
   // Requested session timeout. The server clamps it into its own range (by default 2 to 20
   // ticks); `Session::negotiated_timeout()` tells what was granted.
-  std::chrono::milliseconds session_timeout{10s};
+  std::chrono::milliseconds session_timeout{std::chrono::seconds(10)};
   // How long the constructor waits for the first connection before throwing ConnectError.
-  std::chrono::milliseconds connect_timeout{10s};
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
 };
 
 // The life of a session, as the locks on it see it.
