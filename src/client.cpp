@@ -14,60 +14,83 @@ namespace {
 
 std::atomic<std::uint64_t> next_site_id{1};
 
-// Completion trampolines: `data` owns the heap-allocated std::function.
-template <class Callback>
-std::unique_ptr<Callback> take(const void* data) {
-  return std::unique_ptr<Callback>(static_cast<Callback*>(const_cast<void*>(data)));
+// One request's completion callback, registered in the Client's Inflight set until it runs.
+template <class Result>
+struct RequestOf final : Inflight::Request {
+  explicit RequestOf(std::function<void(Result)> callback) : done(std::move(callback)) {}
+  void fail(int rc) override {
+    if constexpr (std::is_same_v<Result, int>) {
+      done(rc);
+    } else {
+      Result result{};
+      result.rc = rc;
+      done(std::move(result));
+    }
+  }
+  std::function<void(Result)> done;
+};
+
+// Completion trampolines: `data` is a RequestOf; whoever claims it from the Inflight set owns it.
+template <class Result>
+std::unique_ptr<RequestOf<Result>> claim(const void* data) {
+  auto* request = static_cast<RequestOf<Result>*>(const_cast<void*>(data));
+  if (!request->owner->claim(request)) return nullptr;
+  return std::unique_ptr<RequestOf<Result>>(request);
 }
 
 void on_created(int rc, const char* path, const Stat* stat, const void* data) {
+  auto request = claim<CreateResult>(data);
+  if (!request) return;
   CreateResult result{rc, {}, 0};
   if (rc == ZOK) {
     result.path = path ? path : "";
     result.czxid = stat ? stat->czxid : 0;
   }
-  (*take<CreateCallback>(data))(std::move(result));
+  request->done(std::move(result));
 }
 
 void on_children(int rc, const String_vector* strings, const void* data) {
+  auto request = claim<ChildrenResult>(data);
+  if (!request) return;
   ChildrenResult result{rc, {}};
   if (rc == ZOK && strings) {
     result.names.reserve(static_cast<std::size_t>(strings->count));
     for (int i = 0; i < strings->count; ++i) result.names.emplace_back(strings->data[i]);
   }
-  (*take<ChildrenCallback>(data))(std::move(result));
+  request->done(std::move(result));
 }
 
 void on_stat(int rc, const Stat* stat, const void* data) {
+  auto request = claim<StatResult>(data);
+  if (!request) return;
   StatResult result{rc, {}};
   if (rc == ZOK && stat) result.stat = *stat;
-  (*take<StatCallback>(data))(result);
+  request->done(result);
 }
 
-void on_data(int rc, const char*, int, const Stat*, const void* data) { (*take<RcCallback>(data))(rc); }
+void on_data(int rc, const char*, int, const Stat*, const void* data) {
+  if (auto request = claim<int>(data)) request->done(rc);
+}
 
-void on_void(int rc, const void* data) { (*take<RcCallback>(data))(rc); }
-
-// Queues a request whose completion owns `done`; if the C client refuses it outright, calls
-// `done` inline with the refusal's code (the completion will never run).
-template <class Callback, class Result, class Submit>
-void queue_request(Callback done, Result refused, Submit&& submit) {
-  auto* owned = new Callback(std::move(done));
-  const int rc = submit(static_cast<const void*>(owned));
-  if (rc != ZOK) {
-    std::unique_ptr<Callback> callback(owned);
-    if constexpr (std::is_same_v<Result, int>) {
-      (*callback)(rc);
-    } else {
-      refused.rc = rc;
-      (*callback)(std::move(refused));
-    }
-  }
+void on_void(int rc, const void* data) {
+  if (auto request = claim<int>(data)) request->done(rc);
 }
 
 std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
 }  // namespace
+
+template <class Result, class Submit>
+void Client::queue_request(std::function<void(Result)> done, Submit&& submit) {
+  auto* request = new RequestOf<Result>(std::move(done));
+  inflight_.add(request);
+  const int rc = submit(static_cast<const void*>(request));
+  // Refused outright: the completion will not run. (If it somehow ran, it claimed the request.)
+  if (rc != ZOK && inflight_.claim(request)) {
+    std::unique_ptr<RequestOf<Result>> owned(request);
+    owned->fail(rc);
+  }
+}
 
 void Waiter::wake() {
   {
@@ -149,8 +172,10 @@ void Client::close() {
     zh = std::exchange(zh_, nullptr);
   }
   // Closing the session makes the server delete every ephemeral node it created, so releases
-  // still queued in the janitor are moot. Pending requests complete with ZCLOSING.
+  // still queued in the janitor are moot.
   if (zh != nullptr) zookeeper_close(zh);
+  // No completion runs any more; the C client dropped those whose replies came in while closing.
+  inflight_.fail_all(ZCLOSING);
   if (janitor_) janitor_->stop();
 }
 
@@ -200,7 +225,7 @@ int Client::submit(Submit&& submit) {
 }
 
 void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {
-  queue_request(std::move(done), CreateResult{}, [&](const void* ctx) {
+  queue_request<CreateResult>(std::move(done), [&](const void* ctx) {
     return submit([&](zhandle_t* zh) {
       return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(),
                           static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode, on_created, ctx);
@@ -209,26 +234,26 @@ void Client::create(const std::string& path, std::string_view data, int mode, Cr
 }
 
 void Client::children(const std::string& path, ChildrenCallback done) {
-  queue_request(std::move(done), ChildrenResult{}, [&](const void* ctx) {
+  queue_request<ChildrenResult>(std::move(done), [&](const void* ctx) {
     return submit([&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), 0, on_children, ctx); });
   });
 }
 
 void Client::exists(const std::string& path, StatCallback done) {
-  queue_request(std::move(done), StatResult{}, [&](const void* ctx) {
+  queue_request<StatResult>(std::move(done), [&](const void* ctx) {
     return submit([&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
   });
 }
 
 void Client::remove(const std::string& path, RcCallback done) {
-  queue_request(std::move(done), 0, [&](const void* ctx) {
+  queue_request<int>(std::move(done), [&](const void* ctx) {
     return submit([&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
   });
 }
 
 void Client::watch(const std::string& path, RcCallback done) {
   // getData rather than exists: on NONODE it leaves no watch behind (as Curator does).
-  queue_request(std::move(done), 0, [&](const void* ctx) {
+  queue_request<int>(std::move(done), [&](const void* ctx) {
     return submit([&](zhandle_t* zh) {
       return zoo_awget(zh, path.c_str(), &Client::on_event, this, on_data, ctx);
     });

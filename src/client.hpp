@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "deadline.hpp"
+#include "inflight.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock::detail {
@@ -83,8 +84,9 @@ class Client {
   // Blocks until Connected. False when the deadline passes first; LockLost when the session ends.
   bool wait_connected(const Deadline& deadline, std::string_view what);
 
-  // Asynchronous requests. The callback runs exactly once: on the completion thread, or inline
-  // (with the C client's error code) when the request could not be queued.
+  // Asynchronous requests. The callback runs exactly once: on the completion thread; or inline,
+  // with the C client's error code, when the request could not be queued; or with ZCLOSING from
+  // close() when the C client dropped it while closing.
   void create(const std::string& path, std::string_view data, int mode, CreateCallback done);
   void children(const std::string& path, ChildrenCallback done);
   void exists(const std::string& path, StatCallback done);
@@ -121,6 +123,10 @@ class Client {
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
   template <class Submit>
   int submit(Submit&& submit);
+  // Registers `done` as an in-flight request and queues it with `submit(request)`; if the C
+  // client refuses it, `done` runs inline with the refusal's code.
+  template <class Result, class Submit>
+  void queue_request(std::function<void(Result)> done, Submit&& submit);
 
   const SessionOptions options_;
   mutable std::shared_mutex handle_mutex_;  // exclusive only while closing
@@ -142,6 +148,7 @@ class Client {
   std::mutex sites_mutex_;
   std::unordered_map<std::string, std::weak_ptr<LockSite>> sites_;
 
+  Inflight inflight_;
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> watch_wakeups_{0};
 

@@ -142,6 +142,37 @@ TEST(Session, ClosingWakesWaitersWithLockLostAndReleasesHeldLocks) {
   EXPECT_NO_THROW(holder.unlock()) << "unlock() after the session ended must clean up quietly";
 }
 
+TEST(Session, ClosingUnderLoadLeavesNoThreadHanging) {
+  // Threads busy locking and unlocking while the session closes: replies in flight at that moment
+  // are dropped by the C client; every caller must still return (LockLost, or its lock).
+  // Threads are detached and own the session, so a hung one fails the test instead of blocking it.
+  for (int round = 0; round < 5; ++round) {
+    auto session = std::make_shared<Session>(session_options());
+    std::vector<std::future<void>> finished;
+    for (int t = 0; t < 8; ++t) {
+      auto done = std::make_shared<std::promise<void>>();
+      finished.push_back(done->get_future());
+      std::thread([session, done, path = test_root()] {
+        Mutex mutex(*session, path);
+        try {
+          for (;;) {
+            mutex.lock();
+            mutex.unlock();
+          }
+        } catch (const LockLost&) {
+          if (mutex.held_by_this_thread()) mutex.unlock();
+        }
+        done->set_value();
+      }).detach();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 37 * round));
+    session->close();
+    for (auto& f : finished) {
+      ASSERT_EQ(f.wait_for(10s), std::future_status::ready) << "a thread hung in round " << round;
+    }
+  }
+}
+
 TEST(Session, LoggerReceivesClientLinesAtTheChosenLevelOnly) {
   std::mutex mutex;
   std::vector<std::pair<LogLevel, std::string>> lines;

@@ -1,0 +1,54 @@
+// Internal: the requests handed to the ZooKeeper C client whose completion has not run yet.
+//
+// The C client does not promise to run every completion: a reply that arrives while the handle
+// is being closed is dropped with its completion (and a thread waiting for it would wait forever).
+// So every request is registered here until its completion claims it, and Client::close() fails
+// whatever is left with ZCLOSING once the handle is gone.
+#pragma once
+
+#include <mutex>
+#include <unordered_set>
+
+namespace dlock::detail {
+
+class Inflight {
+ public:
+  struct Request {
+    virtual ~Request() = default;
+    // Completes the request with `rc` and no result (refused, or dropped at close).
+    virtual void fail(int rc) = 0;
+    Inflight* owner = nullptr;
+  };
+
+  void add(Request* request) {
+    std::lock_guard lock(mutex_);
+    request->owner = this;
+    requests_.insert(request);
+  }
+
+  // True if `request` was still registered: the caller now owns it and must complete it.
+  bool claim(Request* request) {
+    std::lock_guard lock(mutex_);
+    return requests_.erase(request) == 1;
+  }
+
+  // Completes (with `rc`) and frees every request still registered. Call once no completion can
+  // run any more.
+  void fail_all(int rc) {
+    std::unordered_set<Request*> left;
+    {
+      std::lock_guard lock(mutex_);
+      left.swap(requests_);
+    }
+    for (Request* request : left) {
+      request->fail(rc);
+      delete request;
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_set<Request*> requests_;
+};
+
+}  // namespace dlock::detail
