@@ -33,9 +33,11 @@
 // is inside one of its member functions.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
-// wait), `Error` for other ZooKeeper failures; whenever it throws or returns false, the attempt's
-// node has already been deleted (or handed to a background retry that deletes it). The
-// constructor throws `InvalidPath` naming the path and the rule it breaks.
+// wait), `Error` for other ZooKeeper failures. Whenever it throws or returns false, the delete of
+// the attempt's node has already been sent (every later request of this session sees the node
+// gone; other sessions see it once the server applies it), or, while the connection is down,
+// handed to a background retry that runs until it succeeds or the session ends. The constructor
+// throws `InvalidPath` naming the path and the rule it breaks.
 #pragma once
 
 #include <chrono>
