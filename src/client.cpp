@@ -262,6 +262,13 @@ void Client::watch(const std::string& path, RcCallback done) {
 
 void Client::add_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter) {
   std::lock_guard lock(waiters_mutex_);
+  // set_state() stores a final state before it wakes the registered waiters: a waiter arriving
+  // after that wake-up must not sleep through the end of the session.
+  const auto s = state();
+  if (s == SessionState::Lost || s == SessionState::Closed) {
+    waiter->wake();
+    return;
+  }
   waiters_.emplace(path, waiter);
 }
 
