@@ -89,7 +89,9 @@ class Mutex {
   // Undoes one lock() of the calling thread; the last one deletes the lock node. Does not wait
   // for the server: the delete is sent and, if the connection drops, retried in the background
   // until it succeeds or the session ends. Requests this session makes afterwards are ordered
-  // behind it. Throws `NotOwner` (and changes nothing) if the calling thread does not hold it.
+  // behind it; other sessions see the lock free once the server has applied the delete (about
+  // one round trip later), so their try_lock() right after this returns may still fail.
+  // Throws `NotOwner` (and changes nothing) if the calling thread does not hold it.
   void unlock();
 
   // True if the calling thread holds this lock (on this Session). No ZooKeeper call.

@@ -10,7 +10,7 @@ RawZk::RawZk(const std::string& connect, std::chrono::milliseconds session_timeo
   if (zh_ == nullptr) throw std::runtime_error("RawZk: zookeeper_init failed for " + connect);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (zoo_state(zh_) != ZOO_CONNECTED_STATE) {
-    if (std::chrono::steady_clock::now() > give_up) {
+    if (zoo_state(zh_) == ZOO_EXPIRED_SESSION_STATE || std::chrono::steady_clock::now() > give_up) {
       zookeeper_close(zh_);
       throw std::runtime_error("RawZk: cannot connect to " + connect);
     }
@@ -57,7 +57,11 @@ int RawZk::remove(const std::string& path) { return zoo_delete(zh_, path.c_str()
 std::int64_t RawZk::session_id() const { return zoo_client_id(zh_)->client_id; }
 
 void expire_session(const std::string& connect, const clientid_t& id) {
-  RawZk joined(connect, std::chrono::seconds(10), &id);
+  try {
+    RawZk joined(connect, std::chrono::seconds(10), &id);
+  } catch (const std::runtime_error&) {
+    // The session is already gone (the joining handle saw it expired): nothing left to do.
+  }
 }
 
 std::vector<std::string> ephemeral_nodes_under(RawZk& zk, const std::string& root) {
