@@ -137,6 +137,11 @@ TEST(Session, ClosingWakesWaitersWithLockLostAndReleasesHeldLocks) {
   waiter_session.close();
   ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready) << "a waiter hung after close()";
   EXPECT_THROW(waiting.get(), LockLost);
+  // Another session sees the closed session's node go once the server has applied the close.
+  const auto give_up = std::chrono::steady_clock::now() + 5s;
+  while (holder.participants().size() > 1 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(10ms);
+  }
   EXPECT_EQ(holder.participants().size(), 1u) << "the closed session's node is still queued";
   holder_session.close();
   RawZk zk(zk_connect());
