@@ -9,12 +9,6 @@
 
 namespace dlock::detail {
 
-namespace test_hooks {
-std::atomic<bool> ignore_queue{false};
-std::atomic<bool> skip_cleanup{false};
-std::atomic<bool> watch_head{false};
-std::atomic<bool> skip_adoption{false};
-}  // namespace test_hooks
 
 namespace {
 

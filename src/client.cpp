@@ -8,6 +8,7 @@
 #include "janitor.hpp"
 #include "lock_site.hpp"
 #include "log_bridge.hpp"
+#include "test_hooks.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -164,6 +165,9 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
 Client::~Client() { close(); }
 
 void Client::close() {
+  // One closer at a time: a second one returns once the first has finished, never while replies
+  // may still be completing.
+  std::lock_guard closing(close_mutex_);
   set_state(SessionState::Closed);
   zhandle_t* zh = nullptr;
   {
@@ -285,7 +289,9 @@ void Client::remove_waiter(const std::string& path, const std::shared_ptr<Waiter
 
 void Client::release_node(const std::string& path) {
   remove(path, [this, path](int rc) {
-    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) janitor_->delete_node(path);
+    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
+      if (!test_hooks::no_release_retry.load()) janitor_->delete_node(path);
+    }
     // ZOK, ZNONODE: gone. SESSIONEXPIRED, CLOSING, INVALIDSTATE: the session took it.
     else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
              rc != ZINVALIDSTATE) {

@@ -129,6 +129,7 @@ class Client {
   void queue_request(std::function<void(Result)> done, Submit&& submit);
 
   const SessionOptions options_;
+  std::mutex close_mutex_;
   mutable std::shared_mutex handle_mutex_;  // exclusive only while closing
   zhandle_t* zh_ = nullptr;
 

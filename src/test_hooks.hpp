@@ -17,5 +17,8 @@ extern std::atomic<bool> skip_cleanup;
 extern std::atomic<bool> watch_head;
 // After a create's reply is lost, never adopt the node it made (leaves an orphan ahead of us).
 extern std::atomic<bool> skip_adoption;
+// A release whose delete failed for a lost connection is not retried (the node stays until the
+// session ends).
+extern std::atomic<bool> no_release_retry;
 
 }  // namespace dlock::detail::test_hooks

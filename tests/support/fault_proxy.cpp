@@ -49,6 +49,13 @@ FaultProxy::~FaultProxy() {
 }
 
 void FaultProxy::drop_after_request(int opcode, int times) {
+  drop_before_ = false;
+  drop_opcode_ = opcode;
+  drops_left_ = times;
+}
+
+void FaultProxy::drop_before_request(int opcode, int times) {
+  drop_before_ = true;
   drop_opcode_ = opcode;
   drops_left_ = times;
 }
@@ -91,9 +98,15 @@ void FaultProxy::relay(int client_fd) {
         const bool is_request = handshake_seen && length >= 8;
         const int opcode = is_request ? big_endian_int(pending.data() + 8) : -1;
         handshake_seen = true;
+        const bool drop = opcode == drop_opcode_.load() && drops_left_.fetch_sub(1) > 0;
+        if (drop && drop_before_.load()) {
+          ++drops_;
+          open = false;
+          break;
+        }
         open = write_all(server_fd, pending.data(), 4 + length);
         pending.erase(0, 4 + length);
-        if (open && opcode == drop_opcode_.load() && drops_left_.fetch_sub(1) > 0) {
+        if (open && drop) {
           ++drops_;
           open = false;
         }

@@ -26,6 +26,9 @@ class FaultProxy {
   // The next `times` requests with this opcode (ZOO_CREATE2_OP, ...) are forwarded, then the
   // connection that carried each is closed at once (both directions).
   void drop_after_request(int opcode, int times = 1);
+  // The next `times` requests with this opcode are not forwarded: the connection that carried
+  // each is closed instead, so the server never sees the request.
+  void drop_before_request(int opcode, int times = 1);
   // Connections dropped so far.
   int drops() const { return drops_.load(); }
 
@@ -38,6 +41,7 @@ class FaultProxy {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> drop_opcode_{-1};
+  std::atomic<bool> drop_before_{false};
   std::atomic<int> drops_left_{0};
   std::atomic<int> drops_{0};
   std::atomic<int> active_{0};

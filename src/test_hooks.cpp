@@ -1,0 +1,11 @@
+#include "test_hooks.hpp"
+
+namespace dlock::detail::test_hooks {
+
+std::atomic<bool> ignore_queue{false};
+std::atomic<bool> skip_cleanup{false};
+std::atomic<bool> watch_head{false};
+std::atomic<bool> skip_adoption{false};
+std::atomic<bool> no_release_retry{false};
+
+}  // namespace dlock::detail::test_hooks
