@@ -25,10 +25,12 @@ TEST(LostCreateReply, TheNodeIsAdoptedNotOrphanedTwentyTimesOver) {
   mutex.unlock();
   RawZk zk(zk_connect());
   for (int i = 0; i < 20; ++i) {
-    proxy.drop_after_request(ZOO_CREATE2_OP);
+    proxy.drop_reply_to_request(ZOO_CREATE2_OP);
     ASSERT_TRUE(mutex.try_lock_for(10s)) << "cycle " << i;
     const auto queue = mutex.participants();
     ASSERT_EQ(queue.size(), 1u) << "cycle " << i << ": an orphan node is queued beside ours";
+    // One create per cycle: the node holding is the one whose reply was lost, not a second try.
+    EXPECT_EQ(std::stoi(queue[0].substr(queue[0].size() - 10)), i + 1) << queue[0];
     const auto stat = zk.stat(test_root() + "/" + queue[0]);
     ASSERT_TRUE(stat.has_value());
     EXPECT_EQ(mutex.fencing_token(), stat->czxid);
@@ -44,7 +46,7 @@ TEST(LostCreateReply, NegativeControlWithoutAdoptionTheOrphanBlocksUs) {
   ASSERT_TRUE(mutex.try_lock_for(5s));
   mutex.unlock();
   ScopedHook no_adoption(detail::test_hooks::skip_adoption);
-  proxy.drop_after_request(ZOO_CREATE2_OP);
+  proxy.drop_reply_to_request(ZOO_CREATE2_OP);
   EXPECT_FALSE(mutex.try_lock_for(1s)) << "the orphan ahead of us went unnoticed";
   EXPECT_EQ(proxy.drops(), 1);
 }

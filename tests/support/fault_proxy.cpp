@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,7 +50,7 @@ FaultProxy::~FaultProxy() {
   while (active_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
-void FaultProxy::drop_after_request(int opcode, int times) {
+void FaultProxy::drop_reply_to_request(int opcode, int times) {
   drop_before_ = false;
   drop_opcode_ = opcode;
   drops_left_ = times;
@@ -74,10 +76,37 @@ void FaultProxy::accept_loop() {
   }
 }
 
+namespace {
+
+// Splits a byte stream into ZooKeeper frames: a 4-byte big-endian length, then the body. The first
+// frame each way is the connect handshake; every later one starts with the xid (and, for a
+// request, the opcode).
+class FrameReader {
+ public:
+  void append(const char* data, std::size_t size) { buffer_.append(data, size); }
+  // The next whole frame (length prefix included), or nullopt until one has arrived.
+  std::optional<std::string> next() {
+    if (buffer_.size() < 4) return std::nullopt;
+    const auto length = static_cast<std::size_t>(big_endian_int(buffer_.data()));
+    if (buffer_.size() < 4 + length) return std::nullopt;
+    std::string frame = buffer_.substr(0, 4 + length);
+    buffer_.erase(0, 4 + length);
+    return frame;
+  }
+  // True for every frame after the handshake; call once per frame, in order.
+  bool past_handshake() { return std::exchange(seen_handshake_, true); }
+
+ private:
+  std::string buffer_;
+  bool seen_handshake_ = false;
+};
+
+}  // namespace
+
 void FaultProxy::relay(int client_fd) {
   const int server_fd = connect_loopback(upstream_port_);
-  std::string pending;  // client->server bytes not yet framed
-  bool handshake_seen = false;
+  FrameReader from_client, from_server;
+  std::optional<int> swallow_reply_to;  // xid whose reply ends the connection instead of arriving
   bool open = server_fd >= 0;
   char buffer[64 * 1024];
   while (open && !stopping_) {
@@ -85,31 +114,37 @@ void FaultProxy::relay(int client_fd) {
     if (::poll(fds, 2, 100) <= 0) continue;
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       const ssize_t n = ::recv(server_fd, buffer, sizeof buffer, 0);
-      open = n > 0 && write_all(client_fd, buffer, static_cast<std::size_t>(n));
+      if (n <= 0) break;
+      from_server.append(buffer, static_cast<std::size_t>(n));
+      while (open) {
+        auto frame = from_server.next();
+        if (!frame) break;
+        const bool reply = from_server.past_handshake() && frame->size() >= 8;
+        if (reply && swallow_reply_to && big_endian_int(frame->data() + 4) == *swallow_reply_to) {
+          ++drops_;  // the server applied the request; its reply never reaches the client
+          open = false;
+          break;
+        }
+        open = write_all(client_fd, frame->data(), frame->size());
+      }
     }
     if (open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       const ssize_t n = ::recv(client_fd, buffer, sizeof buffer, 0);
       if (n <= 0) break;
-      pending.append(buffer, static_cast<std::size_t>(n));
-      // Forward whole frames, so a drop can follow exactly the frame that triggers it.
-      while (open && pending.size() >= 4) {
-        const auto length = static_cast<std::size_t>(big_endian_int(pending.data()));
-        if (pending.size() < 4 + length) break;
-        const bool is_request = handshake_seen && length >= 8;
-        const int opcode = is_request ? big_endian_int(pending.data() + 8) : -1;
-        handshake_seen = true;
-        const bool drop = opcode == drop_opcode_.load() && drops_left_.fetch_sub(1) > 0;
-        if (drop && drop_before_.load()) {
-          ++drops_;
+      from_client.append(buffer, static_cast<std::size_t>(n));
+      while (open) {
+        auto frame = from_client.next();
+        if (!frame) break;
+        const bool request = from_client.past_handshake() && frame->size() >= 12;
+        const int opcode = request ? big_endian_int(frame->data() + 8) : -1;
+        const bool armed = request && opcode == drop_opcode_.load() && drops_left_.fetch_sub(1) > 0;
+        if (armed && drop_before_.load()) {
+          ++drops_;  // the server never sees the request
           open = false;
           break;
         }
-        open = write_all(server_fd, pending.data(), 4 + length);
-        pending.erase(0, 4 + length);
-        if (open && drop) {
-          ++drops_;
-          open = false;
-        }
+        if (armed) swallow_reply_to = big_endian_int(frame->data() + 4);
+        open = write_all(server_fd, frame->data(), frame->size());
       }
     }
   }

@@ -1,9 +1,10 @@
 // Test support: a loopback TCP proxy between ZooKeeper clients and one server that can break
-// connections at chosen moments, e.g. right after it forwarded a create request, so the server
-// applies the create while the client only sees CONNECTIONLOSS.
+// connections at chosen moments: instead of forwarding a chosen request, or instead of passing on
+// the server's reply to it (the server applied it; the client only sees CONNECTIONLOSS).
 //
-// It parses the client-to-server stream into ZooKeeper frames (4-byte big-endian length, then,
-// after the connect handshake, a request header: xid, opcode) and passes bytes through unchanged.
+// It splits both streams into ZooKeeper frames (4-byte big-endian length; after the connect
+// handshake, a request starts with xid and opcode, a reply with the xid) and forwards whole frames
+// unchanged.
 #pragma once
 
 #include <atomic>
@@ -23,9 +24,10 @@ class FaultProxy {
   int port() const { return port_; }
   std::string connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  // The next `times` requests with this opcode (ZOO_CREATE2_OP, ...) are forwarded, then the
-  // connection that carried each is closed at once (both directions).
-  void drop_after_request(int opcode, int times = 1);
+  // The next `times` requests with this opcode (ZOO_CREATE2_OP, ...) are forwarded; when the
+  // server's reply to one comes back, the connection is closed instead of passing it on. The
+  // server has applied the request; the client only sees CONNECTIONLOSS.
+  void drop_reply_to_request(int opcode, int times = 1);
   // The next `times` requests with this opcode are not forwarded: the connection that carried
   // each is closed instead, so the server never sees the request.
   void drop_before_request(int opcode, int times = 1);
