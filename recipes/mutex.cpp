@@ -20,7 +20,10 @@ constexpr auto kMode = detail::HoldMode::Exclusive;
 
 bool acquire(const std::shared_ptr<detail::LockSite>& site, const detail::Deadline& deadline) {
   if (detail::Hold* hold = detail::holds::find(site->id, kMode)) {
-    site->client->throw_if_gone("lock " + site->path);
+    // Re-entry is the hot path: one atomic load, no string unless the session is gone.
+    if (const auto state = site->client->state(); state == SessionState::Lost || state == SessionState::Closed) {
+      site->client->throw_if_gone("lock " + site->path);
+    }
     ++hold->count;
     return true;
   }
