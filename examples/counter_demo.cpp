@@ -22,9 +22,7 @@ namespace {
 using dlock::testing::ChildProcess;
 
 int worker_main(char** argv) {
-  dlock::testing::CounterRun run{.connect = argv[0], .lock_path = argv[1], .counter_file = argv[2],
-                                 .threads = std::atoi(argv[3]), .cycles = std::atoi(argv[4]),
-                                 .use_lock = std::string(argv[5]) == "lock"};
+  const auto run = dlock::testing::counter_run_from_args(argv);
   std::printf("%lld\n", static_cast<long long>(dlock::testing::run_counter_worker(run)));
   return 0;
 }
@@ -36,9 +34,13 @@ long long run(const std::string& connect, bool use_lock, int processes, int thre
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<ChildProcess> workers;
   for (int p = 0; p < processes; ++p) {
-    workers.emplace_back(std::vector<std::string>{self, "--worker", connect, "/dlock-demo/counter", file,
-                                                  std::to_string(threads), std::to_string(cycles),
-                                                  use_lock ? "lock" : "nolock"});
+    std::vector<std::string> argv{self, "--worker"};
+    for (auto& arg : dlock::testing::to_args({.connect = connect, .lock_path = "/dlock-demo/counter",
+                                              .counter_file = file, .threads = threads, .cycles = cycles,
+                                              .use_lock = use_lock})) {
+      argv.push_back(std::move(arg));
+    }
+    workers.emplace_back(std::move(argv));
   }
   for (auto& worker : workers) {
     if (worker.wait() != 0) std::fprintf(stderr, "a worker process failed\n");
@@ -51,7 +53,9 @@ long long run(const std::string& connect, bool use_lock, int processes, int thre
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 8 && std::string(argv[1]) == "--worker") return worker_main(argv + 2);
+  if (argc == 2 + dlock::testing::kCounterRunArgs && std::string(argv[1]) == "--worker") {
+    return worker_main(argv + 2);
+  }
   const int processes = argc > 1 ? std::atoi(argv[1]) : 4;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 4;
   const int cycles = argc > 3 ? std::atoi(argv[3]) : 50;

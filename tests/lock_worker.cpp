@@ -15,10 +15,8 @@
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "count" && argc == 8) {
-      dlock::testing::CounterRun run{.connect = argv[2], .lock_path = argv[3], .counter_file = argv[4],
-                                     .threads = std::atoi(argv[5]), .cycles = std::atoi(argv[6]),
-                                     .use_lock = std::string(argv[7]) == "lock"};
+    if (mode == "count" && argc == 2 + dlock::testing::kCounterRunArgs) {
+      const auto run = dlock::testing::counter_run_from_args(argv + 2);
       std::printf("DONE %lld\n", static_cast<long long>(dlock::testing::run_counter_worker(run)));
       return 0;
     }

@@ -26,8 +26,12 @@ std::int64_t run_four_processes(const std::string& path, bool use_lock) {
   write_counter(file, 0);
   std::vector<ChildProcess> children;
   for (int i = 0; i < 4; ++i) {
-    children.emplace_back(std::vector<std::string>{worker(), "count", zk_connect(), path, file, "2", "100",
-                                                   use_lock ? "lock" : "nolock"});
+    std::vector<std::string> argv{worker(), "count"};
+    for (auto& arg : to_args({.connect = zk_connect(), .lock_path = path, .counter_file = file, .threads = 2,
+                              .cycles = 100, .use_lock = use_lock})) {
+      argv.push_back(std::move(arg));
+    }
+    children.emplace_back(std::move(argv));
   }
   for (auto& child : children) {
     EXPECT_EQ(child.read_all(), "DONE 200\n");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dlock::testing {
 
@@ -21,6 +22,12 @@ struct CounterRun {
 
 // Runs `threads` x `cycles` increments on one shared Session; returns the increments made.
 std::int64_t run_counter_worker(const CounterRun& run);
+
+// How a parent hands a run to a worker process on its command line, and how the worker reads it
+// back: six arguments, the inverse of each other.
+inline constexpr int kCounterRunArgs = 6;
+std::vector<std::string> to_args(const CounterRun& run);
+CounterRun counter_run_from_args(char** argv);  // reads kCounterRunArgs arguments
 
 std::int64_t read_counter(const std::string& file);
 void write_counter(const std::string& file, std::int64_t value);
