@@ -7,6 +7,12 @@ packages=(
   zookeeper                        # the real server the tests and the demo start (brings Java)
   nlohmann-json3-dev               # lock node data
   libgtest-dev                     # GoogleTest
+  openjdk-17-jdk-headless          # javac for the Curator interop peer
+  libcurator-recipes-java          # Apache Curator 5.4: interop peer and benchmark baseline
+  python3-kazoo                    # kazoo 2.8 (for /usr/bin/python3): interop peer and baseline
+  libboost1.81-dev                 # Boost.PFR / Describe (key builder), Beast (example service)
+  libpq-dev postgresql             # the example service's database
+  gnuplot-nox                      # benchmark chart
 )
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
 export DEBIAN_FRONTEND=noninteractive

@@ -15,6 +15,7 @@ class DlockCategory final : public std::error_category {
       case errc::not_owner: return "the calling thread does not own the lock";
       case errc::invalid_path: return "invalid lock path";
       case errc::invalid_argument: return "invalid argument";
+      case errc::would_deadlock: return "the request would deadlock";
     }
     return "unknown dlock error " + std::to_string(value);
   }

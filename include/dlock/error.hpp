@@ -24,6 +24,7 @@ enum class errc {
   not_owner,           // A thread released (or asked about) a lock it does not hold.
   invalid_path,        // A lock path breaks a rule of ZooKeeper's or dlock's.
   invalid_argument,    // Some other argument is out of range (a timeout, an option).
+  would_deadlock,      // The request could never be granted (a read holder asking for write).
 };
 
 const std::error_category& dlock_category() noexcept;
@@ -66,6 +67,16 @@ class NotOwner : public Error {
 class InvalidPath : public Error {
  public:
   explicit InvalidPath(const std::string& what) : Error(make_error_code(errc::invalid_path), what) {}
+};
+
+// The calling thread asked for something that could never be granted, so dlock refuses at once
+// instead of waiting forever: a thread holding the read side of a SharedMutex (and not its write
+// side) asked for the write side (or for a Mutex on the same path and Session). Its own read node
+// would sit ahead of the write node for good. Nothing changed: the thread still holds what it
+// held. Release the read side first, or take the write side first and downgrade.
+class WouldDeadlock : public Error {
+ public:
+  explicit WouldDeadlock(const std::string& what) : Error(make_error_code(errc::would_deadlock), what) {}
 };
 
 }  // namespace dlock

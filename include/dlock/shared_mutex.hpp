@@ -1,0 +1,135 @@
+// dlock/shared_mutex.hpp: a reentrant distributed shared/exclusive lock (Curator's
+// InterProcessReadWriteLock).
+//
+// A `SharedMutex` names a lock directory on a Session. Any number of threads (in any processes)
+// may hold its read side at once; its write side excludes every other holder, read or write.
+// dlock processes and Java processes using Apache Curator's InterProcessReadWriteLock on the same
+// path see the same queue and obey the same rules.
+//
+//   dlock::SharedMutex prices(session, "/locks/prices/eur");
+//   {
+//     std::shared_lock reading(prices);       // many readers at once
+//     quote(prices.shared_fencing_token());
+//   }
+//   {
+//     std::unique_lock writing(prices);       // one writer, no readers
+//     reprice(prices.fencing_token());
+//   }
+//
+// The protocol is Curator's: readers create `<path>/_c_<uuid>-__READ__<seq>` and writers
+// `<path>/_c_<uuid>-__WRIT__<seq>`, EPHEMERAL_SEQUENTIAL, queued together by sequence (fair: a
+// reader never overtakes a writer that queued before it). A writer holds at the head of the
+// queue and watches its immediate predecessor; a reader holds when no writer is ahead of it and
+// otherwise watches the first writer ahead. Exclusive contenders written by other clients (a
+// Curator InterProcessMutex `lock-` node, a kazoo `__lock__` node) count as writers. Other
+// children of the directory are ignored; never create nodes of your own in a lock directory.
+//
+// Reentrancy: ownership belongs to a thread on a session, per side. A thread may take a side it
+// holds again (no ZooKeeper call; released when unlocked as many times).
+//   * Downgrade: a thread holding the write side may take the read side, then release the write
+//     side and keep reading. The read node is created EPHEMERAL (not sequential) with the write
+//     node's sequence (Curator 5.5's form, `_c_<uuid>-__READ__<write seq>`), so it queues level
+//     with the write node and no writer that queued meanwhile gets in between.
+//   * Upgrade is refused: a thread holding only the read side that asks for the write side
+//     (through any form, try_lock included) gets `WouldDeadlock` at once, since its own read
+//     node would block the write node forever.
+// The write side and a Mutex on the same Session and path are one exclusive hold for
+// reentrancy: a thread holding one may take the other, which only counts.
+//
+// Meets the standard SharedTimedLockable requirements (so `std::unique_lock`,
+// `std::shared_lock` and `std::scoped_lock` work unchanged).
+//
+// Thread-safety: all member functions may be called concurrently from any threads. The object
+// may be destroyed while threads hold it (holds stay with their threads), but not while another
+// thread is inside one of its member functions.
+//
+// Errors: as Mutex. Acquisition throws `LockLost` when the session is Lost or Closed, `Error` for
+// other ZooKeeper failures, `WouldDeadlock` for an upgrade; whenever it throws or returns false
+// the attempt's node is already being deleted. unlock() / unlock_shared() and the token queries
+// throw `NotOwner` when the calling thread does not hold that side. The constructor throws
+// `InvalidPath` naming the path and the rule it breaks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlock/error.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock {
+
+namespace detail {
+struct LockSite;
+}
+
+class SharedMutex {
+ public:
+  // `path` follows the same rules as Mutex's.
+  SharedMutex(Session& session, std::string path);
+  ~SharedMutex();
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  // --- Write side (exclusive) ---
+
+  // Blocks until the calling thread holds the write side.
+  void lock();
+  // One attempt (one round trip): true if the write side was free or already held by this thread.
+  bool try_lock();
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return try_lock_steady(std::chrono::steady_clock::now() + timeout, /*shared=*/false);
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
+    return try_lock_steady(to_steady(when), /*shared=*/false);
+  }
+  // Undoes one write-side lock of the calling thread (the last one deletes the write node, without
+  // waiting for the server, as Mutex::unlock does).
+  void unlock();
+
+  // --- Read side (shared) ---
+
+  // Blocks until the calling thread holds the read side.
+  void lock_shared();
+  // One attempt: true if no writer was queued ahead (or this thread already reads or writes).
+  bool try_lock_shared();
+  template <class Rep, class Period>
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return try_lock_steady(std::chrono::steady_clock::now() + timeout, /*shared=*/true);
+  }
+  template <class Clock, class Duration>
+  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& when) {
+    return try_lock_steady(to_steady(when), /*shared=*/true);
+  }
+  // Undoes one read-side lock of the calling thread.
+  void unlock_shared();
+
+  // --- Queries (no ZooKeeper call unless said) ---
+
+  bool held_by_this_thread() const;         // write side
+  bool held_shared_by_this_thread() const;  // read side
+  // The creation zxid of the calling thread's write node / read node: larger than the token of
+  // any node created earlier on this path, so a resource can reject a stale holder. Throw
+  // `NotOwner` if the thread does not hold that side.
+  std::int64_t fencing_token() const;
+  std::int64_t shared_fencing_token() const;
+  // The contender nodes in queue order, readers and writers together. One ZooKeeper call.
+  std::vector<std::string> participants() const;
+  const std::string& path() const noexcept;
+
+ private:
+  template <class Clock, class Duration>
+  static std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Clock, Duration>& when) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::ceil<std::chrono::steady_clock::duration>(when - Clock::now());
+  }
+  bool try_lock_steady(std::chrono::steady_clock::time_point deadline, bool shared);
+
+  std::shared_ptr<detail::LockSite> site_;
+};
+
+}  // namespace dlock
