@@ -211,6 +211,43 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
   }
 }
 
+std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, std::string_view marker,
+                                       std::string_view sequence, const Deadline& deadline) {
+  const std::string what = "downgrade of lock " + dir;
+  client.throw_if_gone(what);
+  Attempt attempt(client, dir);
+  const std::string node = dir + "/" + attempt.prefix() + std::string(marker) + std::string(sequence);
+  const std::string data = holder_info_json();
+  const auto session = client.session_id();
+  for (;;) {
+    Pending<CreateResult> created;
+    attempt.maybe_created = true;
+    client.create(node, data, ZOO_EPHEMERAL, created.callback());
+    const auto result = created.get();
+    if (result.rc == ZOK) {
+      attempt.node = node;
+      attempt.token = result.czxid;
+      return attempt.commit();
+    }
+    if (transient(result.rc)) {
+      if (!recover(client, deadline, what)) return std::nullopt;
+    } else if (result.rc != ZNODEEXISTS) {
+      fail(client, result.rc, what + ": creating " + node);
+    }
+    // A lost reply (or a retry that found it made): the name is ours alone, but adopt it only if
+    // this session created it (CURATOR-498); a node of a dead session is gone with it anyway.
+    Pending<StatResult> stat;
+    client.exists(node, stat.callback());
+    const auto found = stat.get();
+    if (found.rc == ZOK && found.stat.ephemeralOwner == session) {
+      attempt.node = node;
+      attempt.token = found.stat.czxid;
+      return attempt.commit();
+    }
+    if (result.rc == ZNODEEXISTS) fail(client, result.rc, what + ": " + node + " exists, owned by another session");
+  }
+}
+
 std::vector<std::string> participants(Client& client, const std::string& dir) {
   const std::string what = "participants of " + dir;
   client.throw_if_gone(what);

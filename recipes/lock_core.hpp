@@ -45,6 +45,13 @@ struct Acquired {
 std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
                                 const Deadline& deadline);
 
+// Downgrade: creates an EPHEMERAL (not sequential) node `<dir>/_c_<uuid>-<marker><sequence>`
+// that queues level with the caller's existing node of that `sequence`, so no contender that
+// queued behind that node gets in between (Curator 5.5's form). Returns nullopt when the deadline
+// passes while recovering from a lost connection; throws like acquire().
+std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, std::string_view marker,
+                                       std::string_view sequence, const Deadline& deadline);
+
 // The contenders of `dir` in queue order (full names). Retries transient errors; throws LockLost
 // or Error like acquire().
 std::vector<std::string> participants(Client& client, const std::string& dir);

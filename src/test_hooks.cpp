@@ -7,5 +7,6 @@ std::atomic<bool> skip_cleanup{false};
 std::atomic<bool> watch_head{false};
 std::atomic<bool> skip_adoption{false};
 std::atomic<bool> no_release_retry{false};
+std::atomic<bool> legacy_downgrade{false};
 
 }  // namespace dlock::detail::test_hooks

@@ -5,3 +5,4 @@
 #include "dlock/log.hpp"
 #include "dlock/mutex.hpp"
 #include "dlock/session.hpp"
+#include "dlock/shared_mutex.hpp"

@@ -23,7 +23,9 @@
 // path again (through this or any other Mutex object on the same Session): that only counts,
 // without a ZooKeeper call, and the lock is released when unlock() has been called as many times.
 // Other threads, other sessions and other processes are excluded. A thread that exits while
-// holding releases the lock (with a warning in the log).
+// holding releases the lock (with a warning in the log). The write side of a SharedMutex on the
+// same Session and path is the same exclusive hold: a thread holding one may take the other. A
+// thread holding only that SharedMutex's read side gets `WouldDeadlock` from lock().
 //
 // Meets the standard Lockable and TimedLockable requirements.
 //

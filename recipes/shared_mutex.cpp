@@ -1,0 +1,57 @@
+#include "dlock/shared_mutex.hpp"
+
+#include "lock_site.hpp"
+#include "path.hpp"
+#include "policies.hpp"
+#include "reentrant.hpp"
+#include "session_access.hpp"
+
+namespace dlock {
+
+using detail::Deadline;
+using detail::HoldMode;
+
+SharedMutex::SharedMutex(Session& session, std::string path) {
+  detail::check_lock_path(path);
+  const auto& client = detail::SessionAccess::client(session);
+  site_ = client->site(path, client);
+}
+
+SharedMutex::~SharedMutex() = default;
+
+void SharedMutex::lock() { detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, Deadline::never()); }
+
+bool SharedMutex::try_lock() {
+  return detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, Deadline::at(detail::Clock::now()));
+}
+
+void SharedMutex::unlock() { detail::reentrant::unlock(*site_, HoldMode::Exclusive); }
+
+void SharedMutex::lock_shared() { detail::reentrant::lock_shared(site_, Deadline::never()); }
+
+bool SharedMutex::try_lock_shared() {
+  return detail::reentrant::lock_shared(site_, Deadline::at(detail::Clock::now()));
+}
+
+void SharedMutex::unlock_shared() { detail::reentrant::unlock(*site_, HoldMode::Shared); }
+
+bool SharedMutex::try_lock_steady(std::chrono::steady_clock::time_point deadline, bool shared) {
+  return shared ? detail::reentrant::lock_shared(site_, Deadline::at(deadline))
+                : detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, Deadline::at(deadline));
+}
+
+bool SharedMutex::held_by_this_thread() const { return detail::reentrant::held(*site_, HoldMode::Exclusive); }
+
+bool SharedMutex::held_shared_by_this_thread() const { return detail::reentrant::held(*site_, HoldMode::Shared); }
+
+std::int64_t SharedMutex::fencing_token() const { return detail::reentrant::token(*site_, HoldMode::Exclusive); }
+
+std::int64_t SharedMutex::shared_fencing_token() const { return detail::reentrant::token(*site_, HoldMode::Shared); }
+
+std::vector<std::string> SharedMutex::participants() const {
+  return detail::participants(*site_->client, site_->path);
+}
+
+const std::string& SharedMutex::path() const noexcept { return site_->path; }
+
+}  // namespace dlock
