@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Interop peer: takes a ZooKeeper lock with kazoo 2.8 (Debian's python3-kazoo), so the C++ tests
+can check that dlock, Curator and kazoo exclude each other on the same lock path.
+
+Run it with Debian's /usr/bin/python3 (the only interpreter that imports kazoo here).
+
+  kazoo_peer run   --connect HOST:PORT --path P --lock mutex --cycles N --threads T
+                   --client NAME --log FILE [--counter FILE] [--hold-us U]
+  kazoo_peer hold  --connect HOST:PORT --path P --lock mutex
+  kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T
+
+Exit codes: 0 success, 1 runtime failure, 2 usage (and --lock read|write), 3 probe timed out.
+
+Only kazoo's exclusive Lock is used, with extra_lock_patterns=("-lock-",) so that Curator and
+dlock nodes (`_c_<uuid>-lock-<seq>`) count as contenders; kazoo's own nodes are
+`<uuid4 hex>__lock__<seq>`.
+"""
+
+import argparse
+import json
+import logging
+import sys
+import threading
+import time
+
+USAGE = """usage:
+  kazoo_peer run   --connect HOST:PORT --path P --lock mutex --cycles N --threads T
+                   --client NAME --log FILE [--counter FILE] [--hold-us U]
+  kazoo_peer hold  --connect HOST:PORT --path P --lock mutex
+  kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T"""
+
+SESSION_TIMEOUT_S = 10.0
+CONNECTION_TIMEOUT_S = 10.0
+CURATOR_PATTERNS = ("-lock-",)
+READ_WRITE_REFUSAL = (
+    "kazoo_peer: --lock {0}: kazoo 2.8's ReadLock has bug #649 (a reader waits on the last writer "
+    "overall instead of the last writer ahead of it; fixed in kazoo 2.9), so only kazoo's exclusive "
+    "Lock (--lock mutex) is used for interop"
+)
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors to the caller instead of exiting itself."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _int_at_least(minimum, maximum=None):
+    def parse(text):
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError("not an integer: %r" % text)
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(
+                "must be between %d and %s: %s" % (minimum, maximum if maximum is not None else "inf", text))
+        return value
+    return parse
+
+
+def parse_args(argv):
+    parser = _Parser(prog="kazoo_peer", add_help=False, allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    commands.required = True
+
+    def common(name):
+        sub = commands.add_parser(name, add_help=False, allow_abbrev=False)
+        sub.add_argument("--connect", required=True)
+        sub.add_argument("--path", required=True)
+        sub.add_argument("--lock", required=True, choices=("mutex", "read", "write"))
+        return sub
+
+    run = common("run")
+    run.add_argument("--cycles", required=True, type=_int_at_least(1))
+    run.add_argument("--threads", required=True, type=_int_at_least(1, 1024))
+    run.add_argument("--client", required=True)
+    run.add_argument("--log", required=True)
+    run.add_argument("--counter")
+    run.add_argument("--hold-us", dest="hold_us", type=_int_at_least(0), default=0)
+    common("hold")
+    probe = common("probe")
+    probe.add_argument("--timeout-ms", dest="timeout_ms", required=True, type=_int_at_least(0))
+
+    args = parser.parse_args(argv)
+    if not args.path.startswith("/"):
+        raise UsageError("--path must start with '/'")
+    return args
+
+
+def connect(hosts):
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S)
+    try:
+        client.start(timeout=CONNECTION_TIMEOUT_S)
+    except Exception as error:
+        client.close()
+        raise RuntimeError("cannot connect to ZooKeeper at %s within %g s: %s"
+                           % (hosts, CONNECTION_TIMEOUT_S, error))
+    return client
+
+
+def close(client):
+    client.stop()  # closes the session: our ephemeral nodes go at once
+    client.close()
+
+
+def new_lock(client, path, identifier):
+    from kazoo.recipe.lock import Lock
+
+    return Lock(client, path, identifier, extra_lock_patterns=CURATOR_PATTERNS)
+
+
+def token(client, lock):
+    """The creation zxid of the node this hold owns: its fencing token."""
+    if not lock.node:
+        raise RuntimeError("kazoo reports no lock node for a held lock")
+    node = lock.path + "/" + lock.node
+    stat = client.exists(node)
+    if stat is None:
+        raise RuntimeError("held lock node %s does not exist" % node)
+    return stat.czxid
+
+
+def read_counter(file):
+    try:
+        with open(file, "r", encoding="ascii") as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return 0
+    if not text:
+        return 0
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise RuntimeError("counter file %s does not hold an integer: %r" % (file, text))
+
+
+def write_counter(file, value):
+    with open(file, "w", encoding="ascii") as f:  # truncates
+        f.write("%d\n" % value)
+
+
+def sleep_us(micros):
+    if micros > 0:
+        time.sleep(micros / 1e6)
+
+
+def command_run(args):
+    mode = "exclusive"  # only mutex gets here
+    counter = args.counter if args.lock != "read" else None
+    log_lock = threading.Lock()
+    failures = []
+    holds = [0] * args.threads
+
+    client = connect(args.connect)
+    try:
+        with open(args.log, "a", encoding="utf-8") as log:
+            def worker(index):
+                label = "%s#%d" % (args.client, index)
+                try:
+                    lock = new_lock(client, args.path, label)
+                    for _ in range(args.cycles):
+                        if failures:
+                            return
+                        lock.acquire()
+                        try:
+                            enter_ns = time.monotonic_ns()
+                            fencing = token(client, lock)
+                            session = "0x%x" % client.client_id[0]
+                            if counter is not None:
+                                value = read_counter(counter)
+                                sleep_us(args.hold_us)
+                                write_counter(counter, value + 1)
+                            else:
+                                sleep_us(args.hold_us)
+                            exit_ns = time.monotonic_ns()
+                        finally:
+                            lock.release()
+                        line = json.dumps({"client": label, "session": session, "mode": mode,
+                                           "token": fencing, "enter_ns": enter_ns, "exit_ns": exit_ns},
+                                          separators=(",", ":"))
+                        with log_lock:
+                            log.write(line + "\n")
+                            log.flush()
+                        holds[index] += 1
+                except Exception as error:  # reported by the main thread
+                    failures.append(error)
+
+            threads = [threading.Thread(target=worker, args=(i,), name="peer-%d" % i)
+                       for i in range(args.threads)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        close(client)
+    if failures:
+        print("kazoo_peer: run failed after %d holds: %r" % (sum(holds), failures[0]), file=sys.stderr)
+        return 1
+    print("DONE %d" % sum(holds), flush=True)
+    return 0
+
+
+def command_hold(args):
+    client = connect(args.connect)
+    try:
+        lock = new_lock(client, args.path, "kazoo_peer hold")
+        lock.acquire()
+        try:
+            print("HELD %d" % token(client, lock), flush=True)
+            sys.stdin.readline()
+        finally:
+            lock.release()
+        print("RELEASED", flush=True)
+    finally:
+        close(client)
+    return 0
+
+
+def command_probe(args):
+    from kazoo.exceptions import LockTimeout
+
+    client = connect(args.connect)
+    try:
+        lock = new_lock(client, args.path, "kazoo_peer probe")
+        # kazoo 2.8 either raises LockTimeout (the predecessor watch did not fire in time) or
+        # returns False (its retry deadline passed); in both cases it deletes its own node first.
+        try:
+            acquired = lock.acquire(timeout=args.timeout_ms / 1000.0)
+        except LockTimeout:
+            acquired = False
+        if not acquired:
+            print("TIMEOUT", flush=True)
+            return 3
+        try:
+            fencing = token(client, lock)
+        finally:
+            lock.release()
+        print("ACQUIRED %d" % fencing, flush=True)
+        return 0
+    finally:
+        close(client)
+
+
+def main(argv):
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        args = parse_args(argv)
+    except UsageError as error:
+        print("kazoo_peer: %s\n%s" % (error, USAGE), file=sys.stderr)
+        return 2
+    if args.lock != "mutex":
+        print(READ_WRITE_REFUSAL.format(args.lock), file=sys.stderr)
+        return 2
+    try:
+        return {"run": command_run, "hold": command_hold, "probe": command_probe}[args.command](args)
+    except Exception as error:
+        print("kazoo_peer: %s: %s" % (type(error).__name__, error), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
