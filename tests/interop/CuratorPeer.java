@@ -4,6 +4,7 @@
 // Command line (shared with kazoo_peer.py; see tests/interop/CMakeLists.txt for the launcher):
 //   curator_peer run   --connect HOST:PORT --path P --lock mutex|read|write --cycles N --threads T
 //                      --client NAME --log FILE [--counter FILE] [--hold-us U]
+//                      [--start-at-ns CLOCK_MONOTONIC ns to begin the cycles at]
 //   curator_peer hold  --connect HOST:PORT --path P --lock mutex|read|write
 //   curator_peer probe --connect HOST:PORT --path P --lock mutex|read|write --timeout-ms T
 // Exit codes: 0 success, 1 runtime failure, 2 usage, 3 probe timed out.
@@ -129,7 +130,7 @@ public final class CuratorPeer {
     switch (options.command) {
       case "run":
         required = List.of("connect", "path", "lock", "cycles", "threads", "client", "log");
-        optional = Set.of("counter", "hold-us");
+        optional = Set.of("counter", "hold-us", "start-at-ns");
         break;
       case "hold":
         required = List.of("connect", "path", "lock");
@@ -283,6 +284,12 @@ public final class CuratorPeer {
     final AtomicLong holds = new AtomicLong();
     final AtomicReference<Throwable> failure = new AtomicReference<>();
     CuratorFramework client = connect(options.get("connect"));
+    if (options.values.containsKey("start-at-ns")) {
+      // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, whatever their
+      // start-up costs (a JVM's is the longest), so that they really contend.
+      final long startAt = options.number("start-at-ns", 0, Long.MAX_VALUE);
+      for (long wait; (wait = startAt - System.nanoTime()) > 0;) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+    }
     try (Writer log = Files.newBufferedWriter(Path.of(options.get("log")), StandardCharsets.UTF_8,
              StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE)) {
       List<Thread> workers = new ArrayList<>();

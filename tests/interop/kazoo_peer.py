@@ -5,9 +5,11 @@ can check that dlock, Curator and kazoo exclude each other on the same lock path
 Run it with Debian's /usr/bin/python3 (the only interpreter that imports kazoo here).
 
   kazoo_peer run   --connect HOST:PORT --path P --lock mutex --cycles N --threads T
-                   --client NAME --log FILE [--counter FILE] [--hold-us U]
+                   --client NAME --log FILE [--counter FILE] [--hold-us U] [--start-at-ns NS]
   kazoo_peer hold  --connect HOST:PORT --path P --lock mutex
   kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T
+  any of them: [--node-name kazoo|curator]  (nodes `<hex>__lock__<seq>`, or `<hex>-lock-<seq>`
+               so that Curator, which ignores `__lock__` nodes, queues them too)
 
 Exit codes: 0 success, 1 runtime failure, 2 usage (and --lock read|write), 3 probe timed out.
 
@@ -73,6 +75,7 @@ def parse_args(argv):
         sub.add_argument("--connect", required=True)
         sub.add_argument("--path", required=True)
         sub.add_argument("--lock", required=True, choices=("mutex", "read", "write"))
+        sub.add_argument("--node-name", dest="node_name", choices=("kazoo", "curator"), default="kazoo")
         return sub
 
     run = common("run")
@@ -82,6 +85,7 @@ def parse_args(argv):
     run.add_argument("--log", required=True)
     run.add_argument("--counter")
     run.add_argument("--hold-us", dest="hold_us", type=_int_at_least(0), default=0)
+    run.add_argument("--start-at-ns", dest="start_at_ns", type=_int_at_least(0), default=0)
     common("hold")
     probe = common("probe")
     probe.add_argument("--timeout-ms", dest="timeout_ms", required=True, type=_int_at_least(0))
@@ -110,10 +114,18 @@ def close(client):
     client.close()
 
 
-def new_lock(client, path, identifier):
+def new_lock(client, path, identifier, node_name):
+    """kazoo's Lock. With node_name "curator" its nodes are `<hex>-lock-<seq>` instead of
+    `<hex>__lock__<seq>`: Curator 5.4 sorts a child by the text after its last `lock-` and a kazoo
+    name has none, so Curator queues stock kazoo nodes behind all of its own and ignores a kazoo
+    holder. Only with Curator's marker do Curator and kazoo exclude each other."""
     from kazoo.recipe.lock import Lock
 
-    return Lock(client, path, identifier, extra_lock_patterns=CURATOR_PATTERNS)
+    class CuratorNamedLock(Lock):
+        _NODE_NAME = "-lock-"
+
+    kind = CuratorNamedLock if node_name == "curator" else Lock
+    return kind(client, path, identifier, extra_lock_patterns=CURATOR_PATTERNS)
 
 
 def token(client, lock):
@@ -160,11 +172,13 @@ def command_run(args):
 
     client = connect(args.connect)
     try:
+        # All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.
+        time.sleep(max(0, args.start_at_ns - time.monotonic_ns()) / 1e9)
         with open(args.log, "a", encoding="utf-8") as log:
             def worker(index):
                 label = "%s#%d" % (args.client, index)
                 try:
-                    lock = new_lock(client, args.path, label)
+                    lock = new_lock(client, args.path, label, args.node_name)
                     for _ in range(args.cycles):
                         if failures:
                             return
@@ -210,7 +224,7 @@ def command_run(args):
 def command_hold(args):
     client = connect(args.connect)
     try:
-        lock = new_lock(client, args.path, "kazoo_peer hold")
+        lock = new_lock(client, args.path, "kazoo_peer hold", args.node_name)
         lock.acquire()
         try:
             print("HELD %d" % token(client, lock), flush=True)
@@ -228,7 +242,7 @@ def command_probe(args):
 
     client = connect(args.connect)
     try:
-        lock = new_lock(client, args.path, "kazoo_peer probe")
+        lock = new_lock(client, args.path, "kazoo_peer probe", args.node_name)
         # kazoo 2.8 either raises LockTimeout (the predecessor watch did not fire in time) or
         # returns False (its retry deadline passed); in both cases it deletes its own node first.
         try:

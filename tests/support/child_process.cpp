@@ -18,7 +18,8 @@ ChildProcess::ChildProcess(std::vector<std::string> argv) {
   for (auto& arg : argv) args.push_back(arg.data());
   args.push_back(nullptr);
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  int in[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -26,15 +27,19 @@ ChildProcess::ChildProcess(std::vector<std::string> argv) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
     ::dup2(fds[1], STDOUT_FILENO);
+    ::dup2(in[0], STDIN_FILENO);
     ::execv(args[0], args.data());
     ::_exit(127);
   }
   ::close(fds[1]);
+  ::close(in[0]);
   out_fd_ = fds[0];
+  in_fd_ = in[1];
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), out_fd_(std::exchange(other.out_fd_, -1)),
+      in_fd_(std::exchange(other.in_fd_, -1)),
       buffered_(std::move(other.buffered_)) {}
 
 ChildProcess::~ChildProcess() {
@@ -43,6 +48,17 @@ ChildProcess::~ChildProcess() {
     ::waitpid(pid_, nullptr, 0);
   }
   if (out_fd_ >= 0) ::close(out_fd_);
+  if (in_fd_ >= 0) ::close(in_fd_);
+}
+
+void ChildProcess::write_line(const std::string& line) {
+  // A child that died must fail the test with this error, not kill the test process.
+  static const bool sigpipe_ignored = (::signal(SIGPIPE, SIG_IGN), true);
+  (void)sigpipe_ignored;
+  const std::string text = line + "\n";
+  if (in_fd_ < 0 || ::write(in_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    throw std::runtime_error("writing to the stdin of child " + std::to_string(pid_) + " failed");
+  }
 }
 
 std::optional<std::string> ChildProcess::read_line(std::chrono::milliseconds timeout) {

@@ -1,4 +1,4 @@
-// Test support: a child process with its stdout on a pipe, stopped by PID when destroyed (and
+// Test support: a child process with its stdin and stdout on pipes, stopped by PID when destroyed (and
 // killed by the kernel if the test process dies first).
 #pragma once
 
@@ -22,6 +22,8 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   // The next line of the child's stdout (without '\n'); nullopt on EOF or timeout.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
+  // Writes `line` and a newline to the child's stdin (the peers wait for one to release a lock).
+  void write_line(const std::string& line);
   // Everything the child printed until it closed stdout.
   std::string read_all();
   // Waits for exit; returns the exit status (128+signal when killed).
@@ -31,6 +33,7 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  int in_fd_ = -1;
   std::string buffered_;
 };
 

@@ -1,0 +1,85 @@
+// Mutex against real Curator (InterProcessMutex) and kazoo (Lock) clients on the same path.
+#include <gtest/gtest.h>
+
+#include "dlock/dlock.hpp"
+#include "peers.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(InteropMutex, DlockCuratorAndKazooExcludeEachOtherOverThreeHundredCycles) {
+  // kazoo names its nodes with Curator's marker here: Curator 5.4 ignores `__lock__` nodes (see
+  // the next test), which dlock does not.
+  const std::vector<PeerRun> runs{
+      {"dlock_peer", "dlock-a", "mutex", 2, 40, {}},
+      {"dlock_peer", "dlock-b", "mutex", 2, 40, {}},
+      {"curator_peer", "curator", "mutex", 2, 40, {}},
+      {"kazoo_peer", "kazoo", "mutex", 1, 60, {"--node-name", "curator"}},
+  };
+  const auto outcome = run_together(runs, 1000);
+  EXPECT_EQ(outcome.report.holds, 300u);
+  expect_interleaved(outcome.holds);
+  EXPECT_EQ(outcome.report.exclusive_overlaps, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.report.token_disorders, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.counter, 300);
+  EXPECT_TRUE(outcome.left_behind.empty()) << outcome.left_behind.front();
+}
+
+TEST(InteropMutex, DlockAndStockKazooLockExcludeEachOther) {
+  const std::vector<PeerRun> runs{
+      {"dlock_peer", "dlock", "mutex", 2, 50, {}},
+      {"kazoo_peer", "kazoo", "mutex", 2, 50, {}},
+  };
+  const auto outcome = run_together(runs, 1000);
+  EXPECT_EQ(outcome.report.holds, 200u);
+  EXPECT_EQ(outcome.report.exclusive_overlaps, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.report.token_disorders, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.counter, 200);
+  EXPECT_TRUE(outcome.left_behind.empty());
+}
+
+TEST(InteropMutex, NegativeControlAClientIgnoringTheLockIsCaughtByTheChecker) {
+  const std::vector<PeerRun> runs{
+      {"curator_peer", "curator", "mutex", 1, 40, {}},
+      {"dlock_peer", "rogue", "mutex", 1, 40, {"--ignore-lock"}},
+  };
+  const auto outcome = run_together(runs, 3000);
+  EXPECT_GT(outcome.report.exclusive_overlaps, 0u) << "the checker missed a client that ignores the lock: "
+                                                   << outcome.report.summary();
+}
+
+// One direction at a time: a holder of one client keeps a contender of another out until it
+// releases, then lets it in.
+void expect_peer_hold_keeps_dlock_out(const std::string& peer, std::vector<std::string> extra = {}) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  auto holder = start_hold(peer, "mutex", test_root(), std::move(extra));
+  const auto held = holder.read_line(20s);
+  ASSERT_TRUE(held && held->starts_with("HELD ")) << peer << " did not report holding";
+  EXPECT_FALSE(mutex.try_lock_for(500ms)) << "dlock got in while " << peer << " held";
+  holder.write_line("release");
+  EXPECT_EQ(holder.read_line(20s).value_or("(none)"), "RELEASED");
+  EXPECT_TRUE(mutex.try_lock_for(10s)) << "dlock did not get in after " << peer << " released";
+  EXPECT_GT(mutex.fencing_token(), std::stoll(held->substr(5))) << "tokens must grow across clients";
+  mutex.unlock();
+  EXPECT_EQ(holder.wait(), 0);
+}
+
+void expect_dlock_hold_keeps_peer_out(const std::string& peer) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  mutex.lock();
+  EXPECT_FALSE(peer_acquires(peer, "mutex", test_root(), 500ms)) << peer << " got in while dlock held";
+  mutex.unlock();
+  EXPECT_TRUE(peer_acquires(peer, "mutex", test_root(), 10s)) << peer << " did not get in after dlock released";
+}
+
+TEST(InteropMutex, CuratorHoldsThenDlockTryLockForFailsUntilRelease) { expect_peer_hold_keeps_dlock_out("curator_peer"); }
+TEST(InteropMutex, DlockHoldsThenCuratorAcquireTimesOutUntilRelease) { expect_dlock_hold_keeps_peer_out("curator_peer"); }
+TEST(InteropMutex, KazooHoldsThenDlockTryLockForFailsUntilRelease) { expect_peer_hold_keeps_dlock_out("kazoo_peer"); }
+TEST(InteropMutex, DlockHoldsThenKazooAcquireTimesOutUntilRelease) { expect_dlock_hold_keeps_peer_out("kazoo_peer"); }
+
+}  // namespace
+}  // namespace dlock::testing
