@@ -16,6 +16,7 @@ class DlockCategory final : public std::error_category {
       case errc::invalid_path: return "invalid lock path";
       case errc::invalid_argument: return "invalid argument";
       case errc::would_deadlock: return "the request would deadlock";
+      case errc::invalid_key: return "invalid lock key";
     }
     return "unknown dlock error " + std::to_string(value);
   }

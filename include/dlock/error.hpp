@@ -25,6 +25,7 @@ enum class errc {
   invalid_path,        // A lock path breaks a rule of ZooKeeper's or dlock's.
   invalid_argument,    // Some other argument is out of range (a timeout, an option).
   would_deadlock,      // The request could never be granted (a read holder asking for write).
+  invalid_key,         // A lock key or key namespace breaks a rule of the key encoding.
 };
 
 const std::error_category& dlock_category() noexcept;
@@ -77,6 +78,15 @@ class InvalidPath : public Error {
 class WouldDeadlock : public Error {
  public:
   explicit WouldDeadlock(const std::string& what) : Error(make_error_code(errc::would_deadlock), what) {}
+};
+
+// A lock key or key namespace breaks a rule (dlock/key.hpp): an encoded key would be longer than
+// `kMaxKeyLength` (the message names the limit and the length), `decode_key` was given a string
+// `encode_key` cannot produce, a key part is a null `const char*`, or a namespace is not one
+// printable znode name. The message names the value and the rule.
+class InvalidKey : public Error {
+ public:
+  explicit InvalidKey(const std::string& what) : Error(make_error_code(errc::invalid_key), what) {}
 };
 
 }  // namespace dlock

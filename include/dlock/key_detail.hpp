@@ -8,12 +8,14 @@
 // reflection separate from the encoding, and this header free of key.hpp's declarations.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -81,6 +83,13 @@ struct is_key_value<std::optional<T>> : std::bool_constant<is_key_scalar_v<T>> {
 // static_assert prints in its note, with the offending type.
 template <class T>
 inline constexpr bool is_supported_key_part_type = is_key_value<T>::value;
+
+// What `dlock::key<T, Order>` accepts as T: a part type, or a class to be read recursively (which
+// must then have key fields; that is checked where a key is built, after DLOCK_KEY_FIELDS had its
+// chance to be declared).
+template <class T>
+inline constexpr bool is_supported_key_field_type =
+    is_supported_key_part_type<T> || (std::is_class_v<T> && !is_optional<T>::value);
 
 // ---- DLOCK_KEY_FIELDS ------------------------------------------------------------------------
 //
@@ -173,10 +182,10 @@ inline constexpr auto tagged_field_plan = tagged_plan<S>(std::make_index_sequenc
 
 // ---- classes listed with DLOCK_KEY_FIELDS ------------------------------------------------------
 
-template <class List>
+template <class S, class List>
 struct listed_plan;
-template <auto... Members, int... Orders>
-struct listed_plan<key_field_list<key_field<Members, Orders>...>> {
+template <class S, auto... Members, int... Orders>
+struct listed_plan<S, key_field_list<key_field<Members, Orders>...>> {
   static constexpr auto members = std::make_tuple(Members...);
   static constexpr auto order = [] {
     std::array<FieldOrder, sizeof...(Members)> fields{};
@@ -184,10 +193,19 @@ struct listed_plan<key_field_list<key_field<Members, Orders>...>> {
     ((fields[k] = FieldOrder{k, Orders}, ++k), ...);
     return sorted_indices(fields);
   }();
+  static constexpr bool all_plain =
+      !(is_key_wrapper_v<std::remove_cvref_t<std::invoke_result_t<decltype(Members), const S&>>> || ...);
+};
+
+// A class template, not an alias template, around the decltype: GCC 12 resolves the call inside
+// an alias template too early and picks the deleted declaration above.
+template <class S>
+struct listed_fields {
+  using type = decltype(dlock_key_fields(fields_tag<S>{}));
 };
 
 template <class S>
-using listed_plan_t = listed_plan<decltype(dlock_key_fields(fields_tag<S>{}))>;
+using listed_plan_t = listed_plan<S, typename listed_fields<S>::type>;
 
 // ---- what a source is ------------------------------------------------------------------------
 
@@ -218,36 +236,27 @@ void visit_listed(const S& source, Visit& visit, std::index_sequence<K...>) {
   (visit_key_values(std::invoke(std::get<Plan::order[K]>(Plan::members), source), visit), ...);
 }
 
-template <class S>
-constexpr void check_listed_members() {
-  using Plan = listed_plan_t<S>;
-  std::apply(
-      [](auto... members) {
-        (static_assert(!is_key_wrapper_v<std::remove_cvref_t<std::invoke_result_t<decltype(members), const S&>>>,
-                       "DLOCK_KEY_FIELDS lists plain members: a dlock::key<T, Order> member is already tagged, and "
-                       "its Order would compete with the one in the list; list the member as a plain T"),
-         ...);
-      },
-      Plan::members);
-}
-
 template <class V, class Visit>
 void visit_key_values(const V& source, Visit& visit) {
   using S = std::remove_cv_t<V>;
   if constexpr (is_key_wrapper_v<S>) {
     visit_key_values(source.value(), visit);
   } else if constexpr (is_char_array_v<S>) {
-    visit(static_cast<const char*>(source));
+    // Up to the first NUL, but never past the array (a char buffer member may be full).
+    const char* end = std::find(source, source + std::extent_v<S>, '\0');
+    visit(std::string_view(source, static_cast<std::size_t>(end - source)));
   } else if constexpr (is_key_value<S>::value) {
     visit(source);
   } else if constexpr (has_listed_key_fields<S>) {
-    check_listed_members<S>();
+    static_assert(listed_plan_t<S>::all_plain,
+                  "DLOCK_KEY_FIELDS lists plain members: a dlock::key<T, Order> member is already tagged, "
+                  "and its Order would compete with the one in the list; declare the member as a plain T");
     constexpr std::size_t n = listed_plan_t<S>::order.size();
     visit_listed(source, visit, std::make_index_sequence<n>{});
   } else if constexpr (std::is_class_v<S> && !is_optional<S>::value) {
     static_assert(has_key_fields<S>,
                   "dlock key source has no field tagged dlock::key<T, Order> (and no DLOCK_KEY_FIELDS "
-                  "in its namespace); the type is named in the note below");
+                  "in its namespace); the S of has_key_fields<S> in this diagnostic names the type");
     if constexpr (has_key_fields<S>) {  // keeps the compiler from piling errors on the assertion
       visit_tagged(source, visit, std::make_index_sequence<tagged_field_count<S>()>{});
     }
