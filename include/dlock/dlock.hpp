@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dlock/error.hpp"
+#include "dlock/lock_handle.hpp"
 #include "dlock/log.hpp"
 #include "dlock/mutex.hpp"
 #include "dlock/session.hpp"

@@ -1,0 +1,86 @@
+// dlock/lock_handle.hpp: one acquisition of a lock, owned by a value rather than by a thread
+// (the role of Curator's InterProcessSemaphoreMutex).
+//
+// Mutex and SharedMutex belong to the thread that locked them: only that thread may unlock, and
+// that thread re-enters freely. Code that locks in one request and unlocks in a later one, or on
+// another thread (a callback, a transaction's completion hook), needs a lock that belongs to an
+// object instead. A LockHandle is that object: move it anywhere, release it from any thread; its
+// destructor releases what it still holds.
+//
+//   auto handle = dlock::LockHandle::acquire(session, "/locks/orders/42");
+//   pending_requests[id] = std::move(handle);     // ... later, on another thread:
+//   pending_requests.erase(id);                   // released
+//
+// Not reentrant: a handle never counts. Asking for a path you (any thread, any handle, any Mutex
+// of this process) already hold waits behind that hold like any other contender, so a pooled
+// thread can never silently re-enter a lock that an earlier task leaked; `try_acquire_for` then
+// times out. The wire format is the one Mutex (mode Exclusive) and SharedMutex (modes Read and
+// Write) use, so handles, Mutexes, SharedMutexes, Curator and kazoo clients on the same path all
+// exclude each other.
+//
+// Thread-safety: like std::unique_ptr. One handle is used by one thread at a time; different
+// handles are independent; moving a handle between threads is fine.
+//
+// Errors: acquisition throws like Mutex::lock (`LockLost`, `Error`, `InvalidPath`); whenever it
+// throws or times out, its node's delete has been sent. `release()` and `fencing_token()` on an
+// empty handle throw `NotOwner`. Releasing never throws for ZooKeeper errors (the delete is
+// retried in the background until it succeeds or the session ends).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dlock/error.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock {
+
+namespace detail {
+struct LockSite;
+}
+
+// Which side of a lock directory a handle holds: a Mutex's (`lock-` nodes) or a SharedMutex's
+// read (`__READ__`) or write (`__WRIT__`) side.
+enum class LockMode { Exclusive, Read, Write };
+
+class LockHandle {
+ public:
+  // An empty handle: holds nothing.
+  LockHandle() noexcept;
+  ~LockHandle();  // releases what it holds
+  LockHandle(LockHandle&& other) noexcept;
+  LockHandle& operator=(LockHandle&& other) noexcept;  // releases what *this held first
+  LockHandle(const LockHandle&) = delete;
+  LockHandle& operator=(const LockHandle&) = delete;
+
+  // Blocks until the lock is held.
+  static LockHandle acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive);
+  // Waits at most `timeout`; returns an empty handle if the lock was not granted in time.
+  static LockHandle try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                                    LockMode mode = LockMode::Exclusive);
+
+  // True while the handle holds an acquisition (no ZooKeeper call).
+  bool held() const noexcept { return state_ != nullptr; }
+  explicit operator bool() const noexcept { return held(); }
+
+  // Releases the lock (sends the delete without waiting, as Mutex::unlock does); the handle is
+  // empty afterwards. Any thread may call it. Throws `NotOwner` on an empty handle.
+  void release();
+
+  // The creation zxid of the handle's node: larger than any earlier holder's token on the path.
+  // Throws `NotOwner` on an empty handle.
+  std::int64_t fencing_token() const;
+  // The lock directory and the full path of the handle's node ("" when empty).
+  const std::string& path() const noexcept;
+  const std::string& node() const noexcept;
+  LockMode mode() const noexcept;
+
+ private:
+  struct State;
+  explicit LockHandle(std::unique_ptr<State> state) noexcept;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace dlock

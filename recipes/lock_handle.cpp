@@ -1,0 +1,82 @@
+#include "dlock/lock_handle.hpp"
+
+#include "lock_core.hpp"
+#include "lock_site.hpp"
+#include "path.hpp"
+#include "policies.hpp"
+#include "session_access.hpp"
+
+namespace dlock {
+
+struct LockHandle::State {
+  std::shared_ptr<detail::LockSite> site;
+  std::string node;
+  std::int64_t token = 0;
+  LockMode mode = LockMode::Exclusive;
+};
+
+namespace {
+
+const detail::LockPolicy& policy_for(LockMode mode) {
+  switch (mode) {
+    case LockMode::Read: return detail::kReadPolicy;
+    case LockMode::Write: return detail::kWritePolicy;
+    case LockMode::Exclusive: break;
+  }
+  return detail::kExclusivePolicy;
+}
+
+const std::string kEmpty;
+
+}  // namespace
+
+LockHandle::LockHandle() noexcept = default;
+LockHandle::LockHandle(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+LockHandle::LockHandle(LockHandle&& other) noexcept = default;
+
+LockHandle& LockHandle::operator=(LockHandle&& other) noexcept {
+  if (this != &other) {
+    if (state_) release();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+LockHandle::~LockHandle() {
+  if (state_) release();
+}
+
+LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                                       LockMode mode) {
+  detail::check_lock_path(path);
+  const auto& client = detail::SessionAccess::client(session);
+  auto site = client->site(path, client);
+  auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::in(timeout));
+  if (!acquired) return LockHandle();
+  return LockHandle(std::make_unique<State>(State{std::move(site), std::move(acquired->node), acquired->token, mode}));
+}
+
+LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode) {
+  detail::check_lock_path(path);
+  const auto& client = detail::SessionAccess::client(session);
+  auto site = client->site(path, client);
+  auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::never());
+  return LockHandle(std::make_unique<State>(State{std::move(site), std::move(acquired->node), acquired->token, mode}));
+}
+
+void LockHandle::release() {
+  if (!state_) throw NotOwner("release() of an empty LockHandle");
+  const auto state = std::move(state_);
+  state->site->client->release_node(state->node);
+}
+
+std::int64_t LockHandle::fencing_token() const {
+  if (!state_) throw NotOwner("fencing_token() of an empty LockHandle");
+  return state_->token;
+}
+
+const std::string& LockHandle::path() const noexcept { return state_ ? state_->site->path : kEmpty; }
+const std::string& LockHandle::node() const noexcept { return state_ ? state_->node : kEmpty; }
+LockMode LockHandle::mode() const noexcept { return state_ ? state_->mode : LockMode::Exclusive; }
+
+}  // namespace dlock
