@@ -17,6 +17,7 @@ class DlockCategory final : public std::error_category {
       case errc::invalid_argument: return "invalid argument";
       case errc::would_deadlock: return "the request would deadlock";
       case errc::invalid_key: return "invalid lock key";
+      case errc::lock_timeout: return "timed out waiting for the lock";
     }
     return "unknown dlock error " + std::to_string(value);
   }

@@ -2,8 +2,10 @@
 #pragma once
 
 #include "dlock/error.hpp"
+#include "dlock/key.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/log.hpp"
 #include "dlock/mutex.hpp"
+#include "dlock/scope.hpp"
 #include "dlock/session.hpp"
 #include "dlock/shared_mutex.hpp"

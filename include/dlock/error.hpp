@@ -26,6 +26,7 @@ enum class errc {
   invalid_argument,    // Some other argument is out of range (a timeout, an option).
   would_deadlock,      // The request could never be granted (a read holder asking for write).
   invalid_key,         // A lock key or key namespace breaks a rule of the key encoding.
+  lock_timeout,        // A scoped lock was not granted within its timeout.
 };
 
 const std::error_category& dlock_category() noexcept;
@@ -87,6 +88,13 @@ class WouldDeadlock : public Error {
 class InvalidKey : public Error {
  public:
   explicit InvalidKey(const std::string& what) : Error(make_error_code(errc::invalid_key), what) {}
+};
+
+// A scoped lock (DLOCK_SCOPE, LockService) was not granted within its timeout. The message names
+// the lock path (and so the key) and the timeout. Nothing is left on the server.
+class LockTimeout : public Error {
+ public:
+  explicit LockTimeout(const std::string& what) : Error(make_error_code(errc::lock_timeout), what) {}
 };
 
 }  // namespace dlock

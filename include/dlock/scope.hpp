@@ -1,0 +1,248 @@
+// dlock/scope.hpp: declarative locking for request handlers.
+//
+// One line at the top of a handler locks the resource its request names, for the rest of the
+// scope, or, bound to the caller's transaction, until that transaction has committed:
+//
+//   struct LoginRequest {
+//     dlock::key<std::int64_t, 1> uid;        // the key: see dlock/key.hpp
+//     std::string device;
+//   };
+//   dlock::LockService locks(session, "/locks");            // base path, default timeout 10 s
+//
+//   Account login(const LoginRequest& req, PgTransaction& tx) {
+//     DLOCK_SCOPE(locks.bound_to(tx), "login", req);        // locks /locks/login/<uid>
+//     if (auto account = find_account(tx, req.uid)) return *account;
+//     return create_account(tx, req.uid);                   // no duplicate: nobody else is here
+//   }                                                       // released after tx commits
+//
+// Why bind to the transaction. A lock released when the handler returns, while the transaction
+// around the handler commits afterwards, lets a second request in before the first one's rows are
+// visible: it reads "no account yet" and inserts a duplicate. A bound guard releases only once
+// the transaction has ended (commit or rollback), whichever of the guard and the transaction is
+// destroyed first.
+//
+// Macros (each declares a guard that lives to the end of the enclosing scope; several may stand
+// in one scope and are released in reverse order):
+//   DLOCK_SCOPE(locks, "ns", sources...)        exclusive lock on <base>/<ns>/<make_key(sources...)>
+//   DLOCK_SCOPE_READ(locks, "ns", sources...)   read side of a shared/exclusive lock on that path
+//   DLOCK_SCOPE_WRITE(locks, "ns", sources...)  write side
+//   DLOCK_SCOPE_EACH(locks, "ns", sources...)   one exclusive lock PER source (make_key(source)),
+//                                               taken in one canonical order (sorted keys, no
+//                                               duplicates) so that two handlers locking the same
+//                                               keys in different orders cannot deadlock;
+//                                               released in reverse
+//   DLOCK_SCOPE_AS(name, locks, "ns", sources...) like DLOCK_SCOPE, with a guard you can name:
+//                                               name.key(), name.path(), name.fencing_token()
+// `locks` is a LockService, or a view of one: `locks.with_timeout(2s)`, `locks.bound_to(tx)`, or
+// both chained. Sources are request structs with tagged fields or plain values (dlock/key.hpp).
+//
+// Wire format: the locks are Mutex (exclusive) and SharedMutex (read/write) nodes, so Curator and
+// kazoo clients locking the same path exclude each other with these guards.
+//
+// Ownership: a guard owns its acquisition (a LockHandle), not its thread, so a transaction may
+// complete, and release it, on any thread. Guards are not reentrant: a thread that already holds a
+// guard on a path (through any LockService on a session to the same ensemble) and asks for a
+// guard on it again gets `WouldDeadlock` at once instead of waiting on itself.
+//
+// Errors: `LockTimeout` (naming the path and the timeout) when the lock is not granted in time;
+// `InvalidKey` for a bad namespace or key; `WouldDeadlock` as above; `LockLost` / `Error` like
+// Mutex. On every error nothing is left held or on the server.
+//
+// Thread-safety: a LockService may be used by any number of threads at once (it is immutable
+// after construction; its views are cheap copies). A guard is used by one thread at a time.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dlock/key.hpp"
+#include "dlock/lock_handle.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock {
+
+// What a guard can be bound to: a transaction that takes completion hooks and runs each exactly
+// once when it ends, after its COMMIT has returned (so its writes are visible to others) or after
+// it rolled back, including when it is destroyed without either. `CompletionHooks` below does
+// the bookkeeping for a transaction type of your own.
+template <class T>
+concept Transaction = requires(T& tx, std::function<void()> hook) { tx.on_complete(std::move(hook)); };
+
+// Completion hooks for a transaction type: add() collects them, run() runs each once, in the
+// order added; run() from the destructor covers a transaction destroyed without commit or
+// rollback. Not thread-safe: one transaction belongs to one thread at a time.
+class CompletionHooks {
+ public:
+  CompletionHooks() = default;
+  CompletionHooks(const CompletionHooks&) = delete;
+  CompletionHooks& operator=(const CompletionHooks&) = delete;
+  ~CompletionHooks() { run(); }
+  void add(std::function<void()> hook) { hooks_.push_back(std::move(hook)); }
+  void run() noexcept {
+    auto hooks = std::exchange(hooks_, {});
+    for (auto& hook : hooks) {
+      try {
+        hook();
+      } catch (...) {  // a hook must not keep the others from running
+      }
+    }
+  }
+
+ private:
+  std::vector<std::function<void()>> hooks_;
+};
+
+namespace detail {
+struct ScopeState;
+}
+
+// One scoped acquisition. Move-only. Releases when destroyed unless bound to a transaction, in
+// which case the transaction's end releases it.
+class ScopedLock {
+ public:
+  ScopedLock(ScopedLock&&) noexcept;
+  ScopedLock& operator=(ScopedLock&&) noexcept;
+  ~ScopedLock();
+
+  const std::string& key() const noexcept;   // the encoded key (one znode name)
+  const std::string& path() const noexcept;  // <base>/<namespace>/<key>
+  std::int64_t fencing_token() const;        // the creation zxid of the lock node
+  LockMode mode() const noexcept;
+  bool bound() const noexcept { return bound_; }
+
+  // From now on the lock is released when `tx` ends, not when this guard is destroyed.
+  template <Transaction Tx>
+  void release_after(Tx& tx) {
+    tx.on_complete(completion());
+    bound_ = true;
+  }
+
+ private:
+  friend class LockService;
+  explicit ScopedLock(std::shared_ptr<detail::ScopeState> state) noexcept;
+  std::function<void()> completion() const;
+  std::shared_ptr<detail::ScopeState> state_;
+  bool bound_ = false;
+};
+
+// Several scoped acquisitions taken in canonical order; released in reverse.
+class ScopedLocks {
+ public:
+  explicit ScopedLocks(std::vector<ScopedLock> locks) noexcept : locks_(std::move(locks)) {}
+  ScopedLocks(ScopedLocks&&) noexcept = default;
+  ScopedLocks& operator=(ScopedLocks&&) noexcept = default;
+  ~ScopedLocks() {
+    while (!locks_.empty()) locks_.pop_back();
+  }
+  const std::vector<ScopedLock>& locks() const noexcept { return locks_; }
+
+  template <Transaction Tx>
+  void release_after(Tx& tx) {
+    // One hook releasing in reverse, so the transaction's hook order does not matter.
+    std::vector<std::function<void()>> releases;
+    for (auto& lock : locks_) {
+      releases.push_back(lock.completion());
+      lock.bound_ = true;
+    }
+    tx.on_complete([releases = std::move(releases)] {
+      for (auto it = releases.rbegin(); it != releases.rend(); ++it) (*it)();
+    });
+  }
+
+ private:
+  std::vector<ScopedLock> locks_;
+};
+
+class LockService {
+ public:
+  // `base` is an absolute path (the rules of Mutex's paths), e.g. "/locks". `default_timeout`
+  // bounds every wait unless a view says otherwise; it must be positive.
+  LockService(Session& session, std::string base,
+              std::chrono::milliseconds default_timeout = std::chrono::seconds(10));
+
+  // A copy whose guards wait at most `timeout` (positive).
+  LockService with_timeout(std::chrono::milliseconds timeout) const;
+
+  // A view whose guards are bound to `tx` (see ScopedLock::release_after).
+  template <Transaction Tx>
+  class Bound;
+  template <Transaction Tx>
+  Bound<Tx> bound_to(Tx& tx) const {
+    return Bound<Tx>(*this, tx);
+  }
+
+  // The guard for <base>/<ns>/<make_key(sources...)>.
+  template <class... Sources>
+  ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+    return lock_key(mode, ns, make_key(sources...));
+  }
+  // One guard per source, in canonical order.
+  template <class... Sources>
+  ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+    return lock_keys(mode, ns, {make_key(sources)...});
+  }
+
+  // The same, from encoded keys (as make_key or encode_key give them).
+  ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const;
+  ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
+
+  // <base>/<ns>/<key>, after checking the namespace and the key.
+  std::string path_for(std::string_view ns, std::string_view key) const;
+  const std::string& base() const noexcept { return base_; }
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+  Session& session() const noexcept { return *session_; }
+
+ private:
+  Session* session_;
+  std::string base_;
+  std::chrono::milliseconds timeout_;
+};
+
+template <Transaction Tx>
+class LockService::Bound {
+ public:
+  Bound(const LockService& service, Tx& tx) : service_(service), tx_(&tx) {}
+  Bound with_timeout(std::chrono::milliseconds timeout) const { return Bound(service_.with_timeout(timeout), *tx_); }
+
+  template <class... Sources>
+  ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+    auto guard = service_.lock(mode, ns, sources...);
+    guard.release_after(*tx_);
+    return guard;
+  }
+  template <class... Sources>
+  ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+    auto guards = service_.lock_each(mode, ns, sources...);
+    guards.release_after(*tx_);
+    return guards;
+  }
+
+ private:
+  LockService service_;
+  Tx* tx_;
+};
+
+}  // namespace dlock
+
+#define DLOCK_SCOPE_CONCAT_INNER(a, b) a##b
+#define DLOCK_SCOPE_CONCAT(a, b) DLOCK_SCOPE_CONCAT_INNER(a, b)
+#define DLOCK_SCOPE_ANONYMOUS DLOCK_SCOPE_CONCAT(dlock_scope_guard_, __COUNTER__)
+
+#define DLOCK_SCOPE_AS(name, locks, ns, ...) \
+  ::dlock::ScopedLock name = (locks).lock(::dlock::LockMode::Exclusive, ns, __VA_ARGS__)
+#define DLOCK_SCOPE(locks, ns, ...) DLOCK_SCOPE_AS(DLOCK_SCOPE_ANONYMOUS, locks, ns, __VA_ARGS__)
+#define DLOCK_SCOPE_READ(locks, ns, ...) \
+  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = (locks).lock(::dlock::LockMode::Read, ns, __VA_ARGS__)
+#define DLOCK_SCOPE_WRITE(locks, ns, ...) \
+  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = (locks).lock(::dlock::LockMode::Write, ns, __VA_ARGS__)
+#define DLOCK_SCOPE_EACH(locks, ns, ...) \
+  ::dlock::ScopedLocks DLOCK_SCOPE_ANONYMOUS = (locks).lock_each(::dlock::LockMode::Exclusive, ns, __VA_ARGS__)

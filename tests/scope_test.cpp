@@ -1,0 +1,173 @@
+// DLOCK_SCOPE and LockService: keys from request structs, release at scope end or after the
+// transaction, timeouts, read/write, canonical order for several keys.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct LoginRequest {
+  key<std::int64_t, 1> uid;
+  key<std::string, 2> app;
+  std::string device;  // not part of the key
+};
+
+// A transaction as the Transaction concept describes it; commit/rollback only run the hooks here
+// (the end-to-end test binds guards to real PostgreSQL transactions).
+class TestTransaction {
+ public:
+  void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
+  void commit() { hooks_.run(); }
+
+ private:
+  CompletionHooks hooks_;
+};
+static_assert(Transaction<TestTransaction>);
+
+bool other_session_gets(const std::string& path, std::chrono::milliseconds wait) {
+  return std::async(std::launch::async, [&] {
+           Session other(session_options());
+           Mutex mutex(other, path);
+           const bool got = mutex.try_lock_for(wait);
+           if (got) mutex.unlock();
+           return got;
+         }).get();
+}
+
+TEST(Scope, TheKeyComesFromTheTaggedFieldsAndTheLockIsAMutexOnThatPath) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  const LoginRequest req{.uid = 42, .app = "shop", .device = "phone"};
+  {
+    DLOCK_SCOPE_AS(guard, locks, "login", req);
+    EXPECT_EQ(guard.key(), "42,shop");
+    EXPECT_EQ(guard.path(), test_root() + "/login/42,shop");
+    EXPECT_GT(guard.fencing_token(), 0);
+    EXPECT_FALSE(other_session_gets(guard.path(), 300ms)) << "a Mutex on the guard's path got in";
+  }
+  EXPECT_TRUE(other_session_gets(test_root() + "/login/42,shop", 5s)) << "not released at scope end";
+}
+
+TEST(Scope, ABoundGuardOutlivesItsScopeUntilTheTransactionCommits) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  const std::string path = test_root() + "/login/7,shop";
+  TestTransaction tx;
+  {
+    DLOCK_SCOPE(locks.bound_to(tx), "login", LoginRequest{.uid = 7, .app = "shop", .device = ""});
+  }
+  EXPECT_FALSE(other_session_gets(path, 300ms)) << "released before the transaction ended";
+  tx.commit();
+  EXPECT_TRUE(other_session_gets(path, 5s)) << "not released after the commit";
+}
+
+TEST(Scope, NegativeControlAnUnboundGuardIsReleasedBeforeTheCommit) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  TestTransaction tx;
+  { DLOCK_SCOPE(locks, "login", 7); }
+  EXPECT_TRUE(other_session_gets(test_root() + "/login/7", 5s)) << "the test cannot tell bound from unbound";
+  tx.commit();
+}
+
+TEST(Scope, ATransactionDestroyedWithoutCommitReleasesAndSoDoesACommitBeforeTheScopeEnds) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  {
+    TestTransaction tx;
+    DLOCK_SCOPE(locks.bound_to(tx), "login", 8);
+  }  // guard destroyed first, then the transaction: its destructor runs the hooks
+  EXPECT_TRUE(other_session_gets(test_root() + "/login/8", 5s));
+  TestTransaction tx;
+  DLOCK_SCOPE(locks.bound_to(tx), "login", 9);
+  tx.commit();  // the transaction ends first, the guard later
+  EXPECT_TRUE(other_session_gets(test_root() + "/login/9", 5s));
+}
+
+TEST(Scope, ATimeoutThrowsLockTimeoutNamingThePathAndLeavesNothing) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  Session other(session_options());
+  Mutex holder(other, test_root() + "/login/5");
+  holder.lock();
+  try {
+    DLOCK_SCOPE(locks.with_timeout(200ms), "login", 5);
+    FAIL() << "the scope was entered while another session held the lock";
+  } catch (const LockTimeout& e) {
+    EXPECT_EQ(e.code(), errc::lock_timeout);
+    EXPECT_NE(std::string(e.what()).find(test_root() + "/login/5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("200 ms"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(holder.participants().size(), 1u) << "the timed-out attempt left its node";
+  holder.unlock();
+}
+
+TEST(Scope, ReadScopesShareAndAWriteScopeExcludesThem) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  DLOCK_SCOPE_READ(locks, "prices", "eur");
+  std::async(std::launch::async, [&] {
+    Session other(session_options());
+    LockService theirs(other, test_root());
+    { DLOCK_SCOPE_READ(theirs.with_timeout(2s), "prices", "eur"); }
+    EXPECT_THROW({ DLOCK_SCOPE_WRITE(theirs.with_timeout(300ms), "prices", "eur"); }, LockTimeout);
+  }).get();
+}
+
+TEST(Scope, EachTakesKeysInOneOrderSoOppositeOrdersCannotDeadlock) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  Mutex b(session, test_root() + "/accounts/b");
+  std::atomic<bool> done{false};
+  std::thread other;
+  {
+    DLOCK_SCOPE_EACH(locks, "accounts", "b", "a");  // takes a, then b
+    // Another handler names them the other way round: in canonical order it waits on "a" and
+    // holds nothing meanwhile, so it cannot block us on "b".
+    other = std::thread([&] {
+      Session theirs_session(session_options());
+      LockService theirs(theirs_session, test_root());
+      DLOCK_SCOPE_EACH(theirs, "accounts", "a", "b", "a");  // duplicates are locked once
+      done = true;
+    });
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(b.participants().size(), 1u) << "the waiting handler took \"b\" before \"a\"";
+    EXPECT_FALSE(done.load());
+  }  // releases b, then a
+  other.join();
+  EXPECT_TRUE(done.load());
+}
+
+TEST(Scope, ASecondGuardOnTheSamePathInOneThreadThrowsWouldDeadlock) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  DLOCK_SCOPE(locks, "login", 1);
+  EXPECT_THROW({ DLOCK_SCOPE(locks, "login", 1); }, WouldDeadlock);
+  EXPECT_NO_THROW({ DLOCK_SCOPE(locks, "login", 2); }) << "another key is another lock";
+}
+
+TEST(Scope, BadNamespacesKeysAndTimeoutsAreRefusedWithTheRule) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  EXPECT_THROW({ DLOCK_SCOPE(locks, "a/b", 1); }, InvalidKey);
+  EXPECT_THROW({ DLOCK_SCOPE(locks, "", 1); }, InvalidKey);
+  EXPECT_THROW((void)locks.lock_key(LockMode::Exclusive, "login", "a/b"), InvalidKey);
+  EXPECT_THROW(LockService(session, "relative"), InvalidPath);
+  try {
+    (void)locks.with_timeout(0ms);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("positive"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dlock::testing
