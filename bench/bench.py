@@ -1,0 +1,249 @@
+#!/usr/bin/python3
+"""Runs the workloads of /work/shared/workloads.md for every implementation in turn against one
+running ZooKeeper server, and appends one JSON line per (run, workload, implementation) to a
+results file. Standard library only; bench/run.sh starts the server and calls this.
+
+  bench.py --connect 127.0.0.1:PORT --build BUILD_DIR --out results.jsonl
+           [--runs 3] [--seconds 10] [--warmup 2] [--workloads W1,...] [--impls dlock,...]
+
+Order: for each run, for each workload, every implementation once (the order rotates from run to
+run), so each run holds a complete, comparable set. Each program is a fresh process; the line it
+prints is kept as is, with the run number, the process's wall time and its whole-life CPU
+(start-up included; the line's own cpu_us_per_op covers the measured window only) added. W7 is driven from here: 4 worker processes of one implementation hand one lock
+round (2,000 acquisitions in all), each logs its (acquired, released) CLOCK_MONOTONIC times, and
+the release-to-acquire latencies come from the merged logs. Once per run, before W7, floor_bench
+W7probe measures one read round trip and the watch-notification latency with the raw client.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
+IMPLS = ["dlock", "curator", "kazoo", "floor-sync", "floor-pipelined"]
+# Implementations that do not apply to a workload, and why (the report prints the reason).
+NOT_APPLICABLE = {
+    ("W5", "kazoo"): "kazoo's Lock is not reentrant (a second acquire() by the holder retries forever)",
+    ("W5", "floor-sync"): "the floor has no reentrancy: W5 never reaches ZooKeeper",
+    ("W5", "floor-pipelined"): "the floor has no reentrancy: W5 never reaches ZooKeeper",
+}
+W7_PROCESSES = 4
+W7_ACQUISITIONS = 2000
+LIVE = []  # processes running now: killed (by process group) if this script is interrupted
+
+
+def command(impl, build):
+    bench_bin = os.path.join(build, "bench")
+    if impl in ("dlock", "dlock-1session"):
+        return [os.path.join(bench_bin, "dlock_bench")]
+    if impl == "curator":
+        return [os.path.join(bench_bin, "curator_bench.sh")]
+    if impl == "kazoo":
+        return ["/usr/bin/python3", os.path.join(HERE, "kazoo_bench.py")]
+    if impl.startswith("floor-"):
+        return [os.path.join(bench_bin, "floor_bench"), "--mode", impl[len("floor-"):]]
+    raise ValueError(impl)
+
+
+def run_process(argv, timeout):
+    """Runs argv in its own process group; returns (rc, stdout, stderr, wall_s)."""
+    start = time.monotonic()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    LIVE.append(process)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        return None, out, err + "\n(timed out after %g s, killed)" % timeout, time.monotonic() - start
+    finally:
+        LIVE.remove(process)
+    return process.returncode, out, err, time.monotonic() - start
+
+
+def kill_live():
+    for process in LIVE:
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+
+
+def children_cpu_s():
+    """CPU of every reaped child so far: the difference around one run is that process's own."""
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def json_lines(text):
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                pass
+    return lines
+
+
+def one(impl, workload, args, root, extra=()):
+    argv = command(impl, args.build) + ["--connect", args.connect, "--root", root, "--workload", workload,
+                                       "--seconds", str(args.seconds), "--warmup", str(args.warmup)]
+    argv += list(extra)
+    cpu0 = children_cpu_s()
+    rc, out, err, wall = run_process(argv, timeout=args.seconds + args.warmup + 120)
+    cpu1 = children_cpu_s()
+    lines = json_lines(out)
+    if rc != 0 or not lines:
+        return {"impl": impl, "workload": workload, "error": "exit %s" % rc,
+                "stderr": err.strip()[-800:]}
+    record = lines[-1]
+    record["process_wall_s"] = round(wall, 3)
+    record["process_cpu_s"] = round(cpu1 - cpu0, 3)
+    return record
+
+
+def w7(impl, args, root, probe):
+    """4 worker processes hand one lock round; merged logs give the handoff latencies."""
+    cycles = W7_ACQUISITIONS // W7_PROCESSES
+    workdir = tempfile.mkdtemp(prefix="dlock-bench-w7-")
+    workers = []
+    try:
+        for index in range(W7_PROCESSES):
+            log = os.path.join(workdir, "worker%d.log" % index)
+            argv = command(impl, args.build) + ["--connect", args.connect, "--root", root, "--workload",
+                                               "W7worker", "--cycles", str(cycles), "--log", log]
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
+            LIVE.append(process)
+            workers.append((process, log))
+        for process, _ in workers:  # each connects and warms up, then says "ready"
+            line = process.stdout.readline()
+            if line.strip() != "ready":
+                raise RuntimeError("W7 worker did not get ready: %r %s" % (line, process.stderr.read()[-500:]))
+        for process, _ in workers:
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        deadline = time.monotonic() + 300
+        for process, _ in workers:
+            process.wait(timeout=max(1, deadline - time.monotonic()))
+            if process.returncode != 0:
+                raise RuntimeError("W7 worker exited %s: %s" % (process.returncode, process.stderr.read()[-500:]))
+        holds = []
+        for index, (_, log) in enumerate(workers):
+            with open(log) as f:
+                for line in f:
+                    acquired, released = map(int, line.split())
+                    holds.append((acquired, released, index))
+    except Exception as error:
+        for process, _ in workers:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        return {"impl": impl, "workload": "W7", "error": str(error)}
+    finally:
+        for process, _ in workers:
+            LIVE.remove(process)
+            for stream in (process.stdin, process.stdout, process.stderr):
+                try:
+                    stream.close()
+                except Exception:
+                    pass
+    holds.sort()
+    latencies, overlaps, repeats = [], 0, 0
+    for previous, current in zip(holds, holds[1:]):
+        if current[0] < previous[1]:
+            overlaps += 1  # two holders at once: must never happen
+        if current[2] == previous[2]:
+            repeats += 1  # the same process again: not a handoff
+            continue
+        latencies.append(current[0] - previous[1])
+    seconds = (holds[-1][0] - holds[0][0]) / 1e9
+    latencies.sort()
+
+    def pct(p):
+        index = max(0, min(int(-(-p * len(latencies) // 100)) - 1, len(latencies) - 1))
+        return latencies[index] / 1000.0 if latencies else 0.0
+
+    record = {"impl": impl, "workload": "W7", "ops": len(latencies), "seconds": round(seconds, 6),
+              "ops_per_s": round((len(holds) - 1) / seconds, 3) if seconds > 0 else 0,
+              "p50_us": round(pct(50), 3), "p99_us": round(pct(99), 3),
+              "acquisitions": len(holds), "processes": W7_PROCESSES, "same_process_repeats": repeats,
+              "violations": overlaps}
+    if probe:
+        record["rtt_p50_us"] = probe.get("rtt_p50_us")
+        record["notify_p50_us"] = probe.get("notify_p50_us")
+        record["rtt_plus_notify_p50_us"] = probe.get("rtt_plus_notify_p50_us")
+        if probe.get("rtt_plus_notify_p50_us"):
+            record["p50_over_rtt_plus_notify"] = round(record["p50_us"] / probe["rtt_plus_notify_p50_us"], 4)
+    return record
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--connect", required=True)
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--impls", default=",".join(IMPLS))
+    parser.add_argument("--tag", default=time.strftime("%Y%m%d-%H%M%S"))
+    args = parser.parse_args(argv)
+    workloads = args.workloads.split(",")
+    impls = args.impls.split(",")
+    started = time.monotonic()
+    with open(args.out, "a") as out:
+        def write(record, run):
+            record = dict(record, run=run, tag=args.tag, seconds_requested=args.seconds)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            shown = {k: record.get(k) for k in ("impl", "workload", "ops_per_s", "p50_us", "p99_us", "error")
+                     if record.get(k) is not None}
+            print("  run %d %-3s %-16s %s" % (run, record.get("workload"), record.get("impl"),
+                                             json.dumps({k: v for k, v in shown.items()
+                                                         if k not in ("impl", "workload")})), flush=True)
+
+        for run in range(1, args.runs + 1):
+            order = impls[(run - 1) % len(impls):] + impls[:(run - 1) % len(impls)]
+            print("run %d of %d (order %s)" % (run, args.runs, ", ".join(order)), flush=True)
+            probe = None
+            for workload in workloads:
+                if workload == "W7":
+                    probe = one("floor-sync", "W7probe", args, "/bench/%s/r%d/probe" % (args.tag, run))
+                    write(probe, run)
+                for impl in order:
+                    root = "/bench/%s/r%d/%s" % (args.tag, run, impl)
+                    if (workload, impl) in NOT_APPLICABLE:
+                        write({"impl": impl, "workload": workload, "na": NOT_APPLICABLE[(workload, impl)]}, run)
+                        continue
+                    if workload == "W7":
+                        write(w7(impl, args, root, probe if "error" not in probe else None), run)
+                        continue
+                    write(one(impl, workload, args, root), run)
+                    if workload == "W6" and impl == "dlock":  # both dlock variants
+                        record = one("dlock", "W6", args, "/bench/%s/r%d/dlock-1session" % (args.tag, run),
+                                     ["--variant", "threads", "--impl-name", "dlock-1session"])
+                        write(record, run)
+    print("bench.py: %d run(s) in %.0f s -> %s" % (args.runs, time.monotonic() - started, args.out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    finally:
+        kill_live()
