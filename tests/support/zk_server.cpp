@@ -1,18 +1,12 @@
 #include "zk_server.hpp"
 
 #include "loopback.hpp"
+#include "spawn.hpp"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -23,11 +17,6 @@ namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool exited(pid_t pid) {
-  int status = 0;
-  return ::waitpid(pid, &status, WNOHANG) == pid;
-}
 
 }  // namespace
 
@@ -65,10 +54,29 @@ std::string zookeeper_classpath() {
   return classpath;
 }
 
-ZooKeeperServer::ZooKeeperServer(ServerOptions options) : options_(options) {
+std::vector<std::string> zookeeper_command(std::string_view main_class, const std::string& config,
+                                           int container_check_ms) {
+  return {"/usr/bin/java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+          "-Dznode.container.checkIntervalMs=" + std::to_string(container_check_ms), "-cp", zookeeper_classpath(),
+          std::string(main_class), config};
+}
+
+std::string server_mode(int port, std::chrono::milliseconds timeout) {
+  const std::string reply = four_letter_word(port, "srvr", timeout);
+  const auto at = reply.find("Mode: ");
+  if (at == std::string::npos) return {};
+  const auto begin = at + 6;
+  return reply.substr(begin, reply.find_first_of("\r\n", begin) - begin);
+}
+
+void require_zookeeper_installed() {
   if (!std::filesystem::exists("/usr/share/java/zookeeper.jar")) {
     throw std::runtime_error("ZooKeeper is not installed (/usr/share/java/zookeeper.jar): apt-get install zookeeper");
   }
+}
+
+ZooKeeperServer::ZooKeeperServer(ServerOptions options) : options_(options) {
+  require_zookeeper_installed();
   // A port can be taken between free_port() and the server's bind: try a few.
   for (int attempt = 1;; ++attempt) {
     try {
@@ -104,37 +112,17 @@ void ZooKeeperServer::start_once() {
         << "4lw.commands.whitelist=*\n"
         << "maxClientCnxns=0\n";
   }
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  const std::string classpath = zookeeper_classpath();
-  const std::string container = "-Dznode.container.checkIntervalMs=" + std::to_string(options_.container_check_ms);
-  const std::string config = dir_ + "/zoo.cfg";
   const std::string log = dir_ + "/server.log";
-  std::vector<const char*> argv = {"/usr/bin/java", "-Xmx256m", "-XX:+UseSerialGC",
-                                   "-XX:TieredStopAtLevel=1", container.c_str(), "-cp",
-                                   classpath.c_str(), "org.apache.zookeeper.server.ZooKeeperServerMain",
-                                   config.c_str(), nullptr};
-  const pid_t parent = ::getpid();
-  const pid_t child = ::fork();
-  if (child < 0) throw std::runtime_error("fork failed");
-  if (child == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-    }
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, STDIN_FILENO);
-    ::execv(argv[0], const_cast<char* const*>(argv.data()));
-    ::_exit(127);
-  }
-  pid_ = child;
+  SpawnOptions spawn;
+  spawn.log_file = log;
+  pid_ = spawn_child(zookeeper_command("org.apache.zookeeper.server.ZooKeeperServerMain", dir_ + "/zoo.cfg",
+                                       options_.container_check_ms),
+                     spawn);
   const auto give_up = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < give_up) {
     // `ruok` answers before the server takes sessions; `srvr` names a Mode only once it does.
-    if (four_letter_word(port_, "srvr", 500ms).find("Mode: ") != std::string::npos) return;
-    if (exited(pid_)) {
+    if (!server_mode(port_, 500ms).empty()) return;
+    if (reap_if_exited(pid_)) {
       pid_ = -1;
       throw std::runtime_error("ZooKeeper exited during start-up; see " + log);
     }
@@ -145,16 +133,7 @@ void ZooKeeperServer::start_once() {
 
 void ZooKeeperServer::stop() {
   if (pid_ <= 0) return;
-  ::kill(pid_, SIGTERM);
-  const auto give_up = std::chrono::steady_clock::now() + 5s;
-  while (!exited(pid_)) {
-    if (std::chrono::steady_clock::now() > give_up) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-      break;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
+  stop_child(pid_, SIGTERM, 5s);
   pid_ = -1;
 }
 

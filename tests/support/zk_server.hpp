@@ -11,6 +11,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "loopback.hpp"
 
@@ -54,5 +55,17 @@ std::string make_temp_dir(std::string_view prefix);
 
 // The classpath that runs Debian's ZooKeeper server.
 std::string zookeeper_classpath();
+
+// The command line of a ZooKeeper JVM running `main_class` (ZooKeeperServerMain for a standalone
+// server, QuorumPeerMain for an ensemble member) on `config`, with the suite's JVM flags.
+std::vector<std::string> zookeeper_command(std::string_view main_class, const std::string& config,
+                                           int container_check_ms);
+
+// The `Mode:` a server reports in `srvr` ("leader", "follower", "standalone"), or "" when it does
+// not answer or does not serve yet.
+std::string server_mode(int port, std::chrono::milliseconds timeout = std::chrono::milliseconds(500));
+
+// Throws unless Debian's ZooKeeper server is installed.
+void require_zookeeper_installed();
 
 }  // namespace dlock::testing

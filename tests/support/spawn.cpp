@@ -1,0 +1,90 @@
+#include "spawn.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace dlock::testing {
+
+pid_t spawn_child(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  if (argv.empty()) throw std::invalid_argument("spawn_child: empty argv");
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<const char*> args;
+  for (const auto& arg : argv) args.push_back(arg.c_str());
+  args.push_back(nullptr);
+  const char* log = options.log_file.empty() ? nullptr : options.log_file.c_str();
+  const char* cwd = options.working_dir.empty() ? nullptr : options.working_dir.c_str();
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error("fork failed");
+  if (child == 0) {
+    if (options.own_process_group) ::setpgid(0, 0);
+    if (log != nullptr) {
+      const int fd = ::open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+      }
+    }
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    if (options.gid) {
+      if (::setgroups(0, nullptr) != 0 || ::setgid(*options.gid) != 0) ::_exit(126);
+    }
+    if (options.uid && ::setuid(*options.uid) != 0) ::_exit(126);
+    // After the credential change: it clears the death signal.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    if (cwd != nullptr && ::chdir(cwd) != 0) ::_exit(126);
+    ::execv(args[0], const_cast<char* const*>(args.data()));
+    ::_exit(127);
+  }
+  if (options.own_process_group) ::setpgid(child, child);  // no race with the child's own call
+  return child;
+}
+
+bool reap_if_exited(pid_t pid, int* status) {
+  int local = 0;
+  return pid > 0 && ::waitpid(pid, status != nullptr ? status : &local, WNOHANG) == pid;
+}
+
+void stop_child(pid_t pid, int signal, std::chrono::milliseconds grace, bool group) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGCONT);  // a stopped process would not act on `signal`
+  ::kill(pid, signal);
+  const auto give_up = std::chrono::steady_clock::now() + grace;
+  while (!reap_if_exited(pid)) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      if (group) ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int wait_child(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string file_tail(const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream all;
+  all << in.rdbuf();
+  std::string text = all.str();
+  return text.size() > max_bytes ? "..." + text.substr(text.size() - max_bytes) : text;
+}
+
+}  // namespace dlock::testing

@@ -1,0 +1,166 @@
+// Test support: a ZooKeeper ensemble of N members (Debian's `zookeeper` package, 3.8.0) on loopback.
+//
+// Each member is a child JVM running QuorumPeerMain with its own directory (zoo.cfg, dataDir with
+// `myid`) and its own client, peer and election ports, all picked from free loopback ports. Member
+// i (0-based index) has id i + 1, and every member's zoo.cfg lists the same `server.<id>=
+// 127.0.0.1:<peer>:<election>` entries, ids 1..N. Members are stopped by PID (SIGTERM, then
+// SIGKILL) by the destructor and killed by the kernel if the thread that started them dies first
+// (PR_SET_PDEATHSIG): start and restart members from a thread that outlives them (the main thread).
+//
+// Readiness (the constructor, restart_all): every running member answers `srvr` with
+// `Mode: leader` or `Mode: follower`, and exactly one says leader.
+//
+// Debian's 3.8.0 has ZOOKEEPER-4537 (a lost wake-up in a quorum member's CommitProcessor: a
+// request can sit on a server until another commit or the client's next ping arrives). `Heartbeat`
+// below commits a small write every ~100 ms to keep that from stalling a scenario; see its comment
+// for what it was measured to do.
+//
+// Not thread-safe: drive an ensemble from one thread.
+#pragma once
+
+#include <sys/types.h>
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace dlock::testing {
+
+struct EnsembleOptions {
+  int members = 3;
+  int tick_ms = 500;
+  int init_limit = 10;  // ticks a follower may take to connect to and sync with a leader (5 s)
+  int sync_limit = 5;   // ticks a follower may fall behind before the leader drops it (2.5 s)
+  // How often members reap empty CONTAINER nodes (ZooKeeper's default is 60 s).
+  int container_check_ms = 1000;
+  // How long start-up (and each restart) may take before it counts as failed.
+  std::chrono::milliseconds start_timeout{std::chrono::seconds(60)};
+};
+
+// One `server.N=host:peer:election[:role][;[client_host:]client_port]` entry: the form zoo.cfg uses,
+// and the one the official Docker image's ZOO_SERVERS lists (space-separated).
+struct ServerEntry {
+  int id = 0;
+  std::string host;
+  int peer_port = 0;
+  int election_port = 0;
+  std::optional<int> client_port;
+};
+std::optional<ServerEntry> parse_server_entry(std::string_view entry);
+
+// What the harness started, for comparison with a deployment (docker-compose.yml).
+struct EnsembleMember {
+  int id = 0;  // from the member's `myid` file
+  int client_port = 0;
+  int peer_port = 0;
+  int election_port = 0;
+};
+struct EnsembleTopology {
+  std::vector<EnsembleMember> members;
+  // The `server.N=...` lines of the members' zoo.cfg files, as written on disk (every member's are
+  // the same; the constructor checks it).
+  std::vector<std::string> server_entries;
+  std::string connect_string;
+};
+
+class ZooKeeperEnsemble {
+ public:
+  explicit ZooKeeperEnsemble(EnsembleOptions options = {});
+  ~ZooKeeperEnsemble();
+  ZooKeeperEnsemble(const ZooKeeperEnsemble&) = delete;
+  ZooKeeperEnsemble& operator=(const ZooKeeperEnsemble&) = delete;
+
+  // "127.0.0.1:<port1>,127.0.0.1:<port2>,...": every member, in index order.
+  std::string connect_string() const;
+  // "127.0.0.1:<port>" of member i only (to pin a client to one member).
+  std::string member_connect_string(int i) const;
+  int member_count() const { return static_cast<int>(members_.size()); }
+  int member_id(int i) const { return i + 1; }
+  int client_port(int i) const;
+  pid_t pid(int i) const;  // -1 when the member is not running
+  bool running(int i) const;
+  bool paused(int i) const;
+  const std::string& directory() const { return dir_; }
+
+  // The member's `srvr` Mode ("leader", "follower", ...), or "" if it is stopped, paused or not
+  // serving.
+  std::string mode(int i) const;
+  // The index of the one member that reports `Mode: leader` now; nullopt if none or several.
+  std::optional<int> leader() const;
+  // Waits until every running, unpaused member is leader or follower with exactly one leader;
+  // returns the leader's index. Throws on timeout or when a member exits by itself.
+  int wait_for_quorum(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  void kill(int i);     // SIGKILL, reaped
+  void stop(int i);     // SIGTERM, SIGKILL after 5 s, reaped
+  void pause(int i);    // SIGSTOP
+  void resume(int i);   // SIGCONT
+  // Starts member i again (stopped first if running) with the same zoo.cfg and dataDir, and waits
+  // until it serves as leader or follower.
+  void restart(int i);
+  void stop_all();
+  // Stops every member, starts them all again with the same configs and data, and waits for a
+  // quorum as the constructor does.
+  void restart_all();
+
+  EnsembleTopology describe() const;
+
+ private:
+  struct Member {
+    std::string dir;
+    int client_port = 0;
+    int peer_port = 0;
+    int election_port = 0;
+    pid_t pid = -1;
+    bool paused = false;
+  };
+  void configure();
+  void start_member(int i);
+  void check_index(int i) const;
+  std::string logs() const;
+
+  EnsembleOptions options_;
+  std::string dir_;
+  std::vector<Member> members_;
+};
+
+// A background client (the raw C client) that sets the data of one persistent node every
+// `interval` (creating it first), so that a quorum always has commits flowing, whatever the
+// scenario does. Writes are sent only while connected, one at a time.
+class Heartbeat {
+ public:
+  explicit Heartbeat(const std::string& connect, std::chrono::milliseconds interval = std::chrono::milliseconds(100),
+                     std::string path = "/dlock-heartbeat");
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  std::uint64_t writes() const { return writes_.load(); }  // acknowledged by the server
+  std::uint64_t errors() const { return errors_.load(); }
+
+ private:
+  static void on_set(int rc, const Stat* stat, const void* data);
+  static void on_create(int rc, const char* path, const void* data);
+  void run();
+
+  std::string path_;
+  std::chrono::milliseconds interval_;
+  zhandle_t* zh_ = nullptr;
+  std::atomic<bool> in_flight_{false};
+  std::atomic<std::uint64_t> writes_{0};
+  std::atomic<std::uint64_t> errors_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace dlock::testing
