@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "lock_site.hpp"
@@ -24,6 +25,7 @@ struct Hold {
   std::string node;          // full path of the lock node
   std::int64_t token = 0;    // fencing token (creation zxid of `node`)
   std::uint64_t count = 0;   // nesting depth
+  std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
 };
 
 namespace holds {

@@ -13,6 +13,7 @@ struct LockHandle::State {
   std::string node;
   std::int64_t token = 0;
   LockMode mode = LockMode::Exclusive;
+  std::shared_ptr<std::stop_source> lost;
 };
 
 namespace {
@@ -51,17 +52,21 @@ LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = client->site(path, client);
+  auto lost = client->track_hold();
   auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::in(timeout));
   if (!acquired) return LockHandle();
-  return LockHandle(std::make_unique<State>(State{std::move(site), std::move(acquired->node), acquired->token, mode}));
+  return LockHandle(std::make_unique<State>(
+      State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
 }
 
 LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = client->site(path, client);
+  auto lost = client->track_hold();
   auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::never());
-  return LockHandle(std::make_unique<State>(State{std::move(site), std::move(acquired->node), acquired->token, mode}));
+  return LockHandle(std::make_unique<State>(
+      State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
 }
 
 void LockHandle::release() {
@@ -74,6 +79,10 @@ std::int64_t LockHandle::fencing_token() const {
   if (!state_) throw NotOwner("fencing_token() of an empty LockHandle");
   return state_->token;
 }
+
+std::stop_token LockHandle::stop_token() const noexcept { return state_ ? state_->lost->get_token() : std::stop_token(); }
+
+bool LockHandle::still_held() const noexcept { return state_ && !state_->lost->stop_requested(); }
 
 const std::string& LockHandle::path() const noexcept { return state_ ? state_->site->path : kEmpty; }
 const std::string& LockHandle::node() const noexcept { return state_ ? state_->node : kEmpty; }

@@ -34,6 +34,10 @@ bool Mutex::held_by_this_thread() const { return detail::reentrant::held(*site_,
 
 std::int64_t Mutex::fencing_token() const { return detail::reentrant::token(*site_, HoldMode::Exclusive); }
 
+std::stop_token Mutex::stop_token() const { return detail::reentrant::lost_token(*site_, HoldMode::Exclusive); }
+
+bool Mutex::still_held() const { return detail::reentrant::still_held(*site_, HoldMode::Exclusive); }
+
 std::vector<std::string> Mutex::participants() const {
   return detail::participants(*site_->client, site_->path);
 }

@@ -35,9 +35,10 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
                         "node forever (upgrade is not possible; release the read side first, or "
                         "take the write side first and then downgrade)");
   }
+  auto lost = site->client->track_hold();  // before the attempt: a loss during it counts too
   auto acquired = acquire(*site->client, site->path, policy, deadline);
   if (!acquired) return false;
-  holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1});
+  holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1, std::move(lost)});
   return true;
 }
 
@@ -46,6 +47,7 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline
     count_reentry(*site, *hold);
     return true;
   }
+  auto lost = site->client->track_hold();
   std::optional<Acquired> acquired;
   if (holds::find(site->id, HoldMode::Exclusive) != nullptr && test_hooks::legacy_downgrade.load()) {
     acquired = acquire(*site->client, site->path, kLegacyDowngradePolicy, deadline);
@@ -57,7 +59,7 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline
     acquired = acquire(*site->client, site->path, kReadPolicy, deadline);
   }
   if (!acquired) return false;
-  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1});
+  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1, std::move(lost)});
   return true;
 }
 
@@ -72,6 +74,20 @@ void unlock(const LockSite& site, HoldMode mode) {
 }
 
 bool held(const LockSite& site, HoldMode mode) { return holds::find(site.id, mode) != nullptr; }
+
+std::stop_token lost_token(const LockSite& site, HoldMode mode) {
+  const Hold* hold = holds::find(site.id, mode);
+  if (hold == nullptr) {
+    throw NotOwner(std::string("stop token of the ") + side(mode) + " of " + site.path +
+                   " asked by a thread that does not hold it");
+  }
+  return hold->lost->get_token();
+}
+
+bool still_held(const LockSite& site, HoldMode mode) {
+  const Hold* hold = holds::find(site.id, mode);
+  return hold != nullptr && !hold->lost->stop_requested();
+}
 
 std::int64_t token(const LockSite& site, HoldMode mode) {
   const Hold* hold = holds::find(site.id, mode);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 
 #include "deadline.hpp"
 #include "hold_table.hpp"
@@ -27,6 +28,10 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline
 // Undoes one level; the last deletes the node. NotOwner if the thread does not hold `mode`.
 void unlock(const LockSite& site, HoldMode mode);
 bool held(const LockSite& site, HoldMode mode);
+// The hold's loss signal; NotOwner if the thread does not hold `mode`.
+std::stop_token lost_token(const LockSite& site, HoldMode mode);
+// Held by the thread and not signalled lost.
+bool still_held(const LockSite& site, HoldMode mode);
 // The thread's fencing token for `mode`; NotOwner if it does not hold it.
 std::int64_t token(const LockSite& site, HoldMode mode);
 

@@ -73,6 +73,7 @@ struct ScopeState {
   const std::string path = handle.path();
   const std::int64_t token = handle.fencing_token();
   const LockMode mode = handle.mode();
+  const std::stop_token lost = handle.stop_token();
 };
 
 }  // namespace detail
@@ -95,6 +96,13 @@ const std::string& ScopedLock::key() const noexcept { return state_->key; }
 const std::string& ScopedLock::path() const noexcept { return state_->path; }
 std::int64_t ScopedLock::fencing_token() const { return state_->token; }
 LockMode ScopedLock::mode() const noexcept { return state_->mode; }
+
+std::stop_token ScopedLock::stop_token() const noexcept { return state_->lost; }
+
+bool ScopedLock::still_held() const noexcept {
+  std::lock_guard lock(state_->mutex);
+  return state_->handle.still_held();
+}
 
 std::function<void()> ScopedLock::completion() const {
   return [state = state_] { state->release(); };

@@ -48,6 +48,14 @@ std::int64_t SharedMutex::fencing_token() const { return detail::reentrant::toke
 
 std::int64_t SharedMutex::shared_fencing_token() const { return detail::reentrant::token(*site_, HoldMode::Shared); }
 
+std::stop_token SharedMutex::stop_token() const { return detail::reentrant::lost_token(*site_, HoldMode::Exclusive); }
+
+std::stop_token SharedMutex::shared_stop_token() const { return detail::reentrant::lost_token(*site_, HoldMode::Shared); }
+
+bool SharedMutex::still_held() const { return detail::reentrant::still_held(*site_, HoldMode::Exclusive); }
+
+bool SharedMutex::still_held_shared() const { return detail::reentrant::still_held(*site_, HoldMode::Shared); }
+
 std::vector<std::string> SharedMutex::participants() const {
   return detail::participants(*site_->client, site_->path);
 }

@@ -380,6 +380,35 @@ void Client::wake_all_waiters() {
   for (auto& [path, waiter] : woken) waiter->wake();
 }
 
+std::shared_ptr<std::stop_source> Client::track_hold() {
+  auto source = std::make_shared<std::stop_source>();
+  std::lock_guard lock(holds_mutex_);
+  if (holds_untrusted_) {
+    source->request_stop();
+    return source;
+  }
+  if (holds_.size() >= 64 && holds_.size() == holds_.capacity()) {
+    std::erase_if(holds_, [](const auto& weak) { return weak.expired(); });
+  }
+  holds_.push_back(source);
+  return source;
+}
+
+void Client::signal_holds_lost() {
+  std::vector<std::shared_ptr<std::stop_source>> live;
+  {
+    std::lock_guard lock(holds_mutex_);
+    for (const auto& weak : holds_) {
+      if (auto source = weak.lock()) live.push_back(std::move(source));
+    }
+    holds_.clear();
+    // A Suspended session may reconnect: later holds start trusted again. Lost and Closed are
+    // terminal: any hold tracked from now on starts signalled.
+    holds_untrusted_ = state_.load() != SessionState::Suspended;
+  }
+  for (auto& source : live) source->request_stop();  // runs users' stop_callbacks: no lock held
+}
+
 void Client::set_state(SessionState next) {
   // Held across the change and its dispatch, so a listener subscribed concurrently either sees
   // this change or subscribes after it: never a stale state delivered late.
@@ -395,6 +424,10 @@ void Client::set_state(SessionState next) {
   }
   state_cv_.notify_all();
   if (next == SessionState::Closed || next == SessionState::Lost) wake_all_waiters();
+  if (next != SessionState::Connected &&
+      (next != SessionState::Suspended || options_.loss_signal == LossSignal::OnSuspended)) {
+    signal_holds_lost();
+  }
   // Listeners may unsubscribe (themselves or others) while we iterate: walk by id.
   for (auto it = listeners_.begin(); it != listeners_.end();) {
     const auto id = it->first;

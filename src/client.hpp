@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -109,6 +110,11 @@ class Client {
   std::shared_ptr<LockSite> site(const std::string& path, const std::shared_ptr<Client>& self);
   void forget_site(const std::string& path);
 
+  // A stop source for one hold, requested when the session's state means the hold can no
+  // longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). Requested at
+  // once if that has already happened.
+  std::shared_ptr<std::stop_source> track_hold();
+
   std::uint64_t subscribe(std::function<void(SessionState)> listener);
   void unsubscribe(std::uint64_t id);
 
@@ -120,6 +126,7 @@ class Client {
   void on_node_event(const char* path);
   void set_state(SessionState next);
   void wake_all_waiters();
+  void signal_holds_lost();
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
   template <class Submit>
   int submit(Submit&& submit);
@@ -145,6 +152,10 @@ class Client {
   std::recursive_mutex listeners_mutex_;  // held while a listener runs; recursive for re-entry
   std::map<std::uint64_t, std::function<void(SessionState)>> listeners_;
   std::uint64_t next_listener_id_ = 1;
+
+  std::mutex holds_mutex_;
+  std::vector<std::weak_ptr<std::stop_source>> holds_;  // expired entries pruned as it grows
+  bool holds_untrusted_ = false;                         // guarded by holds_mutex_
 
   std::mutex sites_mutex_;
   std::unordered_map<std::string, std::weak_ptr<LockSite>> sites_;

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <memory>
+#include <mutex>
 
 #include "dlock/session.hpp"
 #include "raw_zk.hpp"
+#include "session_access.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -38,6 +41,22 @@ std::string test_root() {
   std::string name = std::string(info->test_suite_name()) + "." + info->name();
   std::replace(name.begin(), name.end(), '/', '_');
   return std::string(kSuiteRoot) + "/" + name;
+}
+
+bool expire_until_lost(Session& session) {
+  std::promise<void> lost;
+  std::once_flag once;
+  auto subscription = session.subscribe([&](SessionState s) {
+    if (s == SessionState::Lost) std::call_once(once, [&] { lost.set_value(); });
+  });
+  auto lost_seen = lost.get_future();
+  const auto id = detail::SessionAccess::client(session)->client_id();
+  for (int attempt = 0; attempt < 5 && lost_seen.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+       ++attempt) {
+    expire_session(zk_connect(), id);
+    lost_seen.wait_for(std::chrono::seconds(3));
+  }
+  return lost_seen.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
 }  // namespace dlock::testing

@@ -2,12 +2,7 @@
 // server (another session takes it), the holder's calls fail with LockLost or clean up quietly.
 #include <gtest/gtest.h>
 
-#include <future>
-#include <mutex>
-
 #include "dlock/dlock.hpp"
-#include "raw_zk.hpp"
-#include "session_access.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -17,24 +12,10 @@ using namespace std::chrono_literals;
 
 TEST(SessionExpiry, TheHolderSeesLostAndAnotherSessionTakesTheLock) {
   Session session(session_options());
-  std::promise<void> lost;
-  std::once_flag once;
-  auto subscription = session.subscribe([&](SessionState s) {
-    if (s == SessionState::Lost) std::call_once(once, [&] { lost.set_value(); });
-  });
   Mutex mutex(session, test_root());
   mutex.lock();
   const auto token = mutex.fencing_token();
-
-  // The joining handle takes the session over, and its close ends it. If the victim reconnects
-  // in between, it takes the session back and the close misses it: try again.
-  auto lost_seen = lost.get_future();
-  const auto id = detail::SessionAccess::client(session)->client_id();
-  for (int attempt = 0; attempt < 5 && lost_seen.wait_for(0s) != std::future_status::ready; ++attempt) {
-    expire_session(zk_connect(), id);
-    lost_seen.wait_for(3s);
-  }
-  ASSERT_EQ(lost_seen.wait_for(0s), std::future_status::ready) << "no Lost state after expiry";
+  ASSERT_TRUE(expire_until_lost(session)) << "no Lost state after expiry";
   EXPECT_EQ(session.state(), SessionState::Lost);
 
   Session other_session(session_options());

@@ -24,6 +24,11 @@ inline SessionOptions session_options(std::chrono::milliseconds session_timeout 
   return {.connect = zk_connect(), .session_timeout = session_timeout, .connect_timeout = std::chrono::seconds(10)};
 }
 
+// Expires `session` on the server (expire_session in raw_zk.hpp) and waits until it reports
+// Lost; false if it never did. If the victim reconnects between the takeover and the close, it
+// takes its session back and the close misses it, so this retries a few times.
+bool expire_until_lost(Session& session);
+
 // Sets a test hook for the lifetime of this object.
 template <class Flag>
 class ScopedHook {

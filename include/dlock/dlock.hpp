@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dlock/error.hpp"
+#include "dlock/fencing.hpp"
 #include "dlock/key.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/log.hpp"

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "dlock/error.hpp"
@@ -72,6 +73,11 @@ class LockHandle {
   // The creation zxid of the handle's node: larger than any earlier holder's token on the path.
   // Throws `NotOwner` on an empty handle.
   std::int64_t fencing_token() const;
+  // Lock-lost signal, as Mutex::stop_token() describes; a default (never requested) token for an
+  // empty handle.
+  std::stop_token stop_token() const noexcept;
+  // Holds an acquisition whose stop token has not been requested.
+  bool still_held() const noexcept;
   // The lock directory and the full path of the handle's node ("" when empty).
   const std::string& path() const noexcept;
   const std::string& node() const noexcept;

@@ -45,6 +45,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,19 @@ class Mutex {
   // larger than every earlier holder's token on this path. Throws `NotOwner` if the calling
   // thread does not hold the lock.
   std::int64_t fencing_token() const;
+
+  // Lock-lost signal. The token is requested when the calling thread's hold can no longer be
+  // trusted: the session was Lost or Closed, or (under the default LossSignal::OnSuspended) its
+  // connection dropped. Stop what you are doing under the lock, and let your resource check the
+  // fencing token. For a callback: `std::stop_callback on_lost(mutex.stop_token(), [] {...});`
+  // (it runs on the ZooKeeper client's thread, or at once if already requested: keep it short,
+  // and do not call dlock from it). After a loss, unlock() still works and cleans up quietly,
+  // and fencing_token() still returns the old token. Throws `NotOwner` if the calling thread does
+  // not hold the lock.
+  std::stop_token stop_token() const;
+  // True while the calling thread holds the lock and its stop token has not been requested.
+  // No ZooKeeper call.
+  bool still_held() const;
 
   // The contender nodes in the lock directory, in queue order (the first one holds), including
   // those of Curator and kazoo clients. One ZooKeeper call.

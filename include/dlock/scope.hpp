@@ -59,6 +59,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -116,6 +117,9 @@ class ScopedLock {
   const std::string& key() const noexcept;   // the encoded key (one znode name)
   const std::string& path() const noexcept;  // <base>/<namespace>/<key>
   std::int64_t fencing_token() const;        // the creation zxid of the lock node
+  // Lock-lost signal and query, as Mutex::stop_token() / still_held() describe.
+  std::stop_token stop_token() const noexcept;
+  bool still_held() const noexcept;
   LockMode mode() const noexcept;
   bool bound() const noexcept { return bound_; }
 

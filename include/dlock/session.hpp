@@ -34,6 +34,19 @@ class Client;
 struct SessionAccess;
 }  // namespace detail
 
+// When the locks held on a session stop being trusted (their stop tokens are requested).
+enum class LossSignal {
+  // When the connection drops (Suspended), and of course on Lost. The default and the safe
+  // choice: while disconnected the client cannot know whether the server already expired the
+  // session and granted the lock to someone else. A hold signalled this way stays signalled even
+  // if the connection comes back in time.
+  OnSuspended,
+  // Only once the server has expired the session (Lost). A short connection loss leaves holders
+  // undisturbed, but a holder may then act for up to a session timeout after another client was
+  // granted its lock: use fencing tokens.
+  OnLost,
+};
+
 struct SessionOptions {
   // ZooKeeper connect string: comma-separated host:port list, optionally followed by a chroot
   // ("/path"), exactly as the ZooKeeper C client accepts it.
@@ -43,6 +56,8 @@ struct SessionOptions {
   std::chrono::milliseconds session_timeout{std::chrono::seconds(10)};
   // How long the constructor waits for the first connection before throwing ConnectError.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // When held locks are signalled as lost (see LossSignal).
+  LossSignal loss_signal = LossSignal::OnSuspended;
 };
 
 // The life of a session, as the locks on it see it.

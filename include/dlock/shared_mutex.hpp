@@ -53,6 +53,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,12 @@ class SharedMutex {
   // `NotOwner` if the thread does not hold that side.
   std::int64_t fencing_token() const;
   std::int64_t shared_fencing_token() const;
+  // Lock-lost signals of the calling thread's write / read hold, as Mutex::stop_token() and
+  // Mutex::still_held() describe (NotOwner from the token queries if that side is not held).
+  std::stop_token stop_token() const;
+  std::stop_token shared_stop_token() const;
+  bool still_held() const;
+  bool still_held_shared() const;
   // The contender nodes in queue order, readers and writers together. One ZooKeeper call.
   std::vector<std::string> participants() const;
   const std::string& path() const noexcept;
