@@ -11,8 +11,9 @@ run), so each run holds a complete, comparable set. Each program is a fresh proc
 prints is kept as is, with the run number, the process's wall time and its whole-life CPU
 (start-up included; the line's own cpu_us_per_op covers the measured window only) added. W7 is driven from here: 4 worker processes of one implementation hand one lock
 round (2,000 acquisitions in all), each logs its (acquired, released) CLOCK_MONOTONIC times, and
-the release-to-acquire latencies come from the merged logs. Once per run, before W7, floor_bench
-W7probe measures one read round trip and the watch-notification latency with the raw client.
+the release-to-acquire latencies come from the merged logs. Right before each implementation's W7,
+floor_bench W7probe measures one read round trip and the watch-notification latency with the raw
+client; the W7 line carries them.
 """
 
 import argparse
@@ -207,7 +208,9 @@ def main(argv):
     started = time.monotonic()
     with open(args.out, "a") as out:
         def write(record, run):
-            record = dict(record, run=run, tag=args.tag, seconds_requested=args.seconds)
+            # The machine is shared: the 1-minute load average when the line was written says how much.
+            record = dict(record, run=run, tag=args.tag, seconds_requested=args.seconds,
+                          loadavg_1m=round(os.getloadavg()[0], 2))
             out.write(json.dumps(record) + "\n")
             out.flush()
             shown = {k: record.get(k) for k in ("impl", "workload", "ops_per_s", "p50_us", "p99_us", "error")
@@ -219,17 +222,18 @@ def main(argv):
         for run in range(1, args.runs + 1):
             order = impls[(run - 1) % len(impls):] + impls[:(run - 1) % len(impls)]
             print("run %d of %d (order %s)" % (run, args.runs, ", ".join(order)), flush=True)
-            probe = None
             for workload in workloads:
-                if workload == "W7":
-                    probe = one("floor-sync", "W7probe", args, "/bench/%s/r%d/probe" % (args.tag, run))
-                    write(probe, run)
                 for impl in order:
                     root = "/bench/%s/r%d/%s" % (args.tag, run, impl)
                     if (workload, impl) in NOT_APPLICABLE:
                         write({"impl": impl, "workload": workload, "na": NOT_APPLICABLE[(workload, impl)]}, run)
                         continue
                     if workload == "W7":
+                        # The reference right before this implementation's handoffs: the machine is
+                        # shared, and a probe minutes away would compare different moments.
+                        probe = one("floor-sync", "W7probe", args, "/bench/%s/r%d/probe-%s" % (args.tag, run, impl))
+                        probe["for_impl"] = impl
+                        write(probe, run)
                         write(w7(impl, args, root, probe if "error" not in probe else None), run)
                         continue
                     write(one(impl, workload, args, root), run)

@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -114,8 +115,8 @@ def main_table(data):
         out.append("")
         if workload == "W7":
             out.append("| impl | handoffs/s | p50 µs | p99 µs | x Curator | x floor-sync | x floor-pipelined "
-                       "| p50 / (RTT + notification) | violations |")
-            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                       "| RTT + notification µs (probe before it) | p50 / (RTT + notification) | violations |")
+            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         elif workload == "W6":
             out.append("| impl | handoffs/s | p50 µs | p99 µs | x Curator | x floor-sync | x floor-pipelined "
                        "| notifications per release (server) | per release (client) |")
@@ -143,8 +144,8 @@ def main_table(data):
                 continue
             if workload == "W4" and any(r.get("stalled") for r in rows):
                 out.append("| %s | %s (stalled in every run: %s) | | | | | | %s |" % (
-                    impl, fmt(data.median(workload, impl, "ops_per_s")), rows[0].get("note", "deadlock"),
-                    fmt(data.median(workload, impl, "writes"))))
+                    impl, fmt(data.median(workload, impl, "ops_per_s"), 0), rows[0].get("note", "deadlock"),
+                    fmt(data.median(workload, impl, "writes"), 0)))
                 continue
             if workload == "W5":
                 out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
@@ -170,6 +171,7 @@ def main_table(data):
                                                  ", ".join("%.2f" % v for v in server)))
                 cells.append(fmt(data.median(workload, impl, "client_wakeups_per_release"), 2))
             elif workload == "W7":
+                cells.append(fmt(data.median(workload, impl, "rtt_plus_notify_p50_us")))
                 cells.append(fmt(data.median(workload, impl, "p50_over_rtt_plus_notify"), 2))
                 cells.append("%d" % sum(data.values(workload, impl, "violations")))
             out.append("| " + " | ".join(cells) + " |")
@@ -177,7 +179,8 @@ def main_table(data):
         if workload == "W7":
             rtt = data.median("W7probe", "floor", "rtt_p50_us")
             notify = data.median("W7probe", "floor", "notify_p50_us")
-            out.append("Raw C client, same runs (floor_bench W7probe): one read round trip (exists) p50 %s µs, "
+            out.append("Raw C client, measured right before each implementation's W7 (floor_bench W7probe; "
+                       "medians over all probes): one read round trip (exists) p50 %s µs, "
                        "watch notification (a delete by one session until the other session's watcher runs) "
                        "p50 %s µs; sum %s µs." % (fmt(rtt), fmt(notify),
                                                   fmt(data.median("W7probe", "floor", "rtt_plus_notify_p50_us"))))
@@ -257,6 +260,48 @@ def targets(data):
     return rows
 
 
+def observations(data):
+    """Facts about dlock's requests, fsyncs and re-entry cost, from the same runs."""
+    out = []
+    m = data.median
+    if m("W1", "dlock", "client_requests_per_op") is not None:
+        out.append("- Requests per uncontended cycle (W1): dlock sends %s (`Session::stats().requests`); the "
+                   "server counts %s writes and %s reads per cycle for dlock, %s and %s for floor-pipelined, "
+                   "%s and %s for Curator, %s and %s for kazoo." % (
+                       fmt(m("W1", "dlock", "client_requests_per_op"), 2),
+                       fmt(m("W1", "dlock", "srv_writes_per_op"), 2), fmt(m("W1", "dlock", "srv_reads_per_op"), 2),
+                       fmt(m("W1", "floor-pipelined", "srv_writes_per_op"), 2),
+                       fmt(m("W1", "floor-pipelined", "srv_reads_per_op"), 2),
+                       fmt(m("W1", "curator", "srv_writes_per_op"), 2), fmt(m("W1", "curator", "srv_reads_per_op"), 2),
+                       fmt(m("W1", "kazoo", "srv_writes_per_op"), 2), fmt(m("W1", "kazoo", "srv_reads_per_op"), 2)))
+        out.append("- fsyncs per uncontended cycle (W1, `zk_cnt_fsynctime`): dlock %s, floor-pipelined %s, "
+                   "floor-sync %s, Curator %s. dlock's unlock does not wait for the delete, so the delete and the "
+                   "next create can share one fsync; they do only when the create reaches the server before "
+                   "its log thread has started syncing the delete alone. W1 cycle p50: dlock %s µs, "
+                   "floor-pipelined %s µs." % (
+                       fmt(m("W1", "dlock", "srv_fsyncs_per_op"), 2), fmt(m("W1", "floor-pipelined", "srv_fsyncs_per_op"), 2),
+                       fmt(m("W1", "floor-sync", "srv_fsyncs_per_op"), 2), fmt(m("W1", "curator", "srv_fsyncs_per_op"), 2),
+                       fmt(m("W1", "dlock", "p50_us")), fmt(m("W1", "floor-pipelined", "p50_us"))))
+    if m("W3", "dlock", "client_requests_per_op") is not None:
+        out.append("- Requests per contended cycle (W3): dlock %s; server reads per cycle dlock %s, floor-pipelined "
+                   "%s, Curator %s, kazoo %s." % (
+                       fmt(m("W3", "dlock", "client_requests_per_op"), 2), fmt(m("W3", "dlock", "srv_reads_per_op"), 2),
+                       fmt(m("W3", "floor-pipelined", "srv_reads_per_op"), 2),
+                       fmt(m("W3", "curator", "srv_reads_per_op"), 2), fmt(m("W3", "kazoo", "srv_reads_per_op"), 2)))
+    if m("W5", "dlock", "p50_ns_per_op") is not None:
+        out.append("- Re-entry (W5): p50 %s ns per nested lock+unlock pair for dlock (%s M/s on CPU), %s ns for "
+                   "Curator; no request reaches the server (%s requests per op)." % (
+                       fmt(m("W5", "dlock", "p50_ns_per_op"), 2), fmt(m("W5", "dlock", "ops_per_cpu_s") / 1e6, 1)
+                       if m("W5", "dlock", "ops_per_cpu_s") else "–",
+                       fmt(m("W5", "curator", "p50_ns_per_op"), 2), fmt(m("W5", "dlock", "client_requests_per_op"), 2)))
+    if m("W1", "dlock", "cpu_us_per_op") is not None:
+        out.append("- Client CPU per uncontended cycle: dlock %s µs, the raw C client alone (floor-pipelined) %s µs, "
+                   "Curator %s µs." % (fmt(m("W1", "dlock", "cpu_us_per_op")),
+                                       fmt(m("W1", "floor-pipelined", "cpu_us_per_op")),
+                                       fmt(m("W1", "curator", "cpu_us_per_op"))))
+    return out
+
+
 def chart(data, png):
     """Median cycles/s per workload and implementation, clustered bars; W5 in its own panel."""
     shown = ["dlock", "curator", "kazoo", "floor-sync", "floor-pipelined"]
@@ -271,39 +316,47 @@ def chart(data, png):
                 cells.append("?" if value is None else "%.1f" % value)
             f.write(workload + " " + " ".join(cells) + "\n")
     w5_dat = os.path.join(workdir, "w5.dat")
+    w5_rows = 0
     with open(w5_dat, "w") as f:
         for impl in ("dlock", "curator"):
-            value = data.median("W5", impl, "ops_per_s")
-            f.write("%s %s\n" % (impl, "?" if value is None else "%.3f" % (value / 1e6)))
+            value = data.median("W5", impl, "ops_per_cpu_s")
+            if value is not None:
+                f.write("%s %.3f\n" % (impl, value / 1e6))
+                w5_rows += 1
     script = os.path.join(workdir, "chart.gp")
     columns = ", ".join("'%s' using %d %s title columnheader(%d)" % (main_dat, i + 2,
                                                                      "" if i else ":xtic(1)", i + 2)
                         for i in range(len(shown)))
+    parts = ["set terminal pngcairo size 1400,560 font 'sans,11'",
+             "set output '%s'" % png,
+             "set datafile missing '?'",
+             "set multiplot title 'dlock vs Curator 5.4, kazoo 2.8 and the raw C client "
+             "(median of runs; higher is better)'",
+             "set size %s,0.92" % ("0.78" if w5_rows else "1"),
+             "set origin 0,0",
+             "set style data histogram",
+             "set style histogram clustered gap 1",
+             "set style fill solid 0.85 border -1",
+             "set boxwidth 0.9",
+             "set key top left",
+             "set grid ytics",
+             "set ylabel 'cycles/s (W4: reads/s, W6, W7: handoffs/s)'",
+             "set yrange [0:*]",
+             "plot " + columns]
+    if w5_rows:
+        parts += ["set size 0.22,0.92",
+                  "set origin 0.78,0",
+                  "unset key",
+                  "set ylabel 'W5 nested ops/s, millions (thread CPU time)'",
+                  "set style fill solid 0.85 border -1",
+                  "set boxwidth 0.6",
+                  "set xrange [-0.6:%g]" % (w5_rows - 0.4),
+                  "plot '%s' using 0:2:($0+1):xtic(1) with boxes linecolor variable" % w5_dat]
+    parts.append("unset multiplot")
     with open(script, "w") as f:
-        f.write("""set terminal pngcairo size 1400,560 font 'sans,11'
-set output '%(png)s'
-set datafile missing '?'
-set multiplot layout 1,2 title 'dlock vs Curator 5.4, kazoo 2.8 and the raw C client (median of runs; higher is better)'
-set size 0.78,0.92
-set origin 0,0
-set style data histogram
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set key top left
-set grid ytics
-set ylabel 'cycles/s (W4: reads/s, W6/W7: handoffs/s)'
-set yrange [0:*]
-plot %(columns)s
-set size 0.22,0.92
-set origin 0.78,0
-unset key
-set ylabel 'W5 nested ops/s (millions)'
-set xtics
-plot '%(w5)s' using 2:xtic(1) with histogram title 'W5'
-unset multiplot
-""" % {"png": png, "columns": columns, "w5": w5_dat})
+        f.write("\n".join(parts) + "\n")
     subprocess.run(["gnuplot", script], check=True)
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def machine():
@@ -334,6 +387,7 @@ def main(argv):
         return 1
     data = Data(records)
     seconds = {r.get("seconds_requested") for r in records if r.get("seconds_requested")}
+    loads = [r["loadavg_1m"] for r in records if isinstance(r.get("loadavg_1m"), (int, float))]
     chart(data, os.path.abspath(args.png))
     png_rel = os.path.relpath(os.path.abspath(args.png), os.path.dirname(os.path.abspath(args.md)))
     results_rel = os.path.relpath(os.path.abspath(args.results), os.path.dirname(os.path.abspath(args.md)))
@@ -349,6 +403,9 @@ def main(argv):
         % (len(data.runs), ", ".join("%g" % s for s in sorted(seconds))),
         "- Machine: %s; server: ZooKeeper 3.8.0 standalone on 127.0.0.1, default configuration "
         "(tickTime 2000, fsync of every write on), on the same machine as the clients" % machine(),
+        "- Load on the machine while measuring (1-minute load average of the 2 cores, other work included): "
+        "median %s, range %s-%s" % (fmt(statistics.median(loads), 1), fmt(min(loads), 1), fmt(max(loads), 1))
+        if loads else "- Load: not recorded",
         "- Every figure is the median of the runs; every ratio is the median of per-run ratios "
         "(the implementation's figure over Curator's or the floor's from the same run). The machine is "
         "shared and noisy: absolute figures move from run to run, ratios less.",
@@ -371,6 +428,9 @@ def main(argv):
               "`zk_cnt_readlatency`) over the same window; client requests from "
               "`dlock::Session::stats().requests`.", ""]
     lines += client_cost(data)
+    lines.append("")
+    lines += ["## dlock's lock path, measured", ""]
+    lines += observations(data)
     lines.append("")
     problems = [r for r in records if "error" in r]
     if problems:

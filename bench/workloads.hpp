@@ -145,8 +145,11 @@ void w4(Impl& impl, const Setup& setup) {
   auto session = impl.open();
   Recorder recorder, writer_latencies;
   std::atomic<std::uint64_t> ops{0}, writes{0};
+  std::uint64_t req0 = 0, req1 = 0;
   const std::string path = setup.root + "/w4";
-  const auto window = with_threads(setup, 9, [&](int i, std::atomic<Phase>& phase) {
+  const auto window = with_threads(
+      setup, 9,
+      [&](int i, std::atomic<Phase>& phase) {
     typename Impl::RwLock lock(*session, path);
     std::vector<std::int64_t> local;
     if (i == 8) {  // the writer
@@ -171,8 +174,10 @@ void w4(Impl& impl, const Setup& setup) {
     }
     ops += local.size();
     recorder.merge(local);
-  });
+      },
+      [&] { req0 = impl.requests(*session).value_or(0); }, [&] { req1 = impl.requests(*session).value_or(0); });
   auto json = figures(impl.name, "W4", ops, window, recorder.latencies_ns);
+  add_client_requests(json, impl, *session, req0, req1, ops + writes);
   json.add("writes", writes.load()).add("write_p50_us", percentile_us(writer_latencies.latencies_ns, 50));
   json.print();
 }
