@@ -380,6 +380,7 @@ def main(argv):
     parser.add_argument("--tag")
     parser.add_argument("--command", default="bash bench/run.sh")
     parser.add_argument("--wall-s", type=float)
+    parser.add_argument("--revision", help="the dlock sources measured, e.g. a commit hash")
     args = parser.parse_args(argv)
     records, tag = load(args.results, args.tag)
     if not records:
@@ -399,6 +400,7 @@ def main(argv):
             os.path.basename(args.results), results_rel, tag),
         "",
         "- Command: `%s`%s" % (args.command, "; wall time %.0f min" % (args.wall_s / 60) if args.wall_s else ""),
+        "- dlock sources: %s" % (args.revision or "not recorded"),
         "- Runs: %d; measured seconds per workload and run: %s (after a 2 s warm-up in the same process)"
         % (len(data.runs), ", ".join("%g" % s for s in sorted(seconds))),
         "- Machine: %s; server: ZooKeeper 3.8.0 standalone on 127.0.0.1, default configuration "

@@ -16,6 +16,8 @@
 #   DLOCK_BENCH_WARMUP=2     unmeasured seconds before each measurement, in the same process
 #   DLOCK_BENCH_WORKLOADS=W1,W2,W3,W4,W5,W6,W7   DLOCK_BENCH_IMPLS=dlock,curator,kazoo,floor-sync,floor-pipelined
 #   DLOCK_BENCH_SKIP_DEPS=1  do not run scripts/install-deps.sh (packages already there)
+#   DLOCK_BENCH_REF=HEAD     build that commit (git archive into build-bench/src-<sha>) instead of the
+#                            working tree
 # A quick smoke run: DLOCK_BENCH_SECONDS=2 DLOCK_BENCH_RUNS=1 bash bench/run.sh
 set -euo pipefail
 
@@ -32,7 +34,24 @@ if [ "${DLOCK_BENCH_SKIP_DEPS:-0}" != 1 ]; then
   bash "$root/scripts/install-deps.sh"
 fi
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF \
+# What to build: the working tree, or (DLOCK_BENCH_REF) a commit exported with `git archive`, so
+# that work in progress elsewhere in the tree cannot change or break what is measured.
+source_dir="$root"
+if [ -n "${DLOCK_BENCH_REF:-}" ]; then
+  commit=$(git -C "$root" rev-parse --verify "${DLOCK_BENCH_REF}^{commit}")
+  source_dir="$root/build-bench/src-${commit:0:12}"
+  build="$root/build-bench/obj-${commit:0:12}"
+  rm -rf "$source_dir"
+  mkdir -p "$source_dir"
+  git -C "$root" archive "$commit" | tar -x -C "$source_dir"
+  revision="${commit:0:12} (${DLOCK_BENCH_REF}, exported with git archive)"
+else
+  revision=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+  if ! git -C "$root" diff --quiet HEAD -- src recipes include keygen CMakeLists.txt 2>/dev/null; then
+    revision="$revision + uncommitted changes in the library sources (working tree)"
+  fi
+fi
+cmake -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF \
   -DDLOCK_BUILD_BENCH=ON >/dev/null
 cmake --build "$build" -j2 --target dlock_bench floor_bench curator_bench
 
@@ -101,5 +120,5 @@ if [ "$seconds" != 10 ] || [ "$runs" != 3 ]; then
   command="DLOCK_BENCH_SECONDS=$seconds DLOCK_BENCH_RUNS=$runs $command"
 fi
 /usr/bin/python3 "$root/bench/report.py" --results "$results" --tag "$tag" --md "$root/docs/bench.md" \
-  --png "$root/docs/bench.png" --command "$command" --wall-s $(( $(date +%s) - started ))
+  --png "$root/docs/bench.png" --command "$command" --wall-s $(( $(date +%s) - started )) --revision "$revision"
 echo "bench: done in $(( $(date +%s) - started )) s: $results, docs/bench.md, docs/bench.png"
