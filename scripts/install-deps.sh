@@ -13,6 +13,7 @@ packages=(
   libboost1.81-dev                 # Boost.PFR / Describe (key builder), Beast (example service)
   libpq-dev postgresql             # the example service's database
   gnuplot-nox                      # benchmark chart
+  clang-14 libclang-rt-14-dev      # tests/fuzz: libFuzzer (libclang_rt.fuzzer is only recommended by clang-14)
 )
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
 export DEBIAN_FRONTEND=noninteractive

@@ -14,3 +14,7 @@ cmake --build build -j"$jobs"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ctest --output-on-failure -LE packaging)
+
+# libFuzzer targets (lock path validator, key codec), built with clang: 15 s each. A longer run by
+# hand: bash tests/fuzz/run.sh 600
+bash tests/fuzz/run.sh 15
