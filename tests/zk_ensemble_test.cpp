@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dlock/dlock.hpp"
@@ -24,6 +25,16 @@ using Clock = std::chrono::steady_clock;
 
 long long ms_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+template <class Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout) {
+  const auto give_up = Clock::now() + timeout;
+  while (!predicate()) {
+    if (Clock::now() > give_up) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
 }
 
 SessionOptions ensemble_session(const std::string& connect) {
@@ -141,8 +152,10 @@ TEST_F(Ensemble, APausedFollowerDoesNotStopTheQuorum) {
   EXPECT_EQ(zk.wait_for_quorum(30s), *leader);
 }
 
-TEST_F(Ensemble, RestartAllKeepsTheData) {
+TEST_F(Ensemble, RestartAllKeepsTheDataAndTheHeartbeatGoesOn) {
   ZooKeeperEnsemble& zk = *ensemble_;
+  Heartbeat heartbeat(zk.connect_string());
+  ASSERT_TRUE(eventually([&] { return heartbeat.writes() >= 3; }, 10s)) << "the heartbeat does not write";
   {
     RawZk raw(zk.connect_string());
     raw.remove("/dlock-ensemble-kept");
@@ -156,12 +169,17 @@ TEST_F(Ensemble, RestartAllKeepsTheData) {
   RawZk raw(zk.connect_string());
   EXPECT_EQ(raw.data("/dlock-ensemble-kept"), "kept");
   raw.remove("/dlock-ensemble-kept");
+  const auto written = heartbeat.writes();
+  EXPECT_TRUE(eventually([&] { return heartbeat.writes() >= written + 3; }, 20s))
+      << "the heartbeat did not resume after the restart";
 }
 
 // ZOOKEEPER-4537 (Debian's 3.8.0): how often does a lock cycle on a session pinned to a follower
-// stall, with and without a Heartbeat? A measurement, not a check: run it by hand with
+// stall, with and without a Heartbeat? A measurement, not a check (a stall comes about once in
+// 20,000 cycles): run it by hand with
 //   --gtest_also_run_disabled_tests --gtest_filter='*Zookeeper4537*'
-// DLOCK_4537_CYCLES (default 2000) and DLOCK_4537_HEARTBEAT=1 choose the run.
+// DLOCK_4537_CYCLES (default 2000; 20000 takes about 45 s) and DLOCK_4537_HEARTBEAT=1 choose the
+// run. What it showed here is in zk_ensemble.hpp, above Heartbeat.
 TEST_F(Ensemble, DISABLED_Zookeeper4537StallsOnAFollower) {
   ZooKeeperEnsemble& zk = *ensemble_;
   const char* cycles_env = std::getenv("DLOCK_4537_CYCLES");

@@ -343,9 +343,9 @@ EnsembleTopology ZooKeeperEnsemble::describe() const {
 // --- Heartbeat ---------------------------------------------------------------------------------
 
 Heartbeat::Heartbeat(const std::string& connect, std::chrono::milliseconds interval, std::string path)
-    : path_(std::move(path)), interval_(interval) {
-  zh_ = zookeeper_init(connect.c_str(), nullptr, 4000, nullptr, nullptr, 0);
-  if (zh_ == nullptr) throw std::runtime_error("Heartbeat: zookeeper_init failed for " + connect);
+    : connect_(connect), path_(std::move(path)), interval_(interval) {
+  zh_ = zookeeper_init(connect_.c_str(), nullptr, 4000, nullptr, nullptr, 0);
+  if (zh_ == nullptr) throw std::runtime_error("Heartbeat: zookeeper_init failed for " + connect_);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -356,13 +356,20 @@ Heartbeat::~Heartbeat() {
   }
   wake_.notify_all();
   thread_.join();
-  zookeeper_close(zh_);  // no completion runs after this returns
+  if (zh_ != nullptr) zookeeper_close(zh_);  // no completion runs after this returns
 }
 
 void Heartbeat::run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    if (zoo_state(zh_) == ZOO_CONNECTED_STATE && !in_flight_.exchange(true)) {
+    if (zh_ == nullptr || zoo_state(zh_) == ZOO_EXPIRED_SESSION_STATE || zoo_state(zh_) == ZOO_AUTH_FAILED_STATE) {
+      // The session is gone for good (every member was down too long): start a new one.
+      if (zh_ != nullptr) zookeeper_close(zh_);  // completions are done or dropped once it returns
+      in_flight_ = false;
+      zh_ = zookeeper_init(connect_.c_str(), nullptr, 4000, nullptr, nullptr, 0);
+      ++errors_;
+    }
+    if (zh_ != nullptr && zoo_state(zh_) == ZOO_CONNECTED_STATE && !in_flight_.exchange(true)) {
       if (zoo_aset(zh_, path_.c_str(), "x", 1, -1, &Heartbeat::on_set, this) != ZOK) {
         in_flight_ = false;
         ++errors_;
