@@ -1,0 +1,46 @@
+// A small HTTP/1.1 server (Boost.Beast): asynchronous accept and I/O on one io_context, run by a
+// fixed pool of threads (main.cpp); each request's handler runs synchronously on the thread that
+// read it and may block (a lock wait, the database). So the pool size bounds the requests in
+// progress, and an idle keep-alive connection costs no thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace account_service {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+// Must not throw (an exception becomes a 500 and is logged).
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+class HttpServer {
+ public:
+  // Binds and listens at once (throws boost::system::system_error if it cannot); port 0 lets the
+  // kernel pick one, see port().
+  HttpServer(boost::asio::io_context& ioc, const std::string& address, unsigned short port);
+
+  unsigned short port() const { return port_; }
+
+  // Starts accepting connections, each request served by `handler` (once threads run the
+  // io_context). Call once.
+  void start(HttpHandler handler);
+  // Stops accepting; connections already open are served until the io_context stops. Any thread.
+  void stop();
+
+ private:
+  void accept();
+  boost::asio::io_context& ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;  // on its own strand: accept() and stop() never overlap
+  std::shared_ptr<const HttpHandler> handler_;
+  unsigned short port_ = 0;
+};
+
+// A JSON response with `status`.
+HttpResponse json_response(const HttpRequest& request, boost::beast::http::status status, std::string body);
+
+}  // namespace account_service

@@ -1,0 +1,45 @@
+#include "login_handler.hpp"
+
+#include <stdexcept>
+
+#include "account_store.hpp"
+
+namespace account_service {
+
+LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) const {
+  // The three modes differ only in how the handler declares its lock.
+  switch (mode_) {
+    case LockRelease::after_commit: {  // the fix: released by tx's completion hook, after COMMIT
+      DLOCK_SCOPE_AS(lock, locks_.bound_to(tx), "login", req);
+      return login_by_uid(req, tx, lock.fencing_token());
+    }
+    case LockRelease::before_commit: {  // the story's bug: released right here, before COMMIT
+      DLOCK_SCOPE_AS(lock, locks_, "login", req);
+      return login_by_uid(req, tx, lock.fencing_token());
+    }
+    case LockRelease::none:  // no lock: concurrent first logins all insert
+      return login_by_uid(req, tx, std::nullopt);
+  }
+  throw std::logic_error("unknown lock release mode");
+}
+
+LoginResult LoginHandler::login_by_uid(const LoginRequest& req, PgTransaction& tx,
+                                       std::optional<std::int64_t> token) const {
+  LoginResult result{.uid = *req.uid, .fencing_token = token};
+  if (const auto user = store::find_user(tx, req.uid)) {
+    result.user_id = *user;
+  } else {
+    result.user_id = store::insert_user(tx, req.uid);
+    result.created = true;
+  }
+  // This service inserts a user and its account in one transaction, so a found user has one; a
+  // user without (a row deleted by hand) gets one rather than an answer without an account.
+  if (const auto account = result.created ? std::nullopt : store::find_account(tx, req.uid)) {
+    result.account_id = *account;
+  } else {
+    result.account_id = store::insert_account(tx, req.uid, result.user_id, instance_, token);
+  }
+  return result;
+}
+
+}  // namespace account_service

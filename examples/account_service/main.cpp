@@ -1,0 +1,129 @@
+// account_service: the example service of the "duplicate accounts on concurrent first login"
+// story. Several instances share one ZooKeeper (for dlock) and one PostgreSQL database; see
+// README.md in this directory.
+//
+// One dlock::Session per process, shared by every lock; a fixed pool of worker threads runs the
+// HTTP server, each thread with its own PostgreSQL connection.
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "account_store.hpp"
+#include "config.hpp"
+#include "dlock/scope.hpp"
+#include "dlock/session.hpp"
+#include "http_server.hpp"
+#include "login_handler.hpp"
+#include "pg_connection.hpp"
+#include "pg_transaction.hpp"
+#include "routes.hpp"
+
+namespace asio = boost::asio;
+using namespace account_service;
+
+namespace {
+
+std::string default_instance(unsigned short port) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+// Instances starting together would race on CREATE TABLE IF NOT EXISTS (both find the table
+// missing, one fails on a catalog index). The cure is the one the login handler uses: a lock
+// released only after the transaction that creates the tables has committed.
+void create_schema(PgConnection& db, const dlock::LockService& locks) {
+  PgTransaction tx(db);
+  DLOCK_SCOPE(locks.bound_to(tx), "schema", "account_service");
+  store::create_schema(tx);
+  tx.commit();
+}
+
+int run(const Config& config) {
+  dlock::Session session({.connect = config.zk});
+  const dlock::LockService locks(session, config.lock_base, config.lock_timeout);
+
+  // Every connection is opened before serving, so a wrong --db fails the start, not a request.
+  std::vector<PgConnection> connections;
+  for (int i = 0; i < config.threads; ++i) connections.emplace_back(config.db);
+  create_schema(connections.front(), locks);
+
+  asio::io_context ioc(config.threads);
+  HttpServer server(ioc, config.bind, config.port);
+  const std::string instance = config.instance.empty() ? default_instance(server.port()) : config.instance;
+  const LoginHandler login(locks, config.lock_release, instance);
+  const Routes routes(session, login,
+                      {.instance = instance,
+                       .lock_release = config.lock_release,
+                       .delay_before_commit = config.delay_before_commit});
+
+  // SIGINT / SIGTERM stop the service. So does losing the ZooKeeper session: the locks it held
+  // are gone, and restarting the process (its supervisor does) is the simplest way back to a
+  // sound state. A stop lets running handlers finish their transactions.
+  std::atomic<int> exit_code{0};
+  auto shut_down = [&] {
+    server.stop();
+    ioc.stop();
+  };
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) shut_down();
+  });
+  auto subscription = session.subscribe([&](dlock::SessionState state) {
+    if (state != dlock::SessionState::Lost) return;
+    std::cerr << "account_service[" << instance << "]: ZooKeeper session lost; stopping" << std::endl;
+    exit_code = 1;
+    asio::post(ioc, shut_down);  // the listener must not block
+  });
+
+  server.start([&routes](const HttpRequest& request) { return routes.handle(request); });
+  std::vector<std::jthread> workers;
+  for (auto& db : connections) {
+    workers.emplace_back([&ioc, &db, &instance] {
+      const WorkerDatabase bind(db);
+      for (;;) {
+        try {
+          ioc.run();
+          return;
+        } catch (const std::exception& e) {  // handlers catch their own; keep serving regardless
+          std::cerr << "account_service[" << instance << "]: worker: " << e.what() << std::endl;
+        }
+      }
+    });
+  }
+  std::cerr << "account_service[" << instance << "]: serving on " << config.bind << ":" << server.port()
+            << " with " << config.threads << " workers, lock release " << to_string(config.lock_release)
+            << ", locks under " << config.lock_base << std::endl;
+  std::printf("LISTENING %u\n", static_cast<unsigned>(server.port()));
+  std::fflush(stdout);
+
+  for (auto& worker : workers) worker.join();
+  subscription.reset();
+  std::cerr << "account_service[" << instance << "]: stopped" << std::endl;
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    bool help = false;
+    const Config config = parse_config(argc, argv, help);
+    if (help) {
+      std::cout << usage();
+      return 0;
+    }
+    return run(config);
+  } catch (const std::exception& e) {
+    std::cerr << "account_service: " << e.what() << std::endl;
+    return 2;
+  }
+}

@@ -1,0 +1,121 @@
+#include "routes.hpp"
+
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+
+#include "dlock/error.hpp"
+#include "pg_transaction.hpp"
+
+namespace account_service {
+
+namespace http = boost::beast::http;
+using nlohmann::json;
+
+namespace {
+
+thread_local PgConnection* worker_db = nullptr;
+
+HttpResponse error_response(const HttpRequest& request, http::status status, const std::string& message) {
+  return json_response(request, status, json{{"error", message}}.dump());
+}
+
+// The request body's uid, or an error message for the client.
+std::optional<LoginRequest> parse_login(const std::string& body, std::string& error) {
+  const json document = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded() || !document.is_object()) {
+    error = R"(expected a JSON object such as {"uid": 42})";
+    return std::nullopt;
+  }
+  const auto uid = document.find("uid");
+  if (uid == document.end() || !uid->is_number_integer() ||
+      (uid->is_number_unsigned() && uid->get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max())) {
+    error = "\"uid\" must be an integer (int64)";
+    return std::nullopt;
+  }
+  return LoginRequest{.uid = uid->get<std::int64_t>()};
+}
+
+}  // namespace
+
+WorkerDatabase::WorkerDatabase(PgConnection& db) noexcept { worker_db = &db; }
+WorkerDatabase::~WorkerDatabase() { worker_db = nullptr; }
+PgConnection& WorkerDatabase::current() {
+  if (!worker_db) throw std::logic_error("no database connection on this thread (not a worker thread)");
+  return *worker_db;
+}
+
+HttpResponse Routes::handle(const HttpRequest& request) const {
+  const std::string_view target = request.target();
+  if (target == "/login") {
+    if (request.method() != http::verb::post) {
+      return error_response(request, http::status::method_not_allowed, "use POST");
+    }
+    return login(request);
+  }
+  if (target == "/health") {
+    if (request.method() != http::verb::get) {
+      return error_response(request, http::status::method_not_allowed, "use GET");
+    }
+    return health(request);
+  }
+  return error_response(request, http::status::not_found, "no such resource: POST /login, GET /health");
+}
+
+HttpResponse Routes::login(const HttpRequest& request) const {
+  std::string error;
+  const auto req = parse_login(request.body(), error);
+  if (!req) return error_response(request, http::status::bad_request, error);
+  try {
+    // @Transactional, by hand: the transaction is the caller's, opened before the handler and
+    // committed after it returned. A bound lock is released by tx.commit(); an unbound one was
+    // released already when login() returned.
+    PgTransaction tx(WorkerDatabase::current());
+    const LoginResult result = login_.login(*req, tx);
+    if (options_.delay_before_commit.count() > 0) std::this_thread::sleep_for(options_.delay_before_commit);
+    tx.commit();
+    json body{{"uid", result.uid},
+              {"user_id", result.user_id},
+              {"account_id", result.account_id},
+              {"created", result.created},
+              {"instance", options_.instance},
+              {"fencing_token", nullptr},
+              {"lock_release", std::string(to_string(options_.lock_release))}};
+    if (result.fencing_token) body["fencing_token"] = *result.fencing_token;
+    return json_response(request, http::status::ok, body.dump());
+  } catch (const dlock::LockTimeout& e) {
+    // Another login of this uid holds the lock for too long; the client may retry.
+    auto response = error_response(request, http::status::service_unavailable, e.what());
+    response.set(http::field::retry_after, "1");
+    return response;
+  } catch (const std::exception& e) {
+    // PgError, dlock::LockLost, ...: the transaction rolled back (its destructor ran) and its
+    // locks are released.
+    std::cerr << "account_service[" << options_.instance << "]: login of uid " << *req->uid << " failed: " << e.what()
+              << std::endl;
+    return error_response(request, http::status::internal_server_error, e.what());
+  }
+}
+
+HttpResponse Routes::health(const HttpRequest& request) const {
+  const auto zk = session_.state();
+  std::string database = "ok";
+  try {
+    PgConnection& db = WorkerDatabase::current();
+    db.ensure_connected();
+    db.exec("SELECT 1");
+  } catch (const std::exception& e) {
+    database = e.what();
+  }
+  const bool ok = zk == dlock::SessionState::Connected && database == "ok";
+  const json body{{"status", ok ? "ok" : "unavailable"},
+                  {"instance", options_.instance},
+                  {"zookeeper", std::string(dlock::to_string(zk))},
+                  {"database", database},
+                  {"lock_release", std::string(to_string(options_.lock_release))}};
+  return json_response(request, ok ? http::status::ok : http::status::service_unavailable, body.dump());
+}
+
+}  // namespace account_service

@@ -1,0 +1,50 @@
+// The HTTP API: POST /login and GET /health, in JSON. Opens the transaction around the login
+// handler and commits it after the handler returned, as a framework's @Transactional would.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "dlock/session.hpp"
+#include "http_server.hpp"
+#include "login_handler.hpp"
+#include "pg_connection.hpp"
+
+namespace account_service {
+
+// Each worker thread owns one PostgreSQL connection and names it here (for its lifetime) before
+// it serves requests; a request's handler runs on a worker thread and uses that thread's
+// connection, so no two requests ever share one.
+class WorkerDatabase {
+ public:
+  explicit WorkerDatabase(PgConnection& db) noexcept;
+  ~WorkerDatabase();
+  WorkerDatabase(const WorkerDatabase&) = delete;
+  WorkerDatabase& operator=(const WorkerDatabase&) = delete;
+  // The calling worker thread's connection; throws std::logic_error on any other thread.
+  static PgConnection& current();
+};
+
+struct RoutesOptions {
+  std::string instance;
+  LockRelease lock_release = LockRelease::after_commit;
+  std::chrono::milliseconds delay_before_commit{0};
+};
+
+class Routes {
+ public:
+  Routes(const dlock::Session& session, const LoginHandler& login, RoutesOptions options)
+      : session_(session), login_(login), options_(std::move(options)) {}
+
+  // Never throws: every failure is an error response (and a line on stderr for 5xx).
+  HttpResponse handle(const HttpRequest& request) const;
+
+ private:
+  HttpResponse login(const HttpRequest& request) const;
+  HttpResponse health(const HttpRequest& request) const;
+  const dlock::Session& session_;
+  const LoginHandler& login_;
+  RoutesOptions options_;
+};
+
+}  // namespace account_service
