@@ -26,6 +26,7 @@ struct Hold {
   std::int64_t token = 0;    // fencing token (creation zxid of `node`)
   std::uint64_t count = 0;   // nesting depth
   std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
+  std::int64_t session = 0;                 // the session id the node was created on
 };
 
 namespace holds {

@@ -19,6 +19,13 @@ void count_reentry(const LockSite& site, Hold& hold) {
   if (const auto state = site.client->state(); state == SessionState::Lost || state == SessionState::Closed) {
     site.client->throw_if_gone("lock " + site.path);
   }
+  // The session expired and was renewed since: the node went with the old session, and counting
+  // would silently re-take a lock someone else may hold now.
+  if (hold.session != site.client->session_id()) {
+    throw LockLost(std::error_code(ZSESSIONEXPIRED, zookeeper_category()),
+                   "lock " + site.path + ": this thread's hold was lost when its session expired; unlock() it, "
+                   "then lock again");
+  }
   ++hold.count;
 }
 
@@ -38,7 +45,8 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
   auto lost = site->client->track_hold();  // before the attempt: a loss during it counts too
   auto acquired = acquire(*site->client, site->path, policy, deadline);
   if (!acquired) return false;
-  holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1, std::move(lost)});
+  holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1, std::move(lost),
+              site->client->session_id()});
   return true;
 }
 
@@ -59,7 +67,8 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline
     acquired = acquire(*site->client, site->path, kReadPolicy, deadline);
   }
   if (!acquired) return false;
-  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1, std::move(lost)});
+  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1, std::move(lost),
+              site->client->session_id()});
   return true;
 }
 

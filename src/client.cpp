@@ -85,7 +85,7 @@ template <class Result, class Submit>
 void Client::queue_request(std::function<void(Result)> done, Submit&& submit) {
   auto* request = new RequestOf<Result>(std::move(done));
   inflight_.add(request);
-  const int rc = submit(static_cast<const void*>(request));
+  const int rc = submit(static_cast<const void*>(request), static_cast<Inflight::Request*>(request));
   // Refused outright: the completion will not run. (If it somehow ran, it claimed the request.)
   if (rc != ZOK && inflight_.claim(request)) {
     std::unique_ptr<RequestOf<Result>> owned(request);
@@ -128,10 +128,7 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
   janitor_ = std::make_unique<Janitor>(*this);
   {
     std::unique_lock lock(handle_mutex_);
-    errno = 0;
-    zh_ = zookeeper_init2(options_.connect.c_str(), &Client::on_event,
-                          static_cast<int>(options_.session_timeout.count()), nullptr, this, 0,
-                          &zookeeper_log_callback);
+    zh_ = open_handle(context_);
   }
   if (zh_ == nullptr) {
     const int saved = errno;
@@ -162,9 +159,49 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
   }
 }
 
+zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
+  context = std::make_unique<HandleContext>(HandleContext{this, generation_.fetch_add(1) + 1});
+  errno = 0;
+  return zookeeper_init2(options_.connect.c_str(), &Client::on_event,
+                         static_cast<int>(options_.session_timeout.count()), nullptr, context.get(), 0,
+                         &zookeeper_log_callback);
+}
+
+void Client::start_recovery() {
+  std::lock_guard lock(recovery_mutex_);
+  if (closing_) return;
+  // A previous recovery has long finished its work (it only swaps and closes a handle).
+  if (recovery_.joinable()) recovery_.join();
+  recovery_ = std::thread([this] { renew_session(); });
+}
+
+void Client::renew_session() {
+  // Serialized with close(): a Session being closed is not renewed.
+  std::lock_guard closing(close_mutex_);
+  zhandle_t* old = nullptr;
+  std::unique_ptr<HandleContext> old_context;
+  {
+    std::unique_lock lock(handle_mutex_);
+    if (zh_ == nullptr) return;
+    old = std::exchange(zh_, nullptr);
+    old_context = std::move(context_);
+    zh_ = open_handle(context_);  // from here on the old handle's events are ignored
+  }
+  if (zh_ == nullptr) log(LogLevel::Error, "could not open a new session to " + options_.connect + " after expiry");
+  else log(LogLevel::Warn, "session to " + options_.connect + " expired; opening a new one (locks held are lost)");
+  zookeeper_close(old);
+  // Completions the old handle dropped while closing will never run.
+  inflight_.fail_generation(old_context->generation, ZSESSIONEXPIRED);
+}
+
 Client::~Client() { close(); }
 
 void Client::close() {
+  {
+    std::lock_guard lock(recovery_mutex_);
+    closing_ = true;
+  }
+  if (recovery_.joinable() && recovery_.get_id() != std::this_thread::get_id()) recovery_.join();
   // One closer at a time: a second one returns once the first has finished, never while replies
   // may still be completing.
   std::lock_guard closing(close_mutex_);
@@ -221,16 +258,17 @@ bool Client::wait_connected(const Deadline& deadline, std::string_view what) {
 }
 
 template <class Submit>
-int Client::submit(Submit&& submit) {
+int Client::submit(Inflight::Request* request, Submit&& submit) {
   std::shared_lock lock(handle_mutex_);
   if (zh_ == nullptr) return ZCLOSING;
+  request->generation = context_->generation;
   requests_.fetch_add(1, std::memory_order_relaxed);
   return submit(zh_);
 }
 
 void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {
-  queue_request<CreateResult>(std::move(done), [&](const void* ctx) {
-    return submit([&](zhandle_t* zh) {
+  queue_request<CreateResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, [&](zhandle_t* zh) {
       return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(),
                           static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode, on_created, ctx);
     });
@@ -238,28 +276,28 @@ void Client::create(const std::string& path, std::string_view data, int mode, Cr
 }
 
 void Client::children(const std::string& path, ChildrenCallback done) {
-  queue_request<ChildrenResult>(std::move(done), [&](const void* ctx) {
-    return submit([&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), 0, on_children, ctx); });
+  queue_request<ChildrenResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, [&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), 0, on_children, ctx); });
   });
 }
 
 void Client::exists(const std::string& path, StatCallback done) {
-  queue_request<StatResult>(std::move(done), [&](const void* ctx) {
-    return submit([&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
+  queue_request<StatResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, [&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
   });
 }
 
 void Client::remove(const std::string& path, RcCallback done) {
-  queue_request<int>(std::move(done), [&](const void* ctx) {
-    return submit([&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
+  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
   });
 }
 
 void Client::watch(const std::string& path, RcCallback done) {
   // getData rather than exists: on NONODE it leaves no watch behind (as Curator does).
-  queue_request<int>(std::move(done), [&](const void* ctx) {
-    return submit([&](zhandle_t* zh) {
-      return zoo_awget(zh, path.c_str(), &Client::on_event, this, on_data, ctx);
+  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, [&](zhandle_t* zh) {
+      return zoo_awget(zh, path.c_str(), &Client::on_event, const_cast<void*>(zoo_get_context(zh)), on_data, ctx);
     });
   });
 }
@@ -336,7 +374,9 @@ Session::Stats Client::stats() const noexcept {
 }
 
 void Client::on_event(zhandle_t* zh, int type, int zk_state, const char* path, void* context) {
-  auto* self = static_cast<Client*>(context);
+  const auto* handle = static_cast<const HandleContext*>(context);
+  Client* self = handle->client;
+  if (handle->generation != self->generation_.load()) return;  // a replaced handle closing
   if (type == ZOO_SESSION_EVENT) {
     if (zk_state == ZOO_CONNECTED_STATE) {
       if (const clientid_t* id = zoo_client_id(zh)) self->session_id_.store(id->client_id);
@@ -352,6 +392,7 @@ void Client::on_session_event(int zk_state) {
     set_state(SessionState::Connected);
   } else if (zk_state == ZOO_EXPIRED_SESSION_STATE || zk_state == ZOO_AUTH_FAILED_STATE) {
     set_state(SessionState::Lost);
+    if (zk_state == ZOO_EXPIRED_SESSION_STATE && options_.renew_expired_session) start_recovery();
   } else if (state() == SessionState::Connected) {
     set_state(SessionState::Suspended);
   }
@@ -417,12 +458,18 @@ void Client::set_state(SessionState next) {
     std::lock_guard lock(state_mutex_);
     const auto current = state_.load();
     if (current == next || current == SessionState::Closed) return;
-    if (current == SessionState::Lost && next != SessionState::Closed) return;
+    // Lost ends only in Closed, or in Connected once renew_session's new handle connects (the
+    // expired handle's own events are filtered out in on_event).
+    if (current == SessionState::Lost && next == SessionState::Suspended) return;
     if (next == SessionState::Suspended && !ever_connected_) return;
     if (next == SessionState::Connected) ever_connected_ = true;
     state_.store(next, std::memory_order_release);
   }
   state_cv_.notify_all();
+  if (next == SessionState::Connected) {
+    std::lock_guard lock(holds_mutex_);
+    holds_untrusted_ = false;  // a renewed session: holds taken on it are trusted again
+  }
   if (next == SessionState::Closed || next == SessionState::Lost) wake_all_waiters();
   if (next != SessionState::Connected &&
       (next != SessionState::Suspended || options_.loss_signal == LossSignal::OnSuspended)) {

@@ -19,6 +19,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -121,6 +122,18 @@ class Client {
   Session::Stats stats() const noexcept;
 
  private:
+  // What the C client hands back to on_event: which Client, and which of its handles (a handle
+  // replaced after an expiry may still deliver events while it closes; they are ignored).
+  struct HandleContext {
+    Client* client;
+    std::uint64_t generation;
+  };
+  // zookeeper_init2 with a new HandleContext; the caller holds handle_mutex_ exclusively.
+  zhandle_t* open_handle(std::unique_ptr<HandleContext>& context);
+  // After an expiry: replaces the handle with one on a new session (on recovery_'s thread).
+  void start_recovery();
+  void renew_session();
+
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   void on_session_event(int zk_state);
   void on_node_event(const char* path);
@@ -129,7 +142,7 @@ class Client {
   void signal_holds_lost();
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
   template <class Submit>
-  int submit(Submit&& submit);
+  int submit(Inflight::Request* request, Submit&& submit);
   // Registers `done` as an in-flight request and queues it with `submit(request)`; if the C
   // client refuses it, `done` runs inline with the refusal's code.
   template <class Result, class Submit>
@@ -139,6 +152,12 @@ class Client {
   std::mutex close_mutex_;
   mutable std::shared_mutex handle_mutex_;  // exclusive only while closing
   zhandle_t* zh_ = nullptr;
+  std::unique_ptr<HandleContext> context_;  // zh_'s; guarded by handle_mutex_
+  std::atomic<std::uint64_t> generation_{0};
+
+  std::mutex recovery_mutex_;
+  std::thread recovery_;
+  bool closing_ = false;  // guarded by recovery_mutex_
 
   std::atomic<SessionState> state_{SessionState::Suspended};
   std::atomic<std::int64_t> session_id_{0};

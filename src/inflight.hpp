@@ -6,8 +6,10 @@
 // whatever is left with ZCLOSING once the handle is gone.
 #pragma once
 
+#include <cstdint>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 namespace dlock::detail {
 
@@ -18,6 +20,7 @@ class Inflight {
     // Completes the request with `rc` and no result (refused, or dropped at close).
     virtual void fail(int rc) = 0;
     Inflight* owner = nullptr;
+    std::uint64_t generation = 0;  // the handle it was submitted on (see Client::renew_session)
   };
 
   void add(Request* request) {
@@ -34,11 +37,27 @@ class Inflight {
 
   // Completes (with `rc`) and frees every request still registered. Call once no completion can
   // run any more.
-  void fail_all(int rc) {
-    std::unordered_set<Request*> left;
+  void fail_all(int rc) { fail_if(rc, [](const Request*) { return true; }); }
+
+  // The same for the requests of one handle, once that handle is closed.
+  void fail_generation(std::uint64_t generation, int rc) {
+    fail_if(rc, [generation](const Request* r) { return r->generation == generation; });
+  }
+
+ private:
+  template <class Predicate>
+  void fail_if(int rc, Predicate matches) {
+    std::vector<Request*> left;
     {
       std::lock_guard lock(mutex_);
-      left.swap(requests_);
+      for (auto it = requests_.begin(); it != requests_.end();) {
+        if (matches(*it)) {
+          left.push_back(*it);
+          it = requests_.erase(it);
+        } else {
+          ++it;
+        }
+      }
     }
     for (Request* request : left) {
       request->fail(rc);
@@ -46,7 +65,6 @@ class Inflight {
     }
   }
 
- private:
   std::mutex mutex_;
   std::unordered_set<Request*> requests_;
 };

@@ -58,6 +58,11 @@ struct SessionOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
   // When held locks are signalled as lost (see LossSignal).
   LossSignal loss_signal = LossSignal::OnSuspended;
+  // After the session expires (Lost), open a new session on the same connect string, so that
+  // locks taken afterwards work again (the state returns to Connected, with a new id). Locks held
+  // on the expired session stay lost: their stop tokens were requested, re-entering them throws
+  // LockLost, and unlock() cleans up quietly. False: Lost is final, as with Curator.
+  bool renew_expired_session = true;
 };
 
 // The life of a session, as the locks on it see it.
@@ -67,7 +72,9 @@ enum class SessionState {
   // Disconnected; the client is reconnecting. The session (and the locks) may still be alive on
   // the server, or may expire before the client gets back.
   Suspended,
-  // The session expired. Every lock it held is gone. Terminal.
+  // The session expired. Every lock it held is gone. Acquisitions throw LockLost. Unless
+  // `SessionOptions::renew_expired_session` is false, a new session is opened at once and the
+  // state returns to Connected when it is established.
   Lost,
   // `close()` was called or the Session destroyed. Terminal.
   Closed,

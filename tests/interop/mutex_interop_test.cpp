@@ -43,7 +43,7 @@ TEST(InteropMutex, DlockAndStockKazooLockExcludeEachOther) {
 TEST(InteropMutex, NegativeControlAClientIgnoringTheLockIsCaughtByTheChecker) {
   const std::vector<PeerRun> runs{
       {"curator_peer", "curator", "mutex", 1, 40, {}},
-      {"dlock_peer", "rogue", "mutex", 1, 40, {"--ignore-lock"}},
+      {"dlock_peer", "rogue", "mutex", 1, 200, {"--ignore-lock"}},
   };
   const auto outcome = run_together(runs, 3000);
   EXPECT_GT(outcome.report.exclusive_overlaps, 0u) << "the checker missed a client that ignores the lock: "
