@@ -48,7 +48,11 @@ def command(impl, build):
     if impl == "kazoo":
         return ["/usr/bin/python3", os.path.join(HERE, "kazoo_bench.py")]
     if impl.startswith("floor-"):
-        return [os.path.join(bench_bin, "floor_bench"), "--mode", impl[len("floor-"):]]
+        # Diagnostic variants (not in the default set): floor-asyncdelete, and a "+rd" suffix for a
+        # C client that skips its per-poll host resolution (zoo_set_servers_resolution_delay).
+        mode, _, variant = impl[len("floor-"):].partition("+")
+        argv = [os.path.join(bench_bin, "floor_bench"), "--mode", mode]
+        return argv + (["--resolution-delay-ms", "1000"] if variant == "rd" else [])
     raise ValueError(impl)
 
 

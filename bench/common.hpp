@@ -243,6 +243,7 @@ inline Json figures(const std::string& impl, const std::string& workload, std::u
   json.add("impl", impl).add("workload", workload).add("ops", ops).add("seconds", w.seconds);
   json.add("ops_per_s", w.seconds > 0 ? static_cast<double>(ops) / w.seconds : 0.0);
   json.add("p50_us", percentile_us(latencies_ns, 50)).add("p99_us", percentile_us(latencies_ns, 99));
+  json.add("p90_us", percentile_us(latencies_ns, 90));
   if (ops > 0) {
     const double n = static_cast<double>(ops);
     json.add("cpu_us_per_op", w.cpu_s * 1e6 / n);

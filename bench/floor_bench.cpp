@@ -6,11 +6,13 @@
 //
 //   floor_bench --mode sync|pipelined --connect HOST:PORT --root /bench/...
 //               --workload W1|W2|W3|W4|W6|W7worker|W7probe [--seconds S] [--warmup S]
-//               [--cycles N --log FILE (W7worker)]
+//               [--cycles N --log FILE (W7worker)] [--resolution-delay-ms N (diagnostic)]
 //
 // sync: every request waits for its reply (zoo_create, zoo_get_children, zoo_delete).
 // pipelined: create and getChildren are sent together through the async API (zoo_acreate +
 // zoo_aget_children) and both replies awaited; the delete is still awaited.
+// asyncdelete (diagnostic, not in the default set): pipelined, and the delete is sent without
+// waiting for its reply, as dlock's unlock() does; it tells what that pattern alone costs.
 //
 // W7probe measures, with two raw sessions, the two things a handoff cannot avoid: one read round
 // trip (exists), and the watch-notification latency (a delete by session B until session A's
@@ -45,11 +47,18 @@ struct Event {
   }
 };
 
+// --resolution-delay-ms (diagnostic): zoo_set_servers_resolution_delay. By default the C client
+// resolves its host list again every time its I/O thread polls (getaddrinfo: a netlink socket
+// and /dev/urandom per wake-up); unset here = the C client's default, as dlock runs it.
+int g_resolution_delay_ms = 0;
+bool g_set_resolution_delay = false;
+
 class FloorSession {
  public:
   explicit FloorSession(const std::string& connect) {
     handle_ = zookeeper_init(connect.c_str(), &FloorSession::on_session, 10000, nullptr, this, 0);
     if (handle_ == nullptr) throw std::runtime_error("zookeeper_init failed for " + connect);
+    if (g_set_resolution_delay) zoo_set_servers_resolution_delay(handle_, g_resolution_delay_ms);
     std::unique_lock guard(mutex_);
     if (!cv_.wait_for(guard, std::chrono::seconds(10), [&] { return connected_; })) {
       throw std::runtime_error("no ZooKeeper session with " + connect + " within 10 s");
@@ -90,6 +99,7 @@ class FloorSession {
 };
 
 bool g_pipelined = false;
+bool g_async_delete = false;
 
 std::vector<std::string> to_vector(const String_vector& names) {
   return {names.data, names.data + names.count};
@@ -194,8 +204,18 @@ class RawLock {
   }
 
   void release() {
-    const int rc = zoo_delete(session_.handle(), node_.c_str(), -1);
-    if (rc != ZOK) fail(rc, "deleting " + node_);
+    if (g_async_delete) {  // diagnostic mode: send the delete, do not wait (as dlock's unlock)
+      const int rc = zoo_adelete(
+          session_.handle(), node_.c_str(), -1,
+          [](int rc, const void*) {
+            if (rc != ZOK) std::fprintf(stderr, "floor_bench: async delete failed: %s\n", zerror(rc));
+          },
+          nullptr);
+      if (rc != ZOK) fail(rc, "sending delete " + node_);
+    } else {
+      const int rc = zoo_delete(session_.handle(), node_.c_str(), -1);
+      if (rc != ZOK) fail(rc, "deleting " + node_);
+    }
     node_.clear();
   }
 
@@ -301,9 +321,17 @@ int main(int argc, char** argv) {
     zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
     const auto args = bench::parse_args(argc, argv);
     const std::string mode = args.get("mode", "sync");
-    if (mode != "sync" && mode != "pipelined") throw std::invalid_argument("--mode sync|pipelined");
-    g_pipelined = mode == "pipelined";
-    FloorImpl impl{.connect = args.need("connect"), .name = "floor-" + mode};
+    if (mode != "sync" && mode != "pipelined" && mode != "asyncdelete") {
+      throw std::invalid_argument("--mode sync|pipelined|asyncdelete");
+    }
+    g_pipelined = mode != "sync";
+    if (!args.get("resolution-delay-ms").empty()) {
+      g_set_resolution_delay = true;
+      g_resolution_delay_ms = std::stoi(args.get("resolution-delay-ms"));
+    }
+    g_async_delete = mode == "asyncdelete";
+    FloorImpl impl{.connect = args.need("connect"),
+                   .name = "floor-" + mode + (g_set_resolution_delay ? "+rd" : "")};
     if (args.get("workload") == "W7probe") {
       w7_probe(impl.connect, args.need("root"));
       return 0;
