@@ -18,9 +18,18 @@ struct KeyHash {
   }
 };
 
+// The thread's most recently used hold: re-entering the same lock in a loop (the common case)
+// skips the hash lookup. Map nodes are stable, so the pointer stays valid until remove().
+struct LastHold {
+  Key key{0, HoldMode::Exclusive};
+  Hold* hold = nullptr;
+};
+thread_local LastHold last;
+
 class Table {
  public:
   ~Table() {
+    last = {};
     for (auto& [key, hold] : holds_) {
       log(LogLevel::Warn, "a thread exited holding lock " + hold.site->path + " (" +
                               std::to_string(hold.count) + " level(s)); releasing it");
@@ -38,20 +47,28 @@ Table& table() {
 }  // namespace
 
 Hold* find(std::uint64_t site_id, HoldMode mode) {
+  const Key key{site_id, mode};
+  if (last.hold != nullptr && last.key == key) return last.hold;
   auto& holds = table().holds_;
-  const auto it = holds.find(Key{site_id, mode});
-  return it == holds.end() ? nullptr : &it->second;
+  const auto it = holds.find(key);
+  if (it == holds.end()) return nullptr;
+  last = {key, &it->second};
+  return &it->second;
 }
 
 Hold& add(Hold hold) {
   const Key key{hold.site->id, hold.mode};
   hold.count = 1;
-  return table().holds_.insert_or_assign(key, std::move(hold)).first->second;
+  Hold& added = table().holds_.insert_or_assign(key, std::move(hold)).first->second;
+  last = {key, &added};
+  return added;
 }
 
 std::string remove(std::uint64_t site_id, HoldMode mode) {
   auto& holds = table().holds_;
-  const auto it = holds.find(Key{site_id, mode});
+  const Key key{site_id, mode};
+  if (last.key == key) last = {};
+  const auto it = holds.find(key);
   if (it == holds.end()) return {};
   std::string node = std::move(it->second.node);
   holds.erase(it);

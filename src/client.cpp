@@ -15,6 +15,8 @@ namespace {
 
 std::atomic<std::uint64_t> next_site_id{1};
 
+constexpr int kHostResolutionDelayMs = 1000;
+
 // One request's completion callback, registered in the Client's Inflight set until it runs.
 template <class Result>
 struct RequestOf final : Inflight::Request {
@@ -136,7 +138,8 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
     throw ConnectError(make_error_code(errc::connect_failed),
                        "cannot connect to ZooKeeper at \"" + options_.connect +
                            "\": the connect string is malformed or names no resolvable host "
-                           "(expected host:port[,host:port...][/chroot]): " + std::strerror(saved));
+                           "(expected host:port[,host:port...][/chroot])" +
+                           (saved != 0 ? std::string(": ") + std::strerror(saved) : std::string()));
   }
   std::unique_lock lock(state_mutex_);
   const bool connected = state_cv_.wait_for(lock, options_.connect_timeout, [&] {
@@ -162,9 +165,14 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
 zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   context = std::make_unique<HandleContext>(HandleContext{this, generation_.fetch_add(1) + 1});
   errno = 0;
-  return zookeeper_init2(options_.connect.c_str(), &Client::on_event,
-                         static_cast<int>(options_.session_timeout.count()), nullptr, context.get(), 0,
-                         &zookeeper_log_callback);
+  zhandle_t* zh = zookeeper_init2(options_.connect.c_str(), &Client::on_event,
+                                  static_cast<int>(options_.session_timeout.count()), nullptr, context.get(),
+                                  0, &zookeeper_log_callback);
+  // By default the C client resolves its host list again every time its I/O thread wakes: a
+  // resolver round (sockets, binds, random reads) per request, most of the client's CPU time per
+  // lock cycle. Once a second is plenty for a list of addresses that rarely changes.
+  if (zh != nullptr) zoo_set_servers_resolution_delay(zh, kHostResolutionDelayMs);
+  return zh;
 }
 
 void Client::start_recovery() {
