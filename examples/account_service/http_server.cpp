@@ -78,7 +78,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 }  // namespace
 
 HttpServer::HttpServer(asio::io_context& ioc, const std::string& address, unsigned short port)
-    : ioc_(ioc), acceptor_(asio::make_strand(ioc)) {
+    : ioc_(ioc), acceptor_(asio::make_strand(ioc)), retry_(acceptor_.get_executor()) {
   const tcp::endpoint endpoint(asio::ip::make_address(address), port);
   acceptor_.open(endpoint.protocol());
   acceptor_.set_option(asio::socket_base::reuse_address(true));
@@ -96,6 +96,7 @@ void HttpServer::stop() {
   asio::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
+    retry_.cancel();
   });
 }
 
@@ -103,7 +104,16 @@ void HttpServer::accept() {
   // Each connection gets its own strand: its handlers never run on two threads at once.
   acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;  // stopped
-    if (!ec) std::make_shared<Connection>(std::move(socket), handler_)->start();
+    if (ec) {
+      // Out of file descriptors, say: try again shortly instead of spinning on the error.
+      std::cerr << "account_service: accept failed: " << ec.message() << std::endl;
+      retry_.expires_after(std::chrono::milliseconds(100));
+      retry_.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec && acceptor_.is_open()) accept();
+      });
+      return;
+    }
+    std::make_shared<Connection>(std::move(socket), handler_)->start();
     accept();
   });
 }

@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 #include <functional>
 #include <memory>
@@ -36,6 +37,7 @@ class HttpServer {
   void accept();
   boost::asio::io_context& ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;  // on its own strand: accept() and stop() never overlap
+  boost::asio::steady_timer retry_;          // same strand: paces accepting again after an error
   std::shared_ptr<const HttpHandler> handler_;
   unsigned short port_ = 0;
 };
