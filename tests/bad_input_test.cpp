@@ -1,0 +1,664 @@
+// Bad input: every misuse fails with a clear error naming the value and the rule it broke, and
+// leaves nothing behind (no node on the server, no thread, no caller hanging).
+//
+// Already covered elsewhere, and not repeated here:
+//   session_lifecycle_test.cpp  Session.ClosedPortThrowsConnectError..., Session.MalformedOrEmpty-
+//                               ConnectStrings... ("", "127.0.0.1:notaport", "not a host string"),
+//                               Session.NonPositiveTimeoutsAreRejectedByName (session_timeout 0),
+//                               Session.AClampedSessionTimeoutIsReportedAndWarned (60 s),
+//                               Session.ClosingWakesWaitersWithLockLost... (one Mutex waiter),
+//                               Session.LockAfterCloseThrowsLockLost
+//   path_test.cpp               LockPath.* (each path rule through Mutex, with the message)
+//   mutex_reentrancy_test.cpp   Reentrancy.UnlockWithoutLockThrowsNotOwnerNamingThePath,
+//                               Reentrancy.UnlockFromANonOwnerThread...
+//   shared_mutex_test.cpp       unlock_shared() / shared_fencing_token() after the last release
+//   lock_handle_test.cpp        LockHandle.AnEmptyHandleRefusesReleaseAndTokenWithNotOwner
+//   keygen/key_encoding_test.cpp  KeyNamespace.*, KeyDecoding.* (check_key_namespace, decode_key)
+//   scope_test.cpp              Scope.BadNamespacesKeysAndTimeoutsAreRefusedWithTheRule
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "dlock/lock_handle.hpp"
+#include "dlock/scope.hpp"
+#include "raw_zk.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Threads of this process (the C client's I/O and completion threads, dlock's janitor...).
+int thread_count() {
+  int n = 0;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
+    ::closedir(dir);
+  }
+  return n;
+}
+
+// Waits until the process is back to at most `baseline` threads; the count it ended at.
+int wait_for_threads(int baseline, std::chrono::milliseconds timeout = 5s) {
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  int n = thread_count();
+  while (n > baseline && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(20ms);
+    n = thread_count();
+  }
+  return n;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Runs `f` on a detached thread (it owns what it captures, so a hung call cannot block the test's
+// own teardown) and returns the exception it threw: nullopt if it returned, or if it did not
+// finish within `wait` (then `*hung` is set).
+template <class F>
+std::exception_ptr run_with_deadline(F f, std::chrono::milliseconds wait, bool* hung) {
+  auto done = std::make_shared<std::promise<std::exception_ptr>>();
+  auto result = done->get_future();
+  std::thread([f = std::move(f), done]() mutable {
+    try {
+      f();
+      done->set_value(nullptr);
+    } catch (...) {
+      done->set_value(std::current_exception());
+    }
+  }).detach();
+  *hung = result.wait_for(wait) != std::future_status::ready;
+  return *hung ? nullptr : result.get();
+}
+
+// What a Session constructor threw for `options` (it must throw), checked not to hang.
+template <class E>
+std::optional<E> session_error(const SessionOptions& options, std::chrono::milliseconds wait) {
+  bool hung = false;
+  const auto error = run_with_deadline([options] { Session session(options); }, wait, &hung);
+  if (hung) {
+    ADD_FAILURE() << "Session(\"" << options.connect << "\") did not return within " << wait.count() << " ms";
+    return std::nullopt;
+  }
+  if (!error) {
+    ADD_FAILURE() << "Session(\"" << options.connect << "\") connected";
+    return std::nullopt;
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const E& e) {
+    return e;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "Session(\"" << options.connect << "\") threw something else: " << e.what();
+  }
+  return std::nullopt;
+}
+
+// The logger, capturing warnings, for the lifetime of this object; then the default again.
+class CapturedWarnings {
+ public:
+  CapturedWarnings() {
+    set_logger([lines = lines_](LogLevel level, std::string_view text) {
+      if (level > LogLevel::Warn) return;
+      std::lock_guard lock(lines->mutex);
+      lines->text.emplace_back(text);
+    });
+  }
+  ~CapturedWarnings() { set_logger(log_to_stderr, LogLevel::Warn); }
+  CapturedWarnings(const CapturedWarnings&) = delete;
+  CapturedWarnings& operator=(const CapturedWarnings&) = delete;
+
+  std::vector<std::string> containing(const std::string& part) const {
+    std::lock_guard lock(lines_->mutex);
+    std::vector<std::string> found;
+    for (const auto& line : lines_->text) {
+      if (contains(line, part)) found.push_back(line);
+    }
+    return found;
+  }
+
+ private:
+  struct Lines {
+    std::mutex mutex;
+    std::vector<std::string> text;
+  };
+  std::shared_ptr<Lines> lines_ = std::make_shared<Lines>();
+};
+
+// Nothing of this test's left on the server: no ephemeral node under its root.
+void expect_nothing_left() {
+  RawZk zk(zk_connect());
+  EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connect strings and session options
+
+TEST(BadInput, MalformedConnectStringsThrowConnectErrorNamingTheStringAndLeaveNoThread) {
+  const int baseline = thread_count();
+  const std::vector<std::string> malformed = {
+      "localhost",               // no port
+      "localhost:",              // empty port
+      "127.0.0.1:",              // empty port
+      ":::",                     // no host, no port
+      ",",                       // no server at all
+      "127.0.0.1:-1",            // negative port
+      zk_connect() + "/a//b",    // a reachable server, but an invalid chroot
+  };
+  for (const auto& connect : malformed) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto error = session_error<ConnectError>({.connect = connect, .connect_timeout = 2s}, 10s);
+    if (!error) continue;
+    EXPECT_EQ(error->code(), make_error_code(errc::connect_failed)) << connect;
+    EXPECT_TRUE(contains(error->what(), "\"" + connect + "\"")) << error->what();
+    EXPECT_TRUE(contains(error->what(), "malformed")) << "no rule named: " << error->what();
+    EXPECT_FALSE(contains(error->what(), "Success")) << "strerror(0) in the message: " << error->what();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms)
+        << "a malformed string is refused at once, not after connect_timeout: " << connect;
+  }
+  EXPECT_LE(wait_for_threads(baseline), baseline) << "a failed connect left threads running";
+}
+
+TEST(BadInput, AClosedOrImpossiblePortFailsWithinAShortConnectTimeoutAndLeavesNoThread) {
+  const int baseline = thread_count();
+  // 65536 is not a port, but the C client takes it; it then never answers, like a closed port.
+  for (const std::string& connect :
+       {"127.0.0.1:" + std::to_string(free_port()), std::string("127.0.0.1:65536"),
+        "127.0.0.1:" + std::to_string(free_port()) + ",127.0.0.1:" + std::to_string(free_port())}) {
+    for (int round = 0; round < 2; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto error = session_error<ConnectError>({.connect = connect, .connect_timeout = 300ms}, 10s);
+      if (!error) continue;
+      const auto took = std::chrono::steady_clock::now() - start;
+      EXPECT_TRUE(contains(error->what(), "\"" + connect + "\"")) << error->what();
+      EXPECT_TRUE(contains(error->what(), "connect_timeout (300 ms)")) << error->what();
+      EXPECT_LT(took, 2300ms) << "connect_timeout 300 ms took "
+                              << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+    }
+  }
+  EXPECT_LE(wait_for_threads(baseline), baseline) << "a timed-out connect left threads running";
+}
+
+TEST(BadInput, NonPositiveTimeoutsAreRejectedNamingTheOptionAndTheValue) {
+  const int baseline = thread_count();
+  struct Case {
+    SessionOptions options;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{.connect = zk_connect(), .session_timeout = 0ms}, "session_timeout must be positive, got 0 ms"},
+      {{.connect = zk_connect(), .session_timeout = -1ms}, "session_timeout must be positive, got -1 ms"},
+      {{.connect = zk_connect(), .session_timeout = -10s}, "session_timeout must be positive, got -10000 ms"},
+      {{.connect = zk_connect(), .connect_timeout = 0ms}, "connect_timeout must be positive, got 0 ms"},
+      {{.connect = zk_connect(), .connect_timeout = -250ms}, "connect_timeout must be positive, got -250 ms"},
+  };
+  for (const auto& c : cases) {
+    const auto error = session_error<Error>(c.options, 10s);
+    if (!error) continue;
+    EXPECT_EQ(error->code(), make_error_code(errc::invalid_argument)) << error->what();
+    EXPECT_TRUE(contains(error->what(), c.expected)) << error->what();
+    // A bad option is the caller's mistake, not a connection failure.
+    EXPECT_EQ(dynamic_cast<const ConnectError*>(&*error), nullptr) << error->what();
+  }
+  EXPECT_LE(wait_for_threads(baseline), baseline) << "a refused Session left threads running";
+}
+
+TEST(BadInput, SessionTimeoutsFarOutsideTheServersRangeAreClampedAndWarned) {
+  // The suite's server (tickTime 500 ms) grants 1 s .. 10 s.
+  struct Case {
+    std::chrono::milliseconds requested, granted;
+  };
+  for (const auto& c : {Case{100ms, 1s}, Case{10h, 10s}}) {
+    CapturedWarnings warnings;
+    {
+      Session session(session_options(c.requested));
+      EXPECT_EQ(session.state(), SessionState::Connected);
+      EXPECT_EQ(session.negotiated_timeout(), c.granted) << "requested " << c.requested.count() << " ms";
+      Mutex mutex(session, test_root());  // the session is usable
+      ASSERT_TRUE(mutex.try_lock_for(5s));
+      mutex.unlock();
+    }
+    const auto lines = warnings.containing("session_timeout " + std::to_string(c.requested.count()) + " ms requested");
+    ASSERT_EQ(lines.size(), 1u) << "no (or more than one) warning for " << c.requested.count() << " ms";
+    EXPECT_TRUE(contains(lines[0], "granted " + std::to_string(c.granted.count()) + " ms")) << lines[0];
+    EXPECT_TRUE(contains(lines[0], zk_connect())) << lines[0];
+  }
+  expect_nothing_left();
+}
+
+// Known bugs (src/client.cpp, see the report of the "Reliability" issue): a requested timeout the
+// C client cannot work with. Disabled until fixed; each fails within seconds, never hangs.
+TEST(BadInput, DISABLED_SessionTimeoutsTheCClientCannotUseAreClampedToo) {
+  // 1 ms: the C client's connect deadline is 2/3 of the requested timeout, 0 ms here, so every
+  // handshake "times out" and the constructor throws ConnectError ("no server answered") after
+  // connect_timeout although the server is up.
+  // 30 days: more than INT_MAX ms; static_cast<int> wraps it negative, and the server grants its
+  // minimum (1 s) instead of its maximum. 2^31 ms wraps to INT_MIN and never connects at all.
+  struct Case {
+    std::chrono::milliseconds requested, granted;
+  };
+  for (const auto& c : {Case{1ms, 1s}, Case{std::chrono::hours(24 * 30), 10s}, Case{2147483648ms, 10s}}) {
+    try {
+      Session session({.connect = zk_connect(), .session_timeout = c.requested, .connect_timeout = 3s});
+      EXPECT_EQ(session.negotiated_timeout(), c.granted) << "requested " << c.requested.count() << " ms";
+    } catch (const ConnectError& e) {
+      ADD_FAILURE() << "requested " << c.requested.count() << " ms: " << e.what();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Releasing what is not held
+
+template <class F>
+std::string not_owner_message(F f) {
+  try {
+    f();
+  } catch (const NotOwner& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::not_owner));
+    return e.what();
+  }
+  ADD_FAILURE() << "no NotOwner thrown";
+  return {};
+}
+
+TEST(BadInput, SharedMutexUnlockOfASideNotHeldThrowsNotOwnerNamingThePathAndTheSide) {
+  Session session(session_options());
+  SharedMutex lock(session, test_root());
+  const auto write_message = not_owner_message([&] { lock.unlock(); });
+  EXPECT_TRUE(contains(write_message, test_root())) << write_message;
+  EXPECT_TRUE(contains(write_message, "exclusive side")) << write_message;
+  const auto read_message = not_owner_message([&] { lock.unlock_shared(); });
+  EXPECT_TRUE(contains(read_message, test_root())) << read_message;
+  EXPECT_TRUE(contains(read_message, "shared side")) << read_message;
+  EXPECT_TRUE(lock.participants().empty()) << "a refused unlock touched the server";
+
+  // The wrong side: holding one side and releasing the other changes nothing.
+  lock.lock_shared();
+  const auto requests = session.stats().requests;
+  EXPECT_TRUE(contains(not_owner_message([&] { lock.unlock(); }), "exclusive side"));
+  EXPECT_THROW((void)lock.fencing_token(), NotOwner);
+  EXPECT_EQ(session.stats().requests, requests) << "a refused unlock sent a request";
+  EXPECT_TRUE(lock.held_shared_by_this_thread());
+  EXPECT_EQ(lock.participants().size(), 1u);
+  lock.unlock_shared();
+
+  lock.lock();
+  EXPECT_TRUE(contains(not_owner_message([&] { lock.unlock_shared(); }), "shared side"));
+  EXPECT_THROW((void)lock.shared_fencing_token(), NotOwner);
+  EXPECT_TRUE(lock.held_by_this_thread());
+  EXPECT_EQ(lock.participants().size(), 1u);
+  lock.unlock();
+  expect_nothing_left();
+}
+
+TEST(BadInput, AMutexThatIsNotHeldRefusesTheStopTokenAndTheFencingTokenNamingThePath) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  EXPECT_TRUE(contains(not_owner_message([&] { (void)mutex.fencing_token(); }), test_root()));
+  EXPECT_TRUE(contains(not_owner_message([&] { (void)mutex.stop_token(); }), test_root()));
+  EXPECT_FALSE(mutex.still_held());
+  mutex.lock();
+  mutex.unlock();
+  EXPECT_THROW(mutex.unlock(), NotOwner) << "one unlock too many";
+  expect_nothing_left();
+}
+
+TEST(BadInput, ReleasingAMovedFromOrAlreadyReleasedHandleThrowsNotOwner) {
+  Session session(session_options());
+  auto handle = LockHandle::acquire(session, test_root());
+  auto moved = std::move(handle);
+  EXPECT_TRUE(contains(not_owner_message([&] { handle.release(); }), "empty LockHandle"));
+  EXPECT_TRUE(moved.held()) << "releasing the moved-from handle must not release the lock";
+  EXPECT_EQ(Mutex(session, test_root()).participants().size(), 1u);
+  moved.release();
+  EXPECT_TRUE(contains(not_owner_message([&] { moved.release(); }), "empty LockHandle"));
+  EXPECT_THROW((void)moved.fencing_token(), NotOwner);
+  expect_nothing_left();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Destroying lock objects
+
+bool other_session_gets_in(const std::string& path, std::chrono::milliseconds wait) {
+  return std::async(std::launch::async, [&] {
+           Session other(session_options());
+           Mutex mutex(other, path);
+           const bool got = mutex.try_lock_for(wait);
+           if (got) mutex.unlock();
+           return got;
+         }).get();
+}
+
+TEST(BadInput, DestroyingAMutexWhileItsThreadHoldsKeepsTheHoldForAnotherMutexToRelease) {
+  Session session(session_options());
+  auto first = std::make_unique<Mutex>(session, test_root());
+  first->lock();
+  first->lock();  // twice: the count stays with the thread too
+  const auto token = first->fencing_token();
+  first.reset();
+  EXPECT_FALSE(other_session_gets_in(test_root(), 300ms)) << "destroying the Mutex released the lock";
+  Mutex second(session, test_root());
+  EXPECT_TRUE(second.held_by_this_thread());
+  EXPECT_EQ(second.fencing_token(), token);
+  second.unlock();
+  EXPECT_TRUE(second.held_by_this_thread()) << "the hold was locked twice";
+  second.unlock();
+  EXPECT_FALSE(second.held_by_this_thread());
+  EXPECT_TRUE(other_session_gets_in(test_root(), 5s));
+  expect_nothing_left();
+}
+
+TEST(BadInput, DestroyingASharedMutexWhileItsThreadHoldsBothSidesKeepsTheHolds) {
+  Session session(session_options());
+  auto first = std::make_unique<SharedMutex>(session, test_root());
+  first->lock();
+  first->lock_shared();  // downgrade-style: the read node beside the write node
+  first.reset();
+  EXPECT_FALSE(other_session_gets_in(test_root(), 300ms));
+  SharedMutex second(session, test_root());
+  EXPECT_TRUE(second.held_by_this_thread());
+  EXPECT_TRUE(second.held_shared_by_this_thread());
+  EXPECT_EQ(second.participants().size(), 2u);
+  second.unlock();
+  second.unlock_shared();
+  EXPECT_TRUE(other_session_gets_in(test_root(), 5s));
+  expect_nothing_left();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Closing a session under waiting threads (destroying a Mutex under one is outside the contract)
+
+// Seven threads of one session wait, in every way there is to wait, behind locks another session
+// holds; then their session is closed. Each must wake with LockLost within 5 s. Returns how long
+// the closed session's nodes then took to leave the queues (as the holder sees them).
+std::chrono::milliseconds close_under_waiters(std::chrono::milliseconds waiter_session_timeout,
+                                              std::chrono::milliseconds give_up_after) {
+  const std::string exclusive_path = test_root() + "/exclusive";
+  const std::string shared_path = test_root() + "/shared";
+  Session holder_session(session_options());
+  Mutex held_exclusive(holder_session, exclusive_path);
+  SharedMutex held_shared(holder_session, shared_path);
+  held_exclusive.lock();
+  held_shared.lock();
+
+  // Waiters share one session; each thread owns its lock object and the session through a
+  // shared_ptr, so a thread that never wakes fails the test instead of blocking it.
+  auto session = std::make_shared<Session>(session_options(waiter_session_timeout));
+  struct Waiter {
+    std::string name;
+    std::function<void(Session&)> wait;
+  };
+  const std::vector<Waiter> waiters = {
+      {"Mutex::lock", [=](Session& s) { Mutex(s, exclusive_path).lock(); }},
+      {"Mutex::try_lock_for(60 s)", [=](Session& s) { (void)Mutex(s, exclusive_path).try_lock_for(60s); }},
+      {"LockHandle::acquire", [=](Session& s) { (void)LockHandle::acquire(s, exclusive_path); }},
+      {"SharedMutex::lock", [=](Session& s) { SharedMutex(s, shared_path).lock(); }},
+      {"SharedMutex::lock_shared", [=](Session& s) { SharedMutex(s, shared_path).lock_shared(); }},
+      {"SharedMutex::try_lock_shared_for(60 s)",
+       [=](Session& s) { (void)SharedMutex(s, shared_path).try_lock_shared_for(60s); }},
+      {"LockHandle::acquire(Read)", [=](Session& s) { (void)LockHandle::acquire(s, shared_path, LockMode::Read); }},
+  };
+  std::vector<std::future<std::exception_ptr>> woken;
+  for (const auto& w : waiters) {
+    auto done = std::make_shared<std::promise<std::exception_ptr>>();
+    woken.push_back(done->get_future());
+    std::thread([session, done, wait = w.wait] {
+      try {
+        wait(*session);
+        done->set_value(nullptr);
+      } catch (...) {
+        done->set_value(std::current_exception());
+      }
+    }).detach();
+  }
+  // Everyone queued: 1 holder + 3 waiters on one path, 1 + 4 on the other.
+  const auto queued_by = std::chrono::steady_clock::now() + 10s;
+  while ((held_exclusive.participants().size() < 4 || held_shared.participants().size() < 5) &&
+         std::chrono::steady_clock::now() < queued_by) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(held_exclusive.participants().size(), 4u);
+  EXPECT_EQ(held_shared.participants().size(), 5u);
+
+  const auto closed_at = std::chrono::steady_clock::now();
+  session->close();
+  for (std::size_t i = 0; i < waiters.size(); ++i) {
+    const auto remaining = closed_at + 5s - std::chrono::steady_clock::now();
+    if (woken[i].wait_for(remaining) != std::future_status::ready) {
+      ADD_FAILURE() << waiters[i].name << " still waits 5 s after close()";
+      continue;
+    }
+    const auto error = woken[i].get();
+    if (!error) {
+      ADD_FAILURE() << waiters[i].name << " returned instead of throwing LockLost";
+      continue;
+    }
+    try {
+      std::rethrow_exception(error);
+    } catch (const LockLost& e) {
+      EXPECT_TRUE(contains(e.what(), test_root())) << waiters[i].name << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << waiters[i].name << " threw something other than LockLost: " << e.what();
+    }
+  }
+  // The closed session's nodes go; the holder's stay until released.
+  const auto give_up = closed_at + give_up_after;
+  while ((held_exclusive.participants().size() > 1 || held_shared.participants().size() > 1) &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const auto gone_after = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - closed_at);
+  EXPECT_EQ(held_exclusive.participants().size(), 1u);
+  EXPECT_EQ(held_shared.participants().size(), 1u);
+  EXPECT_TRUE(held_exclusive.still_held()) << "another session's close disturbed the holder";
+  held_exclusive.unlock();
+  held_shared.unlock();
+  expect_nothing_left();
+  return gone_after;
+}
+
+TEST(BadInput, ClosingTheSessionWakesEveryKindOfWaiterWithLockLostPromptly) {
+  // 8 s: the closed session's nodes go at once when the server applies the close, and at worst
+  // when it expires the session (4 s here): see the disabled test below.
+  close_under_waiters(4s, 8s);
+}
+
+// Known bug (src/client.cpp, Client::close(); see the report of the "Reliability" issue): close()
+// publishes Closed, which wakes the waiters, before it takes the handle away; the woken waiters
+// send the deletes of their nodes in that window, and zookeeper_close() then often tears the
+// connection down before the server has applied its close request (measured: 6 of 10 closes with
+// 7 waiters). The session, with every node it holds, then lives on until the server expires it.
+// Disabled until fixed; with a 10 s session it fails within about 12 s per round, never hangs.
+TEST(BadInput, DISABLED_AClosedSessionsNodesGoAtOnceEvenWithWaiters) {
+  for (int round = 0; round < 5; ++round) {
+    const auto gone_after = close_under_waiters(10s, 12s);
+    EXPECT_LT(gone_after, 2s) << "round " << round << ": the closed session's nodes stayed " << gone_after.count()
+                              << " ms: the server expired the session instead of closing it";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lock paths, namespaces and keys, through every entry point
+
+struct BadPath {
+  std::string path;
+  std::string shown;  // how the message quotes it
+  std::string rule;   // a fragment of the rule
+};
+
+std::vector<BadPath> bad_paths() {
+  return {
+      {"locks/a", "locks/a", "absolute"},
+      {"/locks/a/", "/locks/a/", "end with '/'"},
+      {"//", "//", "end with '/'"},
+      {"//locks", "//locks", "empty component"},
+      {"/a/./b", "/a/./b", "relative component"},
+      {"/a/../b", "/a/../b", "relative component"},
+      {"/zookeeper/x", "/zookeeper/x", "reserved"},
+      {"/zookeeper", "/zookeeper", "reserved"},
+      {std::string("/locks/a\0b", 10), "/locks/a\\x00b", "character ZooKeeper rejects"},
+      {"/locks/\x7f", "/locks/\\x7f", "character ZooKeeper rejects"},
+      {"/locks/\xed\xa0\x80", "/locks/\\xed\\xa0\\x80", "character ZooKeeper rejects"},  // a surrogate
+      {"/locks/\xe0\x80\xaf", "/locks/\\xe0\\x80\\xaf", "not valid UTF-8"},              // overlong
+      {"/locks/" + std::string(10000, 'n') + "/", "/locks/" + std::string(10000, 'n') + "/", "end with '/'"},
+  };
+}
+
+TEST(BadInput, InvalidLockPathsAreRefusedByEveryEntryPointBeforeAnyRequest) {
+  Session session(session_options());
+  const std::vector<std::pair<std::string, std::function<void(const std::string&)>>> entry_points = {
+      {"Mutex", [&](const std::string& p) { (void)Mutex(session, p); }},
+      {"SharedMutex", [&](const std::string& p) { (void)SharedMutex(session, p); }},
+      {"LockHandle::acquire", [&](const std::string& p) { (void)LockHandle::acquire(session, p); }},
+      {"LockHandle::try_acquire_for",
+       [&](const std::string& p) { (void)LockHandle::try_acquire_for(session, p, 1s, LockMode::Write); }},
+      {"LockService", [&](const std::string& p) { (void)LockService(session, p); }},
+  };
+  const auto requests = session.stats().requests;
+  for (const auto& [name, use] : entry_points) {
+    for (const auto& bad : bad_paths()) {
+      try {
+        use(bad.path);
+        ADD_FAILURE() << name << " accepted \"" << bad.shown.substr(0, 100) << "\"";
+      } catch (const InvalidPath& e) {
+        const std::string message = e.what();
+        EXPECT_EQ(e.code(), make_error_code(errc::invalid_path));
+        EXPECT_TRUE(contains(message, "invalid lock path \"" + bad.shown + "\": ")) << name << ": " << message;
+        EXPECT_TRUE(contains(message, bad.rule)) << name << ": " << message;
+      }
+    }
+  }
+  EXPECT_EQ(session.stats().requests, requests) << "an invalid path reached the server";
+}
+
+TEST(BadInput, ALongPathWithinTheServersLimitWorks) {
+  // No length rule: ZooKeeper takes any path that fits a request (jute.maxbuffer, 1 MiB).
+  Session session(session_options());
+  const std::string path = test_root() + "/" + std::string(100'000, 'n');
+  Mutex mutex(session, path);
+  ASSERT_TRUE(mutex.try_lock_for(5s));
+  EXPECT_EQ(mutex.participants().size(), 1u);
+  mutex.unlock();
+  expect_nothing_left();
+}
+
+// Known bug (src/path.cpp has no length rule; see the report of the "Reliability" issue): a path
+// too long for one ZooKeeper request is accepted. Every create then makes the server drop the
+// connection, lock() retries forever, and the whole Session flaps Suspended (signalling every
+// other hold on it as lost) until it is closed. Disabled until check_lock_path refuses it; fails
+// within seconds, never hangs.
+TEST(BadInput, DISABLED_APathTooLongForOneRequestIsAnInvalidPath) {
+  Session session(session_options());
+  const std::string path = test_root() + "/" + std::string(1'100'000, 'n');
+  try {
+    Mutex mutex(session, path);
+    const bool locked = mutex.try_lock_for(3s);
+    ADD_FAILURE() << "accepted a " << path.size() << "-byte path; try_lock_for returned " << locked
+                  << ", the session is " << to_string(session.state());
+    if (locked) mutex.unlock();
+  } catch (const InvalidPath& e) {
+    EXPECT_LT(std::string(e.what()).size(), 1000u) << "the message repeats the whole path";
+  }
+}
+
+template <class F>
+std::string invalid_key_message(F f) {
+  try {
+    f();
+  } catch (const InvalidKey& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::invalid_key));
+    return e.what();
+  }
+  ADD_FAILURE() << "no InvalidKey thrown";
+  return {};
+}
+
+TEST(BadInput, InvalidKeyNamespacesAreRefusedThroughTheLockServiceNamingTheValueAndTheRule) {
+  Session session(session_options());
+  LockService locks(session, test_root(), 2s);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "\"\": the namespace is empty"},
+      {".", "\".\": \".\" and \"..\" are not znode names"},
+      {"..", "\"..\": \".\" and \"..\" are not znode names"},
+      {"a/b", "\"a/b\": the namespace is one znode name and cannot contain '/'"},
+      {"two words", "\"two words\": byte 0x20 at offset 3"},
+      {"caf\xC3\xA9", "\"caf\\xc3\\xa9\": byte 0xc3 at offset 3"},
+      {std::string(101, 'n'), "101 bytes, more than the limit of 100"},
+  };
+  const auto requests = session.stats().requests;
+  for (const auto& [ns, expected] : cases) {
+    const std::string name = ns;  // a copy: Clang 14 cannot capture a structured binding
+    for (const auto& message : {invalid_key_message([&] { DLOCK_SCOPE(locks, name, 1); }),
+                                invalid_key_message([&] { DLOCK_SCOPE_READ(locks, name, 1); }),
+                                invalid_key_message([&] { (void)locks.path_for(name, "1"); })}) {
+      EXPECT_TRUE(contains(message, "invalid key namespace")) << message;
+      EXPECT_TRUE(contains(message, expected)) << message;
+    }
+  }
+  EXPECT_EQ(session.stats().requests, requests) << "an invalid namespace reached the server";
+  expect_nothing_left();
+}
+
+TEST(BadInput, InvalidKeysAreRefusedThroughTheLockServiceNamingTheKeyAndTheRule) {
+  Session session(session_options());
+  LockService locks(session, test_root(), 2s);
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"", "the key is empty"},
+      {"a/b", "byte 0x2f at offset 1"},
+      {"007", "leading zero"},
+      {"%61", "written as itself"},
+      {"a,,b", "part 2 (\"\") is empty"},
+      {"~nope", "not one of the tokens"},
+      {std::string(401, 'k'), "401 bytes, more than the limit of 400"},
+  };
+  const auto requests = session.stats().requests;
+  for (const auto& [key, rule] : keys) {
+    const std::string k = key;
+    const auto message = invalid_key_message([&] { (void)locks.lock_key(LockMode::Exclusive, "orders", k); });
+    EXPECT_TRUE(contains(message, "invalid lock key \"" + k.substr(0, 80))) << message;
+    EXPECT_TRUE(contains(message, rule)) << message;
+  }
+  // Built keys: too long once encoded, and a null C string.
+  const auto too_long = invalid_key_message([&] { DLOCK_SCOPE(locks, "orders", std::string(200, ' ')); });
+  EXPECT_TRUE(contains(too_long, "600 bytes encoded, more than the limit of 400")) << too_long;
+  const char* missing = nullptr;
+  EXPECT_TRUE(contains(invalid_key_message([&] { DLOCK_SCOPE(locks, "orders", missing); }), "null"));
+  EXPECT_EQ(session.stats().requests, requests) << "an invalid key reached the server";
+  expect_nothing_left();
+}
+
+TEST(BadInput, NonPositiveLockServiceTimeoutsAreRejectedNamingTheValue) {
+  Session session(session_options());
+  for (const auto timeout : {0ms, -5ms}) {
+    try {
+      (void)LockService(session, test_root(), timeout);
+      ADD_FAILURE() << "accepted a timeout of " << timeout.count() << " ms";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+      EXPECT_TRUE(contains(e.what(), "got " + std::to_string(timeout.count()) + " ms")) << e.what();
+    }
+  }
+  LockService locks(session, test_root());
+  try {
+    (void)locks.with_timeout(-1ms);
+    ADD_FAILURE() << "with_timeout(-1ms) accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "got -1 ms")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dlock::testing
