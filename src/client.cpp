@@ -1,5 +1,6 @@
 #include "client.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -16,6 +17,8 @@ namespace {
 std::atomic<std::uint64_t> next_site_id{1};
 
 constexpr int kHostResolutionDelayMs = 1000;
+constexpr std::int64_t kMinRequestedTimeoutMs = 1000;
+constexpr std::int64_t kMaxRequestedTimeoutMs = 3'600'000;  // far above any server's maximum
 
 // One request's completion callback, registered in the Client's Inflight set until it runs.
 template <class Result>
@@ -165,9 +168,13 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
 zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   context = std::make_unique<HandleContext>(HandleContext{this, generation_.fetch_add(1) + 1});
   errno = 0;
-  zhandle_t* zh = zookeeper_init2(options_.connect.c_str(), &Client::on_event,
-                                  static_cast<int>(options_.session_timeout.count()), nullptr, context.get(),
-                                  0, &zookeeper_log_callback);
+  // The C client gives up a handshake after 2/3 of the requested timeout, and its arithmetic
+  // overflows for huge ones: requests outside [1 s, 1 h] are sent clamped. The server clamps
+  // them further into its own range; the constructor warns when the granted timeout differs.
+  const auto requested = std::clamp<std::int64_t>(options_.session_timeout.count(), kMinRequestedTimeoutMs,
+                                                  kMaxRequestedTimeoutMs);
+  zhandle_t* zh = zookeeper_init2(options_.connect.c_str(), &Client::on_event, static_cast<int>(requested),
+                                  nullptr, context.get(), 0, &zookeeper_log_callback);
   // By default the C client resolves its host list again every time its I/O thread wakes: a
   // resolver round (sockets, binds, random reads) per request, most of the client's CPU time per
   // lock cycle. Once a second is plenty for a list of addresses that rarely changes.
@@ -213,13 +220,17 @@ void Client::close() {
   // One closer at a time: a second one returns once the first has finished, never while replies
   // may still be completing.
   std::lock_guard closing(close_mutex_);
-  set_state(SessionState::Closed);
   zhandle_t* zh = nullptr;
   {
     // Waits for requests being queued right now; later ones see no handle and get ZCLOSING.
     std::unique_lock lock(handle_mutex_);
     zh = std::exchange(zh_, nullptr);
   }
+  // Only now, with the handle out of reach, wake the waiters: woken earlier, they would send the
+  // deletes of their nodes on the closing handle, and the C client then often tore the connection
+  // down before the server applied the close, leaving the session (and every lock it held) alive
+  // until it expired.
+  set_state(SessionState::Closed);
   // Closing the session makes the server delete every ephemeral node it created, so releases
   // still queued in the janitor are moot.
   if (zh != nullptr) zookeeper_close(zh);

@@ -52,9 +52,19 @@ bool rejected_by_zookeeper(std::uint32_t cp) {
          (cp >= 0xfff0 && cp <= 0xffff);
 }
 
+// A lock node's path (this plus "/_c_<uuid>-__WRIT__<seq>") and its data must fit in one
+// ZooKeeper request (jute.maxbuffer, about 1 MB by default); a path the server cannot take would
+// make it drop the connection on every create. Far beyond any real lock path.
+constexpr std::size_t kMaxLockPathLength = 256 * 1024;
+
 }  // namespace
 
 void check_lock_path(std::string_view path) {
+  if (path.size() > kMaxLockPathLength) {
+    throw InvalidPath("invalid lock path \"" + printable(path.substr(0, 60)) + "...\" (" +
+                      std::to_string(path.size()) + " bytes): longer than the limit of " +
+                      std::to_string(kMaxLockPathLength) + " bytes (a lock node must fit in one ZooKeeper request)");
+  }
   if (path.empty()) reject(path, "the path is empty; it must be absolute, e.g. \"/locks/orders\"");
   if (path.front() != '/') reject(path, "the path must be absolute (start with '/')");
   if (path == "/") reject(path, "the root cannot be a lock directory; name a node below it");

@@ -238,9 +238,9 @@ TEST(BadInput, SessionTimeoutsFarOutsideTheServersRangeAreClampedAndWarned) {
   expect_nothing_left();
 }
 
-// Known bugs (src/client.cpp, see the report of the "Reliability" issue): a requested timeout the
-// C client cannot work with. Disabled until fixed; each fails within seconds, never hangs.
-TEST(BadInput, DISABLED_SessionTimeoutsTheCClientCannotUseAreClampedToo) {
+// Were bugs (found by this test): requested timeouts the C client cannot work with were passed
+// on as they were. Client::open_handle now clamps what it sends into [1 s, 1 h].
+TEST(BadInput, SessionTimeoutsTheCClientCannotUseAreClampedToo) {
   // 1 ms: the C client's connect deadline is 2/3 of the requested timeout, 0 ms here, so every
   // handshake "times out" and the constructor throws ConnectError ("no server answered") after
   // connect_timeout although the server is up.
@@ -471,18 +471,14 @@ std::chrono::milliseconds close_under_waiters(std::chrono::milliseconds waiter_s
 }
 
 TEST(BadInput, ClosingTheSessionWakesEveryKindOfWaiterWithLockLostPromptly) {
-  // 8 s: the closed session's nodes go at once when the server applies the close, and at worst
-  // when it expires the session (4 s here): see the disabled test below.
+  // 8 s: generous; the closed session's nodes go at once (see the test below).
   close_under_waiters(4s, 8s);
 }
 
-// Known bug (src/client.cpp, Client::close(); see the report of the "Reliability" issue): close()
-// publishes Closed, which wakes the waiters, before it takes the handle away; the woken waiters
-// send the deletes of their nodes in that window, and zookeeper_close() then often tears the
-// connection down before the server has applied its close request (measured: 6 of 10 closes with
-// 7 waiters). The session, with every node it holds, then lives on until the server expires it.
-// Disabled until fixed; with a 10 s session it fails within about 12 s per round, never hangs.
-TEST(BadInput, DISABLED_AClosedSessionsNodesGoAtOnceEvenWithWaiters) {
+// Was a bug (found by this test): close() published Closed, waking the waiters, before it took
+// the handle away; their deletes raced the close and the session often outlived close() until
+// the server expired it (6 of 10 closes with 7 waiters). Fixed in Client::close().
+TEST(BadInput, AClosedSessionsNodesGoAtOnceEvenWithWaiters) {
   for (int round = 0; round < 5; ++round) {
     const auto gone_after = close_under_waiters(10s, 12s);
     EXPECT_LT(gone_after, 2s) << "round " << round << ": the closed session's nodes stayed " << gone_after.count()
@@ -555,12 +551,10 @@ TEST(BadInput, ALongPathWithinTheServersLimitWorks) {
   expect_nothing_left();
 }
 
-// Known bug (src/path.cpp has no length rule; see the report of the "Reliability" issue): a path
-// too long for one ZooKeeper request is accepted. Every create then makes the server drop the
-// connection, lock() retries forever, and the whole Session flaps Suspended (signalling every
-// other hold on it as lost) until it is closed. Disabled until check_lock_path refuses it; fails
-// within seconds, never hangs.
-TEST(BadInput, DISABLED_APathTooLongForOneRequestIsAnInvalidPath) {
+// Was a bug (found by this test): a path too long for one ZooKeeper request was accepted; every
+// create then made the server drop the connection, lock() retried forever, and the whole Session
+// flapped Suspended. check_lock_path now refuses paths over 256 KiB.
+TEST(BadInput, APathTooLongForOneRequestIsAnInvalidPath) {
   Session session(session_options());
   const std::string path = test_root() + "/" + std::string(1'100'000, 'n');
   try {
