@@ -13,6 +13,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/key.hpp"
+#include "printable.hpp"
 
 namespace dlock {
 namespace {
@@ -75,24 +76,8 @@ void append_part(std::string& out, const KeyPart& part) {
   }
 }
 
-// `s` as it can be shown in a message, in double quotes: bytes outside printable ASCII, '"' and
-// '\' as \xNN; cut after 80 bytes.
-std::string quoted(std::string_view s) {
-  constexpr std::size_t kShown = 80;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < s.size() && i < kShown; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  out += s.size() > kShown ? "\"..." : "\"";
-  return out;
-}
+// `s` as it can be shown in a message, in double quotes, cut after 80 bytes.
+std::string quoted(std::string_view s) { return "\"" + detail::printable(s, 80) + "\""; }
 
 [[noreturn]] void reject_key(std::string_view key, const std::string& rule) {
   throw InvalidKey("invalid lock key " + quoted(key) + ": " + rule);

@@ -6,24 +6,10 @@
 #include <string>
 
 #include "dlock/error.hpp"
+#include "printable.hpp"
 
 namespace dlock::detail {
 namespace {
-
-// The path as it can be shown in a message: non-printable bytes as \xNN.
-std::string printable(std::string_view path) {
-  std::string out;
-  for (unsigned char c : path) {
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
 
 [[noreturn]] void reject(std::string_view path, std::string_view rule) {
   throw InvalidPath("invalid lock path \"" + printable(path) + "\": " + std::string(rule));
@@ -61,7 +47,7 @@ constexpr std::size_t kMaxLockPathLength = 256 * 1024;
 
 void check_lock_path(std::string_view path) {
   if (path.size() > kMaxLockPathLength) {
-    throw InvalidPath("invalid lock path \"" + printable(path.substr(0, 60)) + "...\" (" +
+    throw InvalidPath("invalid lock path \"" + printable(path, 60) + "\" (" +
                       std::to_string(path.size()) + " bytes): longer than the limit of " +
                       std::to_string(kMaxLockPathLength) + " bytes (a lock node must fit in one ZooKeeper request)");
   }

@@ -332,16 +332,6 @@ TEST(BadInput, ReleasingAMovedFromOrAlreadyReleasedHandleThrowsNotOwner) {
 // ---------------------------------------------------------------------------------------------
 // Destroying lock objects
 
-bool other_session_gets_in(const std::string& path, std::chrono::milliseconds wait) {
-  return std::async(std::launch::async, [&] {
-           Session other(session_options());
-           Mutex mutex(other, path);
-           const bool got = mutex.try_lock_for(wait);
-           if (got) mutex.unlock();
-           return got;
-         }).get();
-}
-
 TEST(BadInput, DestroyingAMutexWhileItsThreadHoldsKeepsTheHoldForAnotherMutexToRelease) {
   Session session(session_options());
   auto first = std::make_unique<Mutex>(session, test_root());
@@ -349,7 +339,7 @@ TEST(BadInput, DestroyingAMutexWhileItsThreadHoldsKeepsTheHoldForAnotherMutexToR
   first->lock();  // twice: the count stays with the thread too
   const auto token = first->fencing_token();
   first.reset();
-  EXPECT_FALSE(other_session_gets_in(test_root(), 300ms)) << "destroying the Mutex released the lock";
+  EXPECT_FALSE(another_session_locks(test_root(), 300ms)) << "destroying the Mutex released the lock";
   Mutex second(session, test_root());
   EXPECT_TRUE(second.held_by_this_thread());
   EXPECT_EQ(second.fencing_token(), token);
@@ -357,7 +347,7 @@ TEST(BadInput, DestroyingAMutexWhileItsThreadHoldsKeepsTheHoldForAnotherMutexToR
   EXPECT_TRUE(second.held_by_this_thread()) << "the hold was locked twice";
   second.unlock();
   EXPECT_FALSE(second.held_by_this_thread());
-  EXPECT_TRUE(other_session_gets_in(test_root(), 5s));
+  EXPECT_TRUE(another_session_locks(test_root(), 5s));
   expect_nothing_left();
 }
 
@@ -367,14 +357,14 @@ TEST(BadInput, DestroyingASharedMutexWhileItsThreadHoldsBothSidesKeepsTheHolds) 
   first->lock();
   first->lock_shared();  // downgrade-style: the read node beside the write node
   first.reset();
-  EXPECT_FALSE(other_session_gets_in(test_root(), 300ms));
+  EXPECT_FALSE(another_session_locks(test_root(), 300ms));
   SharedMutex second(session, test_root());
   EXPECT_TRUE(second.held_by_this_thread());
   EXPECT_TRUE(second.held_shared_by_this_thread());
   EXPECT_EQ(second.participants().size(), 2u);
   second.unlock();
   second.unlock_shared();
-  EXPECT_TRUE(other_session_gets_in(test_root(), 5s));
+  EXPECT_TRUE(another_session_locks(test_root(), 5s));
   expect_nothing_left();
 }
 

@@ -13,37 +13,27 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool other_session_gets_in(std::chrono::milliseconds wait) {
-  return std::async(std::launch::async, [&] {
-           Session other(session_options());
-           Mutex mutex(other, test_root());
-           const bool got = mutex.try_lock_for(wait);
-           if (got) mutex.unlock();
-           return got;
-         }).get();
-}
-
 TEST(LockHandle, TakenOnOneThreadReleasedOnAnother) {
   Session session(session_options());
   auto handle = LockHandle::acquire(session, test_root());
   ASSERT_TRUE(handle.held());
   EXPECT_GT(handle.fencing_token(), 0);
-  EXPECT_FALSE(other_session_gets_in(300ms));
+  EXPECT_FALSE(another_session_locks(test_root(), 300ms));
   std::thread([h = std::move(handle)]() mutable { h.release(); }).join();
   EXPECT_FALSE(handle.held()) << "a moved-from handle is empty";
-  EXPECT_TRUE(other_session_gets_in(5s));
+  EXPECT_TRUE(another_session_locks(test_root(), 5s));
 }
 
 TEST(LockHandle, TheDestructorAndMoveAssignmentRelease) {
   Session session(session_options());
   {
     auto handle = LockHandle::acquire(session, test_root());
-    EXPECT_FALSE(other_session_gets_in(200ms));
+    EXPECT_FALSE(another_session_locks(test_root(), 200ms));
   }
-  EXPECT_TRUE(other_session_gets_in(5s));
+  EXPECT_TRUE(another_session_locks(test_root(), 5s));
   auto handle = LockHandle::acquire(session, test_root());
   handle = LockHandle::acquire(session, test_root() + "-other");
-  EXPECT_TRUE(other_session_gets_in(5s)) << "move-assignment must release what the handle held";
+  EXPECT_TRUE(another_session_locks(test_root(), 5s)) << "move-assignment must release what the handle held";
 }
 
 // A thread pool reuses a thread: task 1 locks and never unlocks (a bug), task 2 on the same thread
@@ -69,7 +59,7 @@ TEST(LockHandle, TheReentrantMutexDoesReEnterALeakedHoldOnAPooledThread) {
 TEST(LockHandle, HandlesMutexesAndSharedMutexesShareOneQueue) {
   Session session(session_options());
   auto exclusive = LockHandle::acquire(session, test_root());
-  EXPECT_FALSE(other_session_gets_in(300ms));
+  EXPECT_FALSE(another_session_locks(test_root(), 300ms));
   exclusive.release();
 
   auto reader = LockHandle::acquire(session, test_root(), LockMode::Read);

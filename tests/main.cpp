@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "dlock/mutex.hpp"
 #include "dlock/session.hpp"
 #include "raw_zk.hpp"
 #include "session_access.hpp"
@@ -41,6 +42,16 @@ std::string test_root() {
   std::string name = std::string(info->test_suite_name()) + "." + info->name();
   std::replace(name.begin(), name.end(), '/', '_');
   return std::string(kSuiteRoot) + "/" + name;
+}
+
+bool another_session_locks(const std::string& path, std::chrono::milliseconds wait) {
+  return std::async(std::launch::async, [&] {
+           Session other(session_options());
+           Mutex mutex(other, path);
+           const bool got = mutex.try_lock_for(wait);
+           if (got) mutex.unlock();
+           return got;
+         }).get();
 }
 
 bool expire_until_lost(Session& session) {

@@ -31,16 +31,6 @@ class TestTransaction {
 };
 static_assert(Transaction<TestTransaction>);
 
-bool other_session_gets(const std::string& path, std::chrono::milliseconds wait) {
-  return std::async(std::launch::async, [&] {
-           Session other(session_options());
-           Mutex mutex(other, path);
-           const bool got = mutex.try_lock_for(wait);
-           if (got) mutex.unlock();
-           return got;
-         }).get();
-}
-
 TEST(Scope, TheKeyComesFromTheTaggedFieldsAndTheLockIsAMutexOnThatPath) {
   Session session(session_options());
   LockService locks(session, test_root());
@@ -50,9 +40,9 @@ TEST(Scope, TheKeyComesFromTheTaggedFieldsAndTheLockIsAMutexOnThatPath) {
     EXPECT_EQ(guard.key(), "42,shop");
     EXPECT_EQ(guard.path(), test_root() + "/login/42,shop");
     EXPECT_GT(guard.fencing_token(), 0);
-    EXPECT_FALSE(other_session_gets(guard.path(), 300ms)) << "a Mutex on the guard's path got in";
+    EXPECT_FALSE(another_session_locks(guard.path(), 300ms)) << "a Mutex on the guard's path got in";
   }
-  EXPECT_TRUE(other_session_gets(test_root() + "/login/42,shop", 5s)) << "not released at scope end";
+  EXPECT_TRUE(another_session_locks(test_root() + "/login/42,shop", 5s)) << "not released at scope end";
 }
 
 TEST(Scope, ABoundGuardOutlivesItsScopeUntilTheTransactionCommits) {
@@ -63,9 +53,9 @@ TEST(Scope, ABoundGuardOutlivesItsScopeUntilTheTransactionCommits) {
   {
     DLOCK_SCOPE(locks.bound_to(tx), "login", LoginRequest{.uid = 7, .app = "shop", .device = ""});
   }
-  EXPECT_FALSE(other_session_gets(path, 300ms)) << "released before the transaction ended";
+  EXPECT_FALSE(another_session_locks(path, 300ms)) << "released before the transaction ended";
   tx.commit();
-  EXPECT_TRUE(other_session_gets(path, 5s)) << "not released after the commit";
+  EXPECT_TRUE(another_session_locks(path, 5s)) << "not released after the commit";
 }
 
 TEST(Scope, NegativeControlAnUnboundGuardIsReleasedBeforeTheCommit) {
@@ -73,7 +63,7 @@ TEST(Scope, NegativeControlAnUnboundGuardIsReleasedBeforeTheCommit) {
   LockService locks(session, test_root());
   TestTransaction tx;
   { DLOCK_SCOPE(locks, "login", 7); }
-  EXPECT_TRUE(other_session_gets(test_root() + "/login/7", 5s)) << "the test cannot tell bound from unbound";
+  EXPECT_TRUE(another_session_locks(test_root() + "/login/7", 5s)) << "the test cannot tell bound from unbound";
   tx.commit();
 }
 
@@ -84,11 +74,11 @@ TEST(Scope, ATransactionDestroyedWithoutCommitReleasesAndSoDoesACommitBeforeTheS
     TestTransaction tx;
     DLOCK_SCOPE(locks.bound_to(tx), "login", 8);
   }  // guard destroyed first, then the transaction: its destructor runs the hooks
-  EXPECT_TRUE(other_session_gets(test_root() + "/login/8", 5s));
+  EXPECT_TRUE(another_session_locks(test_root() + "/login/8", 5s));
   TestTransaction tx;
   DLOCK_SCOPE(locks.bound_to(tx), "login", 9);
   tx.commit();  // the transaction ends first, the guard later
-  EXPECT_TRUE(other_session_gets(test_root() + "/login/9", 5s));
+  EXPECT_TRUE(another_session_locks(test_root() + "/login/9", 5s));
 }
 
 TEST(Scope, ATimeoutThrowsLockTimeoutNamingThePathAndLeavesNothing) {

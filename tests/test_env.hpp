@@ -29,6 +29,9 @@ inline SessionOptions session_options(std::chrono::milliseconds session_timeout 
 // takes its session back and the close misses it, so this retries a few times.
 bool expire_until_lost(Session& session);
 
+// Whether a Mutex on a new session (on another thread) gets `path` within `wait`; released at once.
+bool another_session_locks(const std::string& path, std::chrono::milliseconds wait);
+
 // Sets a test hook for the lifetime of this object.
 template <class Flag>
 class ScopedHook {
