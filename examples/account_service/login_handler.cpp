@@ -11,21 +11,25 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
   switch (mode_) {
     case LockRelease::after_commit: {  // the fix: released by tx's completion hook, after COMMIT
       DLOCK_SCOPE_AS(lock, locks_.bound_to(tx), "login", req);
-      return login_by_uid(req, tx, lock.fencing_token());
+      return login_by_uid(req, tx, &lock);
     }
     case LockRelease::before_commit: {  // the story's bug: released right here, before COMMIT
       DLOCK_SCOPE_AS(lock, locks_, "login", req);
-      return login_by_uid(req, tx, lock.fencing_token());
+      return login_by_uid(req, tx, &lock);
     }
     case LockRelease::none:  // no lock: concurrent first logins all insert
-      return login_by_uid(req, tx, std::nullopt);
+      return login_by_uid(req, tx, nullptr);
   }
   throw std::logic_error("unknown lock release mode");
 }
 
 LoginResult LoginHandler::login_by_uid(const LoginRequest& req, PgTransaction& tx,
-                                       std::optional<std::int64_t> token) const {
-  LoginResult result{.uid = *req.uid, .fencing_token = token};
+                                       const dlock::ScopedLock* lock) const {
+  LoginResult result{.uid = *req.uid};
+  if (lock) {
+    result.fencing_token = lock->fencing_token();
+    result.lock_lost = lock->stop_token();
+  }
   if (const auto user = store::find_user(tx, req.uid)) {
     result.user_id = *user;
   } else {
@@ -37,7 +41,7 @@ LoginResult LoginHandler::login_by_uid(const LoginRequest& req, PgTransaction& t
   if (const auto account = result.created ? std::nullopt : store::find_account(tx, req.uid)) {
     result.account_id = *account;
   } else {
-    result.account_id = store::insert_account(tx, req.uid, result.user_id, instance_, token);
+    result.account_id = store::insert_account(tx, req.uid, result.user_id, instance_, result.fencing_token);
   }
   return result;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 #include "config.hpp"
@@ -22,8 +23,11 @@ struct LoginResult {
   std::int64_t uid = 0;
   std::int64_t user_id = 0;
   std::int64_t account_id = 0;
-  bool created = false;                       // this call inserted the user
-  std::optional<std::int64_t> fencing_token;  // of this call's lock (none without a lock)
+  bool created = false;                                      // this call inserted the user
+  std::optional<std::int64_t> fencing_token = std::nullopt;  // of this call's lock (none without one)
+  // Requested once the lock stops being trusted (its ZooKeeper connection dropped, or the session
+  // expired): the caller must then not commit. Never requested without a lock.
+  std::stop_token lock_lost{};
 };
 
 class LoginHandler {
@@ -36,7 +40,8 @@ class LoginHandler {
   LoginResult login(const LoginRequest& req, PgTransaction& tx) const;
 
  private:
-  LoginResult login_by_uid(const LoginRequest& req, PgTransaction& tx, std::optional<std::int64_t> token) const;
+  // `lock` is the lock held for req.uid, or null without one.
+  LoginResult login_by_uid(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock* lock) const;
   dlock::LockService locks_;
   LockRelease mode_;
   std::string instance_;

@@ -6,9 +6,7 @@
 // HTTP server, each thread with its own PostgreSQL connection.
 #include <unistd.h>
 
-#include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
@@ -65,23 +63,18 @@ int run(const Config& config) {
                        .lock_release = config.lock_release,
                        .delay_before_commit = config.delay_before_commit});
 
-  // SIGINT / SIGTERM stop the service. So does losing the ZooKeeper session: the locks it held
-  // are gone, and restarting the process (its supervisor does) is the simplest way back to a
-  // sound state. A stop lets running handlers finish their transactions.
-  std::atomic<int> exit_code{0};
-  auto shut_down = [&] {
-    server.stop();
-    ioc.stop();
-  };
+  // SIGINT / SIGTERM stop the service; running handlers finish their transactions first.
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (!ec) shut_down();
+    if (ec) return;
+    server.stop();
+    ioc.stop();
   });
-  auto subscription = session.subscribe([&](dlock::SessionState state) {
-    if (state != dlock::SessionState::Lost) return;
-    std::cerr << "account_service[" << instance << "]: ZooKeeper session lost; stopping" << std::endl;
-    exit_code = 1;
-    asio::post(ioc, shut_down);  // the listener must not block
+  // The session outlives connection losses and, by dlock's default, its own expiry (a new session
+  // replaces it). Locks held across such a loss are signalled (LoginResult::lock_lost) and their
+  // transactions roll back; the log shows when it happened.
+  auto subscription = session.subscribe([&instance](dlock::SessionState state) {
+    std::cerr << "account_service[" << instance << "]: ZooKeeper session " << dlock::to_string(state) << std::endl;
   });
 
   server.start([&routes](const HttpRequest& request) { return routes.handle(request); });
@@ -108,7 +101,7 @@ int run(const Config& config) {
   for (auto& worker : workers) worker.join();
   subscription.reset();
   std::cerr << "account_service[" << instance << "]: stopped" << std::endl;
-  return exit_code;
+  return 0;
 }
 
 }  // namespace

@@ -75,6 +75,15 @@ HttpResponse Routes::login(const HttpRequest& request) const {
     PgTransaction tx(WorkerDatabase::current());
     const LoginResult result = login_.login(*req, tx);
     if (options_.delay_before_commit.count() > 0) std::this_thread::sleep_for(options_.delay_before_commit);
+    // A lock that stopped being trusted meanwhile (see LoginResult::lock_lost) may be another
+    // instance's by now: what was decided under it must not be committed.
+    if (result.lock_lost.stop_requested()) {
+      tx.rollback();
+      auto response = error_response(request, http::status::service_unavailable,
+                                     "the lock on this uid was lost before the commit; nothing was written, retry");
+      response.set(http::field::retry_after, "1");
+      return response;
+    }
     tx.commit();
     json body{{"uid", result.uid},
               {"user_id", result.user_id},
