@@ -74,11 +74,9 @@ class Attempt {
       : client_(client), dir_(dir), prefix_("_c_" + random_uuid() + "-") {}
   ~Attempt() {
     if (committed_ || test_hooks::skip_cleanup.load()) return;
-    if (!node.empty()) {
-      client_.release_node(node);
-    } else if (maybe_created) {
-      client_.release_prefixed(dir_, prefix_);
-    }
+    if (!node.empty()) client_.release_node(node);
+    // A create whose reply was lost may have left a node we never learned the name of.
+    if ((node.empty() && maybe_created) || lost_reply) client_.release_prefixed(dir_, prefix_);
   }
   Attempt(const Attempt&) = delete;
   Attempt& operator=(const Attempt&) = delete;
@@ -92,6 +90,7 @@ class Attempt {
   std::string node;
   std::int64_t token = 0;
   bool maybe_created = false;
+  bool lost_reply = false;  // some create of this attempt got no answer
 
  private:
   Client& client_;
@@ -106,6 +105,12 @@ class Attempt {
 std::optional<std::vector<std::string>> adopt_lost_create(Client& client, const std::string& dir,
                                                           Attempt& attempt, const Deadline& deadline,
                                                           const std::string& what) {
+  // The lost create may have been applied by the leader but not yet by the server we are now
+  // connected to: sync so that the listing below shows it. (If the sync itself fails, the
+  // listing still runs; a node it missed is deleted once seen, in acquire().)
+  Pending<int> synced;
+  client.sync(dir, synced.callback());
+  (void)synced.get();
   auto names = list(client, dir, deadline, what);
   if (!names) return std::nullopt;
   const auto mine = std::find_if(names->begin(), names->end(),
@@ -151,6 +156,7 @@ std::optional<std::vector<std::string>> create_node(Client& client, const std::s
       continue;
     }
     if (!transient(result.rc)) fail(client, result.rc, what + ": creating " + base);
+    attempt.lost_reply = true;
     if (!recover(client, deadline, what)) return std::nullopt;
     if (client.session_id() == session && !test_hooks::skip_adoption.load()) {
       if (auto names = adopt_lost_create(client, dir, attempt, deadline, what)) return names;
@@ -175,6 +181,15 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
       auto listed = list(client, dir, deadline, what);
       if (!listed) return std::nullopt;
       names = std::move(*listed);
+    }
+    // Another node with our prefix is an earlier create of this attempt whose reply was lost
+    // and which the adoption listing did not show (a server behind the leader answered it). It is
+    // ours, on this session, and sits ahead of us: delete it rather than wait on it forever.
+    for (auto& name : names) {
+      if (name.starts_with(attempt.prefix()) && name != our_name && !test_hooks::skip_adoption.load()) {
+        client.release_node(dir + "/" + name);
+        name.clear();  // not a contender any more
+      }
     }
     const auto queue = queue_of(names);
     const auto ours = std::find_if(queue.begin(), queue.end(),

@@ -78,6 +78,10 @@ void on_data(int rc, const char*, int, const Stat*, const void* data) {
   if (auto request = claim<int>(data)) request->done(rc);
 }
 
+void on_string(int rc, const char*, const void* data) {
+  if (auto request = claim<int>(data)) request->done(rc);
+}
+
 void on_void(int rc, const void* data) {
   if (auto request = claim<int>(data)) request->done(rc);
 }
@@ -309,6 +313,12 @@ void Client::exists(const std::string& path, StatCallback done) {
 void Client::remove(const std::string& path, RcCallback done) {
   queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
     return submit(request, [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
+  });
+}
+
+void Client::sync(const std::string& path, RcCallback done) {
+  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, [&](zhandle_t* zh) { return zoo_async(zh, path.c_str(), on_string, ctx); });
   });
 }
 

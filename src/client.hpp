@@ -93,6 +93,10 @@ class Client {
   void children(const std::string& path, ChildrenCallback done);
   void exists(const std::string& path, StatCallback done);
   void remove(const std::string& path, RcCallback done);
+  // Brings the server this session talks to up to date with the leader (ZooKeeper's sync):
+  // reads this session sends after it see every write committed before it, e.g. a create whose
+  // reply was lost with a connection to another server.
+  void sync(const std::string& path, RcCallback done);
   // getData with a watch. When the node changes or is deleted, every Waiter registered for
   // `path` (add_waiter) is woken once and unregistered.
   void watch(const std::string& path, RcCallback done);

@@ -75,8 +75,14 @@ void Janitor::run() {
 
 bool Janitor::attempt(const Task& task) {
   if (task.prefix.empty()) return !transient(delete_now(client_, task.path));
+  // The node we look for may come from a create whose reply was lost with a connection to
+  // another server; sync first so that this server has applied it (the listing is queued right
+  // behind the sync and answered after it).
+  Pending<int> synced;
+  client_.sync(task.path, synced.callback());
   Pending<ChildrenResult> listed;
   client_.children(task.path, listed.callback());
+  if (transient(synced.get())) return false;
   const auto children = listed.get();
   if (transient(children.rc)) return false;
   bool done = true;

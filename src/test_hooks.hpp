@@ -15,7 +15,8 @@ extern std::atomic<bool> ignore_queue;
 extern std::atomic<bool> skip_cleanup;
 // Every waiter watches the head of the queue instead of its predecessor (a thundering herd).
 extern std::atomic<bool> watch_head;
-// After a create's reply is lost, never adopt the node it made (leaves an orphan ahead of us).
+// After a create's reply is lost, never adopt the node it made, nor delete it when it shows up
+// ahead of the attempt's next node (leaves an orphan ahead of us).
 extern std::atomic<bool> skip_adoption;
 // A release whose delete failed for a lost connection is not retried (the node stays until the
 // session ends).
