@@ -1,35 +1,70 @@
 // The dlock side of the interop runs: the same `run` command line and hold log as the Curator and
-// kazoo peers (CuratorPeer.java, kazoo_peer.py), so one checker reads all three.
+// kazoo peers (CuratorPeer.java, kazoo_peer.py), so one checker reads all three. The reliability
+// scenarios (tests/reliability) use it too, with the options after the first block.
 //
 //   dlock_peer run --connect HOST:PORT --path P --lock mutex|read|write --cycles N --threads T
 //                  --client NAME --log FILE [--counter FILE] [--hold-us U] [--ignore-lock]
 //                  [--start-at-ns NS]   (begin the cycles at this CLOCK_MONOTONIC instant)
+//                  [--session-timeout-ms MS]   (default 10000)
+//                  [--loss-signal on-suspended|on-lost]   (SessionOptions::loss_signal)
+//                  [--attempt-timeout-ms MS]   (try_lock_for instead of lock; a timeout is
+//                                               logged as a "timeout" event and retried)
+//                  [--tolerate-loss]   (a cycle whose acquisition throws LockLost or Error is
+//                                       logged as a "lost" / "error" event and retried; a Lost or
+//                                       Closed session is replaced by a new one)
+//                  [--linger]   (after "DONE", keep the session open until a line on stdin)
+//                  [--stderr FILE]   (append stderr, the client's log lines included, to FILE)
 //
 // T threads share one Session; each makes N holds. --ignore-lock records "holds" without taking
-// the lock: the negative control that shows the checker catches overlaps.
+// the lock: the negative control that shows the checker catches overlaps. Every hold's line says
+// whether its lock-lost stop token had been requested by the time it exited ("lost") or already
+// when it was granted ("lost_at_enter"); see tests/support/hold_log.hpp.
+//
+//   dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE]
+//                   [--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced]
+//                   [--stderr FILE]
+//
+// Takes a Mutex on P and prints "HELD <token> <session>"; prints "SIGNALLED" when the hold's stop
+// token is requested and "STATE <state>" on every session state change; then obeys lines on stdin:
+//   write VALUE  writes VALUE with its fencing token to the fenced resource FILE (fenced_write in
+//                hold_log.hpp; --unfenced: without the token check), prints
+//                "WRITE accepted|rejected still_held=0|1"
+//   status       prints "STATUS still_held=0|1 stop_requested=0|1 state=<state>"
+//   release      (or end of input) logs the hold, unlocks, prints "RELEASED" and exits.
 #include <time.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "counter_worker.hpp"
 #include "dlock/dlock.hpp"
+#include "hold_log.hpp"
 
 namespace {
 
+using namespace std::chrono_literals;
+
 struct Options {
-  std::string connect, path, lock, client, log, counter;
+  std::string command;
+  std::string connect, path, lock = "mutex", client = "dlock", log, counter, resource, stderr_file;
   int cycles = 0, threads = 0, hold_us = 0;
+  int session_timeout_ms = 10000, attempt_timeout_ms = 0;
   std::int64_t start_at_ns = 0;
-  bool ignore_lock = false;
+  bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false;
+  dlock::LossSignal loss_signal = dlock::LossSignal::OnSuspended;
 };
 
 std::int64_t monotonic_ns() {
@@ -53,13 +88,20 @@ int positive(const std::string& name, const std::string& text, int minimum) {
 }
 
 Options parse(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) != "run") throw std::invalid_argument("the only command is 'run'");
-  std::map<std::string, std::string> values;
   Options o;
+  if (argc >= 2) o.command = argv[1];
+  if (o.command != "run" && o.command != "hold") throw std::invalid_argument("the commands are 'run' and 'hold'");
+  std::map<std::string, std::string> values;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--ignore-lock") {
       o.ignore_lock = true;
+    } else if (flag == "--tolerate-loss") {
+      o.tolerate_loss = true;
+    } else if (flag == "--linger") {
+      o.linger = true;
+    } else if (flag == "--unfenced") {
+      o.unfenced = true;
     } else if (flag.starts_with("--") && i + 1 < argc) {
       values[flag] = argv[++i];
     } else {
@@ -73,6 +115,24 @@ Options parse(int argc, char** argv) {
   };
   o.connect = need("--connect");
   o.path = need("--path");
+  if (values.count("--session-timeout-ms")) {
+    o.session_timeout_ms = positive("--session-timeout-ms", values["--session-timeout-ms"], 1);
+  }
+  if (values.count("--loss-signal")) {
+    const auto& signal = values["--loss-signal"];
+    if (signal == "on-lost") {
+      o.loss_signal = dlock::LossSignal::OnLost;
+    } else if (signal != "on-suspended") {
+      throw std::invalid_argument("--loss-signal must be on-suspended or on-lost, got '" + signal + "'");
+    }
+  }
+  if (values.count("--client")) o.client = values["--client"];
+  if (values.count("--log")) o.log = values["--log"];
+  if (values.count("--stderr")) o.stderr_file = values["--stderr"];
+  if (o.command == "hold") {
+    if (values.count("--resource")) o.resource = values["--resource"];
+    return o;
+  }
   o.lock = need("--lock");
   if (o.lock != "mutex" && o.lock != "read" && o.lock != "write") {
     throw std::invalid_argument("--lock must be mutex, read or write, got '" + o.lock + "'");
@@ -84,8 +144,141 @@ Options parse(int argc, char** argv) {
   if (values.count("--counter")) o.counter = values["--counter"];
   if (values.count("--hold-us")) o.hold_us = positive("--hold-us", values["--hold-us"], 0);
   if (values.count("--start-at-ns")) o.start_at_ns = std::stoll(values["--start-at-ns"]);
+  if (values.count("--attempt-timeout-ms")) {
+    o.attempt_timeout_ms = positive("--attempt-timeout-ms", values["--attempt-timeout-ms"], 1);
+  }
   return o;
 }
+
+dlock::SessionOptions session_options(const Options& o) {
+  return {.connect = o.connect, .session_timeout = std::chrono::milliseconds(o.session_timeout_ms),
+          .connect_timeout = std::chrono::seconds(20), .loss_signal = o.loss_signal};
+}
+
+std::string hex(std::int64_t id) {
+  std::ostringstream out;
+  out << "0x" << std::hex << id;
+  return out.str();
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// The hold log, shared by the threads; every line is flushed at once, so a test can follow the
+// run's progress (and nothing is lost if the process is killed).
+class HoldLog {
+ public:
+  explicit HoldLog(const std::string& file) {
+    if (!file.empty()) out_.open(file, std::ios::app);
+  }
+  void hold(const std::string& client, std::int64_t session, const std::string& mode, std::int64_t token,
+            std::int64_t enter, std::int64_t exit, bool lost, bool lost_at_enter) {
+    std::ostringstream line;
+    line << R"({"client":")" << client << R"(","session":")" << hex(session) << R"(","mode":")" << mode
+         << R"(","token":)" << token << R"(,"enter_ns":)" << enter << R"(,"exit_ns":)" << exit;
+    if (lost) line << R"(,"lost":true)";
+    if (lost_at_enter) line << R"(,"lost_at_enter":true)";
+    line << "}\n";
+    write(line.str());
+  }
+  void event(const std::string& client, std::int64_t session, const std::string& event, const std::string& what) {
+    std::ostringstream line;
+    line << R"({"client":")" << client << R"(","session":")" << hex(session) << R"(","event":")" << event
+         << R"(","what":)" << json_string(what) << R"(,"at_ns":)" << monotonic_ns() << "}\n";
+    write(line.str());
+  }
+  void check() {
+    std::lock_guard guard(mutex_);
+    out_.flush();
+    if (out_.is_open() && !out_) throw std::runtime_error("writing the hold log failed");
+  }
+
+ private:
+  void write(const std::string& line) {
+    std::lock_guard guard(mutex_);
+    if (!out_.is_open()) return;
+    out_ << line;
+    out_.flush();
+  }
+  std::mutex mutex_;
+  std::ofstream out_;
+};
+
+// The run's Session. With --tolerate-loss a session that ended (Lost, and not renewed by the
+// library within a second; or Closed) is replaced by a new one.
+class SessionSlot {
+ public:
+  explicit SessionSlot(const Options& o) : options_(o), session_(std::make_shared<dlock::Session>(session_options(o))) {
+    watch_states();
+  }
+
+  std::pair<std::shared_ptr<dlock::Session>, std::uint64_t> current() {
+    std::lock_guard guard(mutex_);
+    return {session_, generation_};
+  }
+
+  // After a failed acquisition on generation `seen`.
+  void recover(std::uint64_t seen, HoldLog& log, const std::string& client) {
+    std::lock_guard guard(mutex_);
+    if (generation_ != seen) return;  // another thread replaced it already
+    const auto gone = [&] {
+      const auto s = session_->state();
+      return s == dlock::SessionState::Lost || s == dlock::SessionState::Closed;
+    };
+    for (int i = 0; i < 100 && gone() && session_->state() != dlock::SessionState::Closed; ++i) {
+      std::this_thread::sleep_for(10ms);  // a library that renews expired sessions gets its chance
+    }
+    if (!gone()) return;
+    const auto old_id = session_->id();
+    for (int attempt = 1;; ++attempt) {
+      try {
+        subscription_.reset();
+        session_ = std::make_shared<dlock::Session>(session_options(options_));
+        ++generation_;
+        watch_states();
+        log.event(client, session_->id(), "new-session", "replaced session " + hex(old_id));
+        return;
+      } catch (const dlock::Error& e) {
+        log.event(client, old_id, "error", std::string("opening a new session: ") + e.what());
+        if (attempt == 10) throw;
+      }
+    }
+  }
+
+ private:
+  // With --stderr, the session's state changes go there too (for diagnosis).
+  void watch_states() {
+    if (options_.stderr_file.empty()) return;
+    subscription_ = session_->subscribe([id = hex(session_->id())](dlock::SessionState s) {
+      const std::string line = "dlock_peer: session " + id + " is " + std::string(dlock::to_string(s)) + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    });
+  }
+
+  const Options& options_;
+  std::mutex mutex_;
+  std::shared_ptr<dlock::Session> session_;
+  dlock::Session::Subscription subscription_;
+  std::uint64_t generation_ = 0;
+};
 
 // One hold's body: the counter's read-modify-write (writers only) or a pause.
 void critical_section(const Options& o) {
@@ -98,6 +291,153 @@ void critical_section(const Options& o) {
   }
 }
 
+// The locks of one thread on one session, and one acquisition's worth of calls on them.
+struct ThreadLocks {
+  ThreadLocks(dlock::Session& session, const std::string& path) : mutex(session, path), shared(session, path) {}
+  dlock::Mutex mutex;
+  dlock::SharedMutex shared;
+
+  // False when --attempt-timeout-ms passed first.
+  bool acquire(const Options& o) {
+    const auto timeout = std::chrono::milliseconds(o.attempt_timeout_ms);
+    if (o.lock == "mutex") return o.attempt_timeout_ms > 0 ? mutex.try_lock_for(timeout) : (mutex.lock(), true);
+    if (o.lock == "write") return o.attempt_timeout_ms > 0 ? shared.try_lock_for(timeout) : (shared.lock(), true);
+    return o.attempt_timeout_ms > 0 ? shared.try_lock_shared_for(timeout) : (shared.lock_shared(), true);
+  }
+  std::int64_t token(const Options& o) const {
+    return o.lock == "mutex" ? mutex.fencing_token() : o.lock == "write" ? shared.fencing_token() : shared.shared_fencing_token();
+  }
+  bool still_held(const Options& o) const {
+    return o.lock == "mutex" ? mutex.still_held() : o.lock == "write" ? shared.still_held() : shared.still_held_shared();
+  }
+  void release(const Options& o) {
+    if (o.lock == "mutex") mutex.unlock();
+    if (o.lock == "write") shared.unlock();
+    if (o.lock == "read") shared.unlock_shared();
+  }
+};
+
+int run(const Options& o) {
+  SessionSlot slot(o);
+  const std::string mode = o.lock == "mutex" ? "exclusive" : o.lock;
+  // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.
+  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  HoldLog log(o.log);
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string client = o.client + "#" + std::to_string(t);
+      try {
+        std::unique_ptr<ThreadLocks> locks;
+        std::uint64_t locks_generation = 0;
+        for (int cycle = 0; cycle < o.cycles; ++cycle) {
+          for (;;) {  // until this cycle made its hold
+            auto [session, generation] = slot.current();
+            if (!locks || locks_generation != generation) {
+              locks.reset();
+              locks = std::make_unique<ThreadLocks>(*session, o.path);
+              locks_generation = generation;
+            }
+            try {
+              std::int64_t token = 0;
+              bool lost_at_enter = false;
+              if (!o.ignore_lock) {
+                if (!locks->acquire(o)) {
+                  log.event(client, session->id(), "timeout",
+                            "no lock on " + o.path + " within " + std::to_string(o.attempt_timeout_ms) + " ms");
+                  continue;
+                }
+                token = locks->token(o);
+                lost_at_enter = !locks->still_held(o);
+              }
+              const auto session_id = session->id();
+              const auto enter = monotonic_ns();
+              critical_section(o);
+              const auto exit = monotonic_ns();
+              const bool lost = !o.ignore_lock && !locks->still_held(o);
+              if (!o.ignore_lock) locks->release(o);
+              log.hold(client, session_id, mode, token, enter, exit, lost, lost_at_enter);
+              break;
+            } catch (const dlock::LockLost& e) {
+              if (!o.tolerate_loss) throw;
+              log.event(client, session->id(), "lost", e.what());
+              slot.recover(generation, log, client);
+            } catch (const dlock::NotOwner&) {
+              throw;
+            } catch (const dlock::Error& e) {
+              if (!o.tolerate_loss) throw;
+              log.event(client, session->id(), "error", e.what());
+              slot.recover(generation, log, client);
+              std::this_thread::sleep_for(50ms);
+            }
+          }
+        }
+      } catch (...) {
+        std::lock_guard guard(failure_mutex);
+        failure = std::current_exception();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  if (failure) std::rethrow_exception(failure);
+  log.check();
+  std::printf("DONE %d\n", o.threads * o.cycles);
+  std::fflush(stdout);
+  if (o.linger) {
+    std::string line;
+    std::getline(std::cin, line);
+  }
+  return 0;
+}
+
+// --- hold ------------------------------------------------------------------------------------
+
+std::mutex stdout_mutex;
+
+void say(const std::string& line) {
+  std::lock_guard guard(stdout_mutex);
+  std::fputs((line + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+int hold(const Options& o) {
+  dlock::Session session(session_options(o));
+  auto subscription = session.subscribe([](dlock::SessionState s) { say("STATE " + std::string(dlock::to_string(s))); });
+  dlock::Mutex mutex(session, o.path);
+  HoldLog log(o.log);
+  mutex.lock();
+  const auto token = mutex.fencing_token();
+  const auto session_id = session.id();
+  const auto enter = monotonic_ns();
+  const bool lost_at_enter = !mutex.still_held();
+  std::stop_callback on_lost(mutex.stop_token(), [] { say("SIGNALLED"); });
+  say("HELD " + std::to_string(token) + " " + hex(session_id));
+  for (std::string line; std::getline(std::cin, line);) {
+    if (line.starts_with("write ")) {
+      const bool still = mutex.still_held();
+      const bool accepted = dlock::testing::fenced_write(o.resource, o.client, token, line.substr(6), !o.unfenced);
+      say(std::string("WRITE ") + (accepted ? "accepted" : "rejected") + " still_held=" + (still ? "1" : "0"));
+    } else if (line == "status") {
+      say(std::string("STATUS still_held=") + (mutex.still_held() ? "1" : "0") +
+          " stop_requested=" + (mutex.stop_token().stop_requested() ? "1" : "0") +
+          " state=" + std::string(dlock::to_string(session.state())));
+    } else if (line == "release") {
+      break;
+    } else {
+      say("UNKNOWN " + line);
+    }
+  }
+  const auto exit = monotonic_ns();
+  const bool lost = !mutex.still_held();
+  mutex.unlock();
+  log.hold(o.client, session_id, "exclusive", token, enter, exit, lost, lost_at_enter);
+  log.check();
+  say("RELEASED");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,59 +447,32 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dlock_peer: %s\nusage: dlock_peer run --connect HOST:PORT --path P --lock mutex|read|write "
                          "--cycles N --threads T --client NAME --log FILE [--counter FILE] [--hold-us U] "
-                         "[--ignore-lock] [--start-at-ns NS]\n", e.what());
+                         "[--ignore-lock] [--start-at-ns NS] [--session-timeout-ms MS] "
+                         "[--loss-signal on-suspended|on-lost] [--attempt-timeout-ms MS] [--tolerate-loss] "
+                         "[--linger] [--stderr FILE]\n"
+                         "       dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE] "
+                         "[--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced] [--stderr FILE]\n",
+                 e.what());
     return 2;
   }
+  if (!o.stderr_file.empty() && std::freopen(o.stderr_file.c_str(), "a", stderr) == nullptr) {
+    std::perror(("dlock_peer: cannot redirect stderr to " + o.stderr_file).c_str());
+    return 2;
+  }
+  std::setvbuf(stderr, nullptr, _IONBF, 0);  // nothing held back if the process is killed
+  // For diagnosis: DLOCK_PEER_LOG_LEVEL=error|warn|info|debug (the client's own lines included).
+  if (const char* level = std::getenv("DLOCK_PEER_LOG_LEVEL"); level != nullptr && *level != '\0') {
+    const std::string l = level;
+    dlock::set_logger(
+        [](dlock::LogLevel, std::string_view message) {
+          const std::string line = "dlock: " + std::string(message) + "\n";
+          std::fwrite(line.data(), 1, line.size(), stderr);
+        },
+        l == "debug" ? dlock::LogLevel::Debug : l == "info" ? dlock::LogLevel::Info
+        : l == "warn" ? dlock::LogLevel::Warn : dlock::LogLevel::Error);
+  }
   try {
-    dlock::Session session({.connect = o.connect, .session_timeout = std::chrono::seconds(10)});
-    std::ostringstream session_hex;
-    session_hex << "0x" << std::hex << session.id();
-    const std::string mode = o.lock == "mutex" ? "exclusive" : o.lock;
-    // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.
-    if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
-    std::ofstream log(o.log, std::ios::app);
-    std::mutex log_mutex;
-    std::vector<std::thread> threads;
-    std::exception_ptr failure;
-    for (int t = 0; t < o.threads; ++t) {
-      threads.emplace_back([&, t] {
-        try {
-          dlock::Mutex mutex(session, o.path);
-          dlock::SharedMutex shared(session, o.path);
-          for (int cycle = 0; cycle < o.cycles; ++cycle) {
-            std::int64_t token = 0;
-            if (!o.ignore_lock) {
-              if (o.lock == "mutex") mutex.lock();
-              if (o.lock == "write") shared.lock();
-              if (o.lock == "read") shared.lock_shared();
-              token = o.lock == "mutex" ? mutex.fencing_token()
-                      : o.lock == "write" ? shared.fencing_token() : shared.shared_fencing_token();
-            }
-            const auto enter = monotonic_ns();
-            critical_section(o);
-            const auto exit = monotonic_ns();
-            if (!o.ignore_lock) {
-              if (o.lock == "mutex") mutex.unlock();
-              if (o.lock == "write") shared.unlock();
-              if (o.lock == "read") shared.unlock_shared();
-            }
-            std::lock_guard guard(log_mutex);
-            log << R"({"client":")" << o.client << "#" << t << R"(","session":")" << session_hex.str()
-                << R"(","mode":")" << mode << R"(","token":)" << token << R"(,"enter_ns":)" << enter
-                << R"(,"exit_ns":)" << exit << "}\n";
-          }
-        } catch (...) {
-          std::lock_guard guard(log_mutex);
-          failure = std::current_exception();
-        }
-      });
-    }
-    for (auto& thread : threads) thread.join();
-    if (failure) std::rethrow_exception(failure);
-    log.flush();
-    if (!log) throw std::runtime_error("writing the hold log " + o.log + " failed");
-    std::printf("DONE %d\n", o.threads * o.cycles);
-    return 0;
+    return o.command == "run" ? run(o) : hold(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dlock_peer: %s\n", e.what());
     return 1;
