@@ -7,12 +7,12 @@
 // order, every cycle done, and no lock node left, neither while the peers' sessions are still
 // open (an orphan of a live session would block the lock until that session ends) nor after.
 //
-// Sizes: the defaults keep the whole executable under about 4 minutes on 2 shared cores in the
-// RelWithDebInfo build (measured: ~110 s; docs/RELIABILITY.md). By hand:
+// Sizes: the defaults keep the whole executable under about 4 minutes on 2 shared cores, in the
+// RelWithDebInfo build (measured: ~110 s) and in the ASan + UBSan build (~125 s, peers sanitized
+// too), so they are not scaled down under a sanitizer; docs/RELIABILITY.md. By hand:
 //   DLOCK_SOAK_CYCLES=N        cycles per peer thread in the run scenarios (failover, dropped
-//                              creates, full restart): a soak;
-//   DLOCK_SOAK_ROUNDS=N        rounds of the round-based ones (paused holder, expiry, pooled thread);
-//   under AddressSanitizer the defaults are halved (the peers are sanitized too).
+//                              creates, full restart): a soak, or a shorter run;
+//   DLOCK_SOAK_ROUNDS=N        rounds of the round-based ones (paused holder, expiry, pooled thread).
 // Set DLOCK_RELIABILITY_REPORT=FILE to append one JSON line per scenario run (the numbers that
 // docs/RELIABILITY.md reports); DLOCK_RELIABILITY_KEEP=1 keeps the peers' logs and stderr.
 #pragma once
@@ -38,7 +38,7 @@ using namespace std::chrono_literals;
 
 long long ms_since(Clock::time_point start);
 
-// True in a build with AddressSanitizer.
+// True in a build with AddressSanitizer (reported in the output and the JSON lines).
 bool under_sanitizer();
 // `normal` cycles per thread, scaled (see the header comment).
 int scaled_cycles(int normal);
