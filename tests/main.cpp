@@ -54,21 +54,7 @@ bool another_session_locks(const std::string& path, std::chrono::milliseconds wa
          }).get();
 }
 
-bool expire_until_lost(Session& session) {
-  std::promise<void> lost;
-  std::once_flag once;
-  auto subscription = session.subscribe([&](SessionState s) {
-    if (s == SessionState::Lost) std::call_once(once, [&] { lost.set_value(); });
-  });
-  auto lost_seen = lost.get_future();
-  const auto id = detail::SessionAccess::client(session)->client_id();
-  for (int attempt = 0; attempt < 5 && lost_seen.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
-       ++attempt) {
-    expire_session(zk_connect(), id);
-    lost_seen.wait_for(std::chrono::seconds(3));
-  }
-  return lost_seen.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-}
+bool expire_until_lost(Session& session) { return expire_until_lost(session, zk_connect()); }
 
 }  // namespace dlock::testing
 

@@ -24,9 +24,7 @@ inline SessionOptions session_options(std::chrono::milliseconds session_timeout 
   return {.connect = zk_connect(), .session_timeout = session_timeout, .connect_timeout = std::chrono::seconds(10)};
 }
 
-// Expires `session` on the server (expire_session in raw_zk.hpp) and waits until it reports
-// Lost; false if it never did. If the victim reconnects between the takeover and the close, it
-// takes its session back and the close misses it, so this retries a few times.
+// expire_until_lost (raw_zk.hpp) against the suite's server.
 bool expire_until_lost(Session& session);
 
 // Whether a Mutex on a new session (on another thread) gets `path` within `wait`; released at once.

@@ -109,7 +109,7 @@ RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path
   EXPECT_TRUE(eventually([&] { return holder.participants().size() == 3; }, 30s))
       << "the waiters did not queue: " << holder.participants().size() << " contenders";
 
-  EXPECT_TRUE(expire_until_lost(waiter_session, ensemble.connect())) << "the waiter's session never reported Lost";
+  EXPECT_TRUE(expire_until_lost(waiter_session, ensemble.connect(), 10s)) << "the waiter's session never reported Lost";
   const auto expired_at = Clock::now();
   EXPECT_EQ(mutex_failed.get_future().wait_for(30s), std::future_status::ready) << "Mutex::lock() still waits";
   EXPECT_EQ(handle_failed.get_future().wait_for(30s), std::future_status::ready) << "try_acquire_for still waits";

@@ -323,19 +323,4 @@ std::string describe_queue(const std::string& connect, const std::string& path) 
   return out.str();
 }
 
-bool expire_until_lost(Session& session, const std::string& connect) {
-  std::promise<void> lost;
-  std::once_flag once;
-  auto subscription = session.subscribe([&](SessionState s) {
-    if (s == SessionState::Lost) std::call_once(once, [&] { lost.set_value(); });
-  });
-  auto lost_seen = lost.get_future();
-  const auto id = detail::SessionAccess::client(session)->client_id();
-  for (int attempt = 0; attempt < 5 && lost_seen.wait_for(0s) != std::future_status::ready; ++attempt) {
-    expire_session(connect, id);
-    lost_seen.wait_for(10s);
-  }
-  return lost_seen.wait_for(0s) == std::future_status::ready;
-}
-
 }  // namespace dlock::testing::reliability

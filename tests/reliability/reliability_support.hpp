@@ -144,11 +144,6 @@ void report(const std::string& scenario, const RunOutcome& outcome, const std::s
 // The same for scenarios without a RunOutcome.
 void report_fields(const std::string& scenario, const std::map<std::string, std::string>& fields);
 
-// Expires `session` from the server side (a second handle joins it with its id and password,
-// then closes it) and waits until the session reports Lost; retried a few times because the
-// victim may take its session back before the close. False if it never saw Lost.
-bool expire_until_lost(Session& session, const std::string& connect);
-
 // The lock's queue as the server has it: every child of `path` with its owner session, czxid and
 // data (dlock writes the holder's host, pid and thread there). For failure messages.
 std::string describe_queue(const std::string& connect, const std::string& path);

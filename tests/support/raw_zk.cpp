@@ -1,7 +1,11 @@
 #include "raw_zk.hpp"
 
+#include <future>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+
+#include "session_access.hpp"
 
 namespace dlock::testing {
 
@@ -89,6 +93,22 @@ std::vector<std::string> wait_for_no_ephemeral_nodes(RawZk& zk, const std::strin
 void delete_tree(RawZk& zk, const std::string& root) {
   for (const auto& child : zk.children(root)) delete_tree(zk, root + "/" + child);
   zk.remove(root);
+}
+
+bool expire_until_lost(Session& session, const std::string& connect, std::chrono::milliseconds wait_each) {
+  std::promise<void> lost;
+  std::once_flag once;
+  auto subscription = session.subscribe([&](SessionState s) {
+    if (s == SessionState::Lost) std::call_once(once, [&] { lost.set_value(); });
+  });
+  auto lost_seen = lost.get_future();
+  const auto id = detail::SessionAccess::client(session)->client_id();
+  const auto ready = [&] { return lost_seen.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+  for (int attempt = 0; attempt < 5 && !ready(); ++attempt) {
+    expire_session(connect, id);
+    lost_seen.wait_for(wait_each);
+  }
+  return ready();
 }
 
 }  // namespace dlock::testing

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "dlock/session.hpp"
+
 namespace dlock::testing {
 
 class RawZk {
@@ -35,6 +37,12 @@ class RawZk {
 // Expires the session `id` on the server at once, as Curator's test helper does: a second handle
 // joins the session with its id and password, then closes it.
 void expire_session(const std::string& connect, const clientid_t& id);
+
+// Expires `session` from the server (expire_session) and waits until it reports Lost, waiting
+// `wait_each` per try; false if it never did. If the victim reconnects between the takeover and
+// the close, it takes its session back and the close misses it, so this retries a few times.
+bool expire_until_lost(Session& session, const std::string& connect,
+                       std::chrono::milliseconds wait_each = std::chrono::seconds(3));
 
 // Every node under `root` (recursively) owned by a live session: lock nodes left behind.
 // CONTAINER nodes (negative ephemeralOwner) are not counted.
