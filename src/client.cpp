@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "connect_string.hpp"
 #include "janitor.hpp"
 #include "lock_site.hpp"
 #include "log_bridge.hpp"
@@ -120,11 +121,7 @@ bool Waiter::wait(const Deadline& deadline) {
 }
 
 Client::Client(SessionOptions options) : options_(std::move(options)) {
-  if (options_.connect.empty()) {
-    throw ConnectError(make_error_code(errc::connect_failed),
-                       "cannot connect to ZooKeeper at \"\": the connect string is empty "
-                       "(expected host:port[,host:port...][/chroot])");
-  }
+  check_connect_string(options_.connect);
   if (options_.session_timeout <= std::chrono::milliseconds::zero()) {
     throw Error(make_error_code(errc::invalid_argument),
                 "session_timeout must be positive, got " + ms(options_.session_timeout));

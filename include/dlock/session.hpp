@@ -48,8 +48,9 @@ enum class LossSignal {
 };
 
 struct SessionOptions {
-  // ZooKeeper connect string: comma-separated host:port list, optionally followed by a chroot
-  // ("/path"), exactly as the ZooKeeper C client accepts it.
+  // ZooKeeper connect string: comma-separated host:port list (`[ipv6]:port` for IPv6 literals),
+  // optionally followed by a chroot ("/path"), as the ZooKeeper C client accepts it. Every entry
+  // needs a host and a decimal port in 1..65535; an empty entry (",,", a trailing ",") is refused.
   std::string connect;
   // Requested session timeout. The server clamps it into its own range (by default 2 to 20
   // ticks); `Session::negotiated_timeout()` tells what was granted.

@@ -1,0 +1,57 @@
+#include "connect_string.hpp"
+
+#include <string_view>
+
+#include "dlock/error.hpp"
+
+namespace dlock::detail {
+namespace {
+
+constexpr std::string_view kExpected = "(expected host:port[,host:port...][/chroot])";
+
+[[noreturn]] void refuse(const std::string& connect, const std::string& rule) {
+  throw ConnectError(make_error_code(errc::connect_failed), "cannot connect to ZooKeeper at \"" + connect +
+                                                                "\": the connect string is malformed: " + rule +
+                                                                " " + std::string(kExpected));
+}
+
+bool is_valid_port(std::string_view port) {
+  if (port.empty() || port.size() > 5) return false;
+  unsigned value = 0;
+  for (const char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  return value >= 1 && value <= 65535;
+}
+
+void check_server(const std::string& connect, std::string_view server) {
+  const auto quoted = "\"" + std::string(server) + "\"";
+  if (server.empty()) refuse(connect, "it has an empty server entry");
+  // "[::1]:2181": the port follows the closing bracket; otherwise it follows the last ':'.
+  const auto bracket = server.front() == '[' ? server.find(']') : std::string_view::npos;
+  const auto colon = bracket != std::string_view::npos ? server.find(':', bracket) : server.rfind(':');
+  if (colon == std::string_view::npos) refuse(connect, "server " + quoted + " has no :port");
+  const auto host = server.substr(0, colon);
+  const auto port = server.substr(colon + 1);
+  if (host.empty() || host == "[]") refuse(connect, "server " + quoted + " has no host");
+  if (!is_valid_port(port)) {
+    refuse(connect, "port \"" + std::string(port) + "\" of server " + quoted + " is not a number in 1..65535");
+  }
+}
+
+}  // namespace
+
+void check_connect_string(const std::string& connect) {
+  if (connect.empty()) refuse(connect, "it is empty");
+  const std::string_view servers = std::string_view(connect).substr(0, connect.find('/'));
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = servers.find(',', start);
+    check_server(connect, servers.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+}
+
+}  // namespace dlock::detail
