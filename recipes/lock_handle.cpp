@@ -52,9 +52,10 @@ LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = client->site(path, client);
-  auto lost = client->track_hold();
+  auto tracking = client->track_hold();
   auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::in(timeout));
   if (!acquired) return LockHandle();
+  auto lost = client->confirm_hold(std::move(tracking));
   return LockHandle(std::make_unique<State>(
       State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
 }
@@ -63,8 +64,9 @@ LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = client->site(path, client);
-  auto lost = client->track_hold();
+  auto tracking = client->track_hold();
   auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::never());
+  auto lost = client->confirm_hold(std::move(tracking));
   return LockHandle(std::make_unique<State>(
       State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
 }

@@ -42,10 +42,11 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
                         "node forever (upgrade is not possible; release the read side first, or "
                         "take the write side first and then downgrade)");
   }
-  auto lost = site->client->track_hold();  // before the attempt: a loss during it counts too
+  auto tracking = site->client->track_hold();
   auto acquired = acquire(*site->client, site->path, policy, deadline);
   if (!acquired) return false;
-  holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1, std::move(lost),
+  holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1,
+              site->client->confirm_hold(std::move(tracking)),
               site->client->session_id()});
   return true;
 }
@@ -55,7 +56,7 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline
     count_reentry(*site, *hold);
     return true;
   }
-  auto lost = site->client->track_hold();
+  auto tracking = site->client->track_hold();
   std::optional<Acquired> acquired;
   if (holds::find(site->id, HoldMode::Exclusive) != nullptr && test_hooks::legacy_downgrade.load()) {
     acquired = acquire(*site->client, site->path, kLegacyDowngradePolicy, deadline);
@@ -67,7 +68,8 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline
     acquired = acquire(*site->client, site->path, kReadPolicy, deadline);
   }
   if (!acquired) return false;
-  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1, std::move(lost),
+  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1,
+              site->client->confirm_hold(std::move(tracking)),
               site->client->session_id()});
   return true;
 }

@@ -447,18 +447,36 @@ void Client::wake_all_waiters() {
   for (auto& [path, waiter] : woken) waiter->wake();
 }
 
-std::shared_ptr<std::stop_source> Client::track_hold() {
-  auto source = std::make_shared<std::stop_source>();
+Client::HoldTracking Client::track_hold() {
+  HoldTracking tracking{std::make_shared<std::stop_source>(), session_id()};
   std::lock_guard lock(holds_mutex_);
+  track_locked(tracking.lost);
+  return tracking;
+}
+
+std::shared_ptr<std::stop_source> Client::confirm_hold(HoldTracking tracking) {
+  if (!tracking.lost->stop_requested()) return std::move(tracking.lost);
+  // Under holds_mutex_: a drop after the state is read here signals the new source, since
+  // set_state stores the state before signal_holds_lost takes this mutex.
+  std::lock_guard lock(holds_mutex_);
+  if (holds_untrusted_ || state_.load(std::memory_order_acquire) != SessionState::Connected ||
+      session_id() != tracking.session) {
+    return std::move(tracking.lost);
+  }
+  auto fresh = std::make_shared<std::stop_source>();
+  track_locked(fresh);
+  return fresh;
+}
+
+void Client::track_locked(const std::shared_ptr<std::stop_source>& source) {
   if (holds_untrusted_) {
     source->request_stop();
-    return source;
+    return;
   }
   if (holds_.size() >= 64 && holds_.size() == holds_.capacity()) {
     std::erase_if(holds_, [](const auto& weak) { return weak.expired(); });
   }
   holds_.push_back(source);
-  return source;
 }
 
 void Client::signal_holds_lost() {

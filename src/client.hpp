@@ -117,8 +117,18 @@ class Client {
 
   // A stop source for one hold, requested when the session's state means the hold can no
   // longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). Requested at
-  // once if that has already happened.
-  std::shared_ptr<std::stop_source> track_hold();
+  // once if that has already happened. Taken before the attempt, so that a loss during it counts.
+  struct HoldTracking {
+    std::shared_ptr<std::stop_source> lost;
+    std::int64_t session = 0;  // the session id when tracking began
+  };
+  HoldTracking track_hold();
+  // Called once the attempt has acquired its node: the source the hold keeps. A connection drop
+  // while the attempt waited signals its source under OnSuspended; if the same session has
+  // reconnected since, the server kept the session and so the node, and the hold is as good as
+  // one taken now: it gets a fresh source, tracked from now on. Otherwise (still disconnected,
+  // expired, renewed, closed) the signalled source stays.
+  std::shared_ptr<std::stop_source> confirm_hold(HoldTracking tracking);
 
   std::uint64_t subscribe(std::function<void(SessionState)> listener);
   void unsubscribe(std::uint64_t id);
@@ -176,6 +186,8 @@ class Client {
   std::map<std::uint64_t, std::function<void(SessionState)>> listeners_;
   std::uint64_t next_listener_id_ = 1;
 
+  // Adds `source` to holds_, or requests it at once if holds are untrusted. Needs holds_mutex_.
+  void track_locked(const std::shared_ptr<std::stop_source>& source);
   std::mutex holds_mutex_;
   std::vector<std::weak_ptr<std::stop_source>> holds_;  // expired entries pruned as it grows
   bool holds_untrusted_ = false;                         // guarded by holds_mutex_

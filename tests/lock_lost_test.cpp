@@ -107,6 +107,42 @@ TEST(LockLost, UnderOnLostAConnectionDropThatTheSessionSurvivesDoesNot) {
   EXPECT_FALSE(signalled_after_connection_drop(LossSignal::OnLost));
 }
 
+// A waiter's connection drops while it queues and comes back on the same session; the lock is
+// granted afterwards. Returns whether that fresh hold starts out signalled.
+bool hold_granted_after_a_drop_while_waiting_starts_signalled(bool use_handle) {
+  Session holder_session(session_options());
+  Mutex holder(holder_session, test_root());
+  holder.lock();
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s, .connect_timeout = 10s});
+  Mutex waiter(session, test_root());
+  auto granted = std::async(std::launch::async, [&] {
+    if (use_handle) {
+      auto handle = LockHandle::acquire(session, test_root());
+      return handle.stop_token().stop_requested() || !handle.still_held();
+    }
+    waiter.lock();
+    const bool signalled = waiter.stop_token().stop_requested() || !waiter.still_held();
+    waiter.unlock();
+    return signalled;
+  });
+  EXPECT_TRUE(eventually([&] { return holder.participants().size() == 2; })) << "the waiter did not queue";
+  proxy.drop_reply_to_request(ZOO_GETCHILDREN_OP);
+  (void)waiter.participants();  // a request on the waiter's connection, whose reply is dropped
+  EXPECT_EQ(proxy.drops(), 1) << "the proxy did not drop the connection";
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }))
+      << "the session did not come back";
+  EXPECT_EQ(granted.wait_for(300ms), std::future_status::timeout) << "the waiter got in past the holder";
+  holder.unlock();
+  EXPECT_EQ(granted.wait_for(10s), std::future_status::ready) << "the waiter never got the lock";
+  return granted.get();
+}
+
+TEST(LockLost, AHoldGrantedAfterTheWaitersSessionReconnectedStartsTrusted) {
+  EXPECT_FALSE(hold_granted_after_a_drop_while_waiting_starts_signalled(false));
+  EXPECT_FALSE(hold_granted_after_a_drop_while_waiting_starts_signalled(true));
+}
+
 TEST(LockLost, EveryKindOfHoldIsSignalled) {
   Session session(session_options());
   SharedMutex shared(session, test_root() + "/shared");

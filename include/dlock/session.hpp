@@ -39,7 +39,9 @@ enum class LossSignal {
   // When the connection drops (Suspended), and of course on Lost. The default and the safe
   // choice: while disconnected the client cannot know whether the server already expired the
   // session and granted the lock to someone else. A hold signalled this way stays signalled even
-  // if the connection comes back in time.
+  // if the connection comes back in time. A drop while a thread only waits does not taint the
+  // hold it gets later: if the same session has reconnected by the time the lock is granted, the
+  // new hold starts unsignalled (if not, it starts signalled).
   OnSuspended,
   // Only once the server has expired the session (Lost). A short connection loss leaves holders
   // undisturbed, but a holder may then act for up to a session timeout after another client was
