@@ -39,6 +39,20 @@ bool writer_gets_in(std::chrono::milliseconds wait) {
   return from_another_session([&](SharedMutex& l) { return l.try_lock_for(wait); });
 }
 
+// A writer on a session of its own and a thread of its own: it takes the write side, sets
+// `writer_in`, and releases. Returns once the writer's node queues behind `lock`'s.
+std::thread queue_a_writer(SharedMutex& lock, std::atomic<bool>& writer_in) {
+  std::thread writer([&writer_in] {
+    Session other(session_options());
+    SharedMutex write(other, test_root());
+    write.lock();
+    writer_in = true;
+    write.unlock();
+  });
+  while (lock.participants().size() < 2) std::this_thread::sleep_for(10ms);
+  return writer;
+}
+
 TEST(SharedMutex, ReadersShareWithStdSharedLock) {
   Session session(session_options());
   SharedMutex lock(session, test_root());
@@ -65,14 +79,7 @@ TEST(SharedMutex, AReaderDoesNotOvertakeAWriterThatQueuedFirst) {
   SharedMutex lock(session, test_root());
   lock.lock_shared();
   std::atomic<bool> writer_in{false};
-  std::thread writer([&] {
-    Session other(session_options());
-    SharedMutex write(other, test_root());
-    write.lock();
-    writer_in = true;
-    write.unlock();
-  });
-  while (lock.participants().size() < 2) std::this_thread::sleep_for(10ms);
+  std::thread writer = queue_a_writer(lock, writer_in);
   EXPECT_FALSE(reader_gets_in(300ms)) << "a reader overtook the queued writer";
   EXPECT_FALSE(writer_in.load());
   lock.unlock_shared();
@@ -160,14 +167,7 @@ class Downgrade : public ::testing::Test {
     SharedMutex lock(session, test_root());
     lock.lock();
     std::atomic<bool> writer_in{false};
-    std::thread writer([&] {
-      Session other(session_options());
-      SharedMutex write(other, test_root());
-      write.lock();
-      writer_in = true;
-      write.unlock();
-    });
-    while (lock.participants().size() < 2) std::this_thread::sleep_for(10ms);
+    std::thread writer = queue_a_writer(lock, writer_in);
     lock.lock_shared();  // downgrade, after the writer queued: no waiting, we hold the write side
     lock.unlock();       // keep reading
     std::this_thread::sleep_for(500ms);
