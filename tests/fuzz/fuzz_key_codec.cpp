@@ -24,33 +24,16 @@
 #include <vector>
 
 #include "dlock/error.hpp"
+#include "fuzz_report.hpp"
 #include "dlock/key.hpp"
 
 namespace {
 
 [[noreturn]] void fail(std::string_view what, std::string_view input) {
-  std::fprintf(stderr, "fuzz_key_codec: %.*s; value (%zu bytes):", static_cast<int>(what.size()), what.data(),
-               input.size());
-  for (unsigned char c : input) std::fprintf(stderr, " %02x", c);
-  std::fprintf(stderr, "\n");
-  std::abort();
+  dlock::fuzz::report_finding("fuzz_key_codec", what, "value", input);
 }
 
-// As messages show values: bytes outside 0x20-0x7E, '"' and '\' as \xNN.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
-}
+using dlock::fuzz::shown;
 
 // The encoding rules of dlock/key.hpp, part by part.
 std::string reference_part(const dlock::KeyPart& part) {

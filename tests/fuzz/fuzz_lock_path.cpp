@@ -15,16 +15,13 @@
 #include <string_view>
 
 #include "dlock/error.hpp"
+#include "fuzz_report.hpp"
 #include "path.hpp"
 
 namespace {
 
 [[noreturn]] void fail(std::string_view what, std::string_view path) {
-  std::fprintf(stderr, "fuzz_lock_path: %.*s; path (%zu bytes):", static_cast<int>(what.size()), what.data(),
-               path.size());
-  for (unsigned char c : path) std::fprintf(stderr, " %02x", c);
-  std::fprintf(stderr, "\n");
-  std::abort();
+  dlock::fuzz::report_finding("fuzz_lock_path", what, "path", path);
 }
 
 // Unicode's table of well-formed UTF-8 byte sequences (The Unicode Standard, table 3-7), which
@@ -94,21 +91,7 @@ std::string_view broken_rule(std::string_view path) {
   return {};
 }
 
-// The path as a message shows it: bytes outside 0x20-0x7E, '"' and '\' as \xNN.
-std::string shown(std::string_view path) {
-  std::string out;
-  for (unsigned char c : path) {
-    if (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
-}
+using dlock::fuzz::shown;
 
 }  // namespace
 
