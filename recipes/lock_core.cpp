@@ -29,6 +29,14 @@ bool transient(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT
   throw Error(code, what + ": " + zerror(rc));
 }
 
+// The lock object this attempt runs for is being destroyed: give up (the attempt's node goes).
+void throw_if_abandoned(const Deadline& deadline, const std::string& what) {
+  if (deadline.abandoned()) {
+    throw Error(make_error_code(errc::lock_destroyed),
+                what + ": the lock object was destroyed by another thread while this thread waited on it");
+  }
+}
+
 // After a transient error: waits for the connection to come back. False once the deadline passed;
 // LockLost if the session ended.
 bool recover(Client& client, const Deadline& deadline, const std::string& what) {
@@ -177,6 +185,7 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
   const std::string_view our_name = std::string_view(attempt.node).substr(dir.size() + 1);
 
   for (;;) {
+    throw_if_abandoned(deadline, what);
     if (names.empty()) {
       auto listed = list(client, dir, deadline, what);
       if (!listed) return std::nullopt;
@@ -213,8 +222,9 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     client.watch(watched, armed.callback());
     const int rc = armed.get();
     if (rc == ZOK) {
-      if (!waiter->wait(deadline)) {
+      if (!waiter->wait(deadline) || deadline.abandoned()) {
         client.remove_waiter(watched, waiter);
+        throw_if_abandoned(deadline, what);
         return std::nullopt;
       }
       continue;

@@ -1,5 +1,6 @@
 #include "dlock/mutex.hpp"
 
+#include "call_gate.hpp"
 #include "lock_site.hpp"
 #include "path.hpp"
 #include "policies.hpp"
@@ -10,22 +11,25 @@ namespace dlock {
 
 using detail::HoldMode;
 
-Mutex::Mutex(Session& session, std::string path) {
+Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   site_ = client->site(path, client);
 }
 
-Mutex::~Mutex() = default;
+Mutex::~Mutex() { calls_->close(); }
 
-void Mutex::lock() { detail::reentrant::lock_exclusive(site_, detail::kExclusivePolicy, detail::Deadline::never()); }
-
-bool Mutex::try_lock() {
-  return detail::reentrant::lock_exclusive(site_, detail::kExclusivePolicy, detail::Deadline::at(detail::Clock::now()));
+bool Mutex::acquire(const detail::Deadline& deadline) {
+  const detail::CallGate::Call call(*calls_);
+  return detail::reentrant::lock_exclusive(site_, detail::kExclusivePolicy, call.bound(deadline));
 }
 
+void Mutex::lock() { acquire(detail::Deadline::never()); }
+
+bool Mutex::try_lock() { return acquire(detail::Deadline::at(detail::Clock::now())); }
+
 bool Mutex::try_lock_steady(std::chrono::steady_clock::time_point deadline) {
-  return detail::reentrant::lock_exclusive(site_, detail::kExclusivePolicy, detail::Deadline::at(deadline));
+  return acquire(detail::Deadline::at(deadline));
 }
 
 void Mutex::unlock() { detail::reentrant::unlock(*site_, HoldMode::Exclusive); }

@@ -1,5 +1,6 @@
 #include "dlock/shared_mutex.hpp"
 
+#include "call_gate.hpp"
 #include "lock_site.hpp"
 #include "path.hpp"
 #include "policies.hpp"
@@ -11,33 +12,34 @@ namespace dlock {
 using detail::Deadline;
 using detail::HoldMode;
 
-SharedMutex::SharedMutex(Session& session, std::string path) {
+SharedMutex::SharedMutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   site_ = client->site(path, client);
 }
 
-SharedMutex::~SharedMutex() = default;
+SharedMutex::~SharedMutex() { calls_->close(); }
 
-void SharedMutex::lock() { detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, Deadline::never()); }
-
-bool SharedMutex::try_lock() {
-  return detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, Deadline::at(detail::Clock::now()));
+bool SharedMutex::acquire(const Deadline& deadline, bool shared) {
+  const detail::CallGate::Call call(*calls_);
+  return shared ? detail::reentrant::lock_shared(site_, call.bound(deadline))
+                : detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, call.bound(deadline));
 }
+
+void SharedMutex::lock() { acquire(Deadline::never(), false); }
+
+bool SharedMutex::try_lock() { return acquire(Deadline::at(detail::Clock::now()), false); }
 
 void SharedMutex::unlock() { detail::reentrant::unlock(*site_, HoldMode::Exclusive); }
 
-void SharedMutex::lock_shared() { detail::reentrant::lock_shared(site_, Deadline::never()); }
+void SharedMutex::lock_shared() { acquire(Deadline::never(), true); }
 
-bool SharedMutex::try_lock_shared() {
-  return detail::reentrant::lock_shared(site_, Deadline::at(detail::Clock::now()));
-}
+bool SharedMutex::try_lock_shared() { return acquire(Deadline::at(detail::Clock::now()), true); }
 
 void SharedMutex::unlock_shared() { detail::reentrant::unlock(*site_, HoldMode::Shared); }
 
 bool SharedMutex::try_lock_steady(std::chrono::steady_clock::time_point deadline, bool shared) {
-  return shared ? detail::reentrant::lock_shared(site_, Deadline::at(deadline))
-                : detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, Deadline::at(deadline));
+  return acquire(Deadline::at(deadline), shared);
 }
 
 bool SharedMutex::held_by_this_thread() const { return detail::reentrant::held(*site_, HoldMode::Exclusive); }

@@ -112,6 +112,7 @@ void Waiter::wake() {
 }
 
 bool Waiter::wait(const Deadline& deadline) {
+  std::stop_callback on_abandon(deadline.cancel_token(), [this] { wake(); });  // before the lock: may run here
   std::unique_lock lock(mutex_);
   if (deadline.is_never()) {
     cv_.wait(lock, [&] { return woken_; });

@@ -32,7 +32,8 @@ namespace dlock::detail {
 class Janitor;
 struct LockSite;
 
-// A thread blocked until a watched node changes, the session changes state, or its deadline.
+// A thread blocked until a watched node changes, the session changes state, its deadline, or
+// its deadline is abandoned.
 class Waiter {
  public:
   void wake();

@@ -1,8 +1,11 @@
-// Internal: a point in time an operation must finish by, or none (wait forever).
+// Internal: a point in time an operation must finish by, or none (wait forever), and optionally a
+// stop token that abandons the operation early (a lock object destroyed under its waiters).
 #pragma once
 
 #include <chrono>
 #include <optional>
+#include <stop_token>
+#include <utility>
 
 namespace dlock::detail {
 
@@ -23,9 +26,19 @@ class Deadline {
   }
   const std::optional<Clock::time_point>& when() const { return when_; }
 
+  // The same deadline, abandoned once `cancel` is requested.
+  Deadline abandoned_by(std::stop_token cancel) const {
+    Deadline copy = *this;
+    copy.cancel_ = std::move(cancel);
+    return copy;
+  }
+  bool abandoned() const { return cancel_.stop_requested(); }
+  const std::stop_token& cancel_token() const { return cancel_; }
+
  private:
   explicit Deadline(std::optional<Clock::time_point> when) : when_(when) {}
   std::optional<Clock::time_point> when_;
+  std::stop_token cancel_;
 };
 
 }  // namespace dlock::detail

@@ -18,6 +18,7 @@ class DlockCategory final : public std::error_category {
       case errc::would_deadlock: return "the request would deadlock";
       case errc::invalid_key: return "invalid lock key";
       case errc::lock_timeout: return "timed out waiting for the lock";
+      case errc::lock_destroyed: return "the lock object was destroyed while this thread waited on it";
     }
     return "unknown dlock error " + std::to_string(value);
   }

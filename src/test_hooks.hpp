@@ -25,5 +25,8 @@ extern std::atomic<bool> no_release_retry;
 // queue, held because the thread holds the write side): a writer queued meanwhile slips in
 // between (CURATOR-276).
 extern std::atomic<bool> legacy_downgrade;
+// Destroying a Mutex or SharedMutex does not abandon the acquisitions waiting on it: the
+// destructor waits until they are granted (or time out).
+extern std::atomic<bool> keep_waiters_on_destroy;
 
 }  // namespace dlock::detail::test_hooks

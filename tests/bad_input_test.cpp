@@ -34,8 +34,10 @@
 #include "dlock/dlock.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/scope.hpp"
+#include "eventually.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
+#include "test_hooks.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -397,7 +399,86 @@ TEST(BadInput, DestroyingASharedMutexWhileItsThreadHoldsBothSidesKeepsTheHolds) 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Closing a session under waiting threads (destroying a Mutex under one is outside the contract)
+// Destroying a lock object, or closing the session, under waiting threads
+
+struct DestroyOutcome {
+  bool destructors_returned_promptly = false;
+  int woke_with_lock_destroyed = 0;
+  int granted = 0;
+};
+
+// A Mutex and a SharedMutex are destroyed while four threads wait on them (lock, try_lock_for,
+// lock_shared, try_lock_for on the write side) behind another session's write hold.
+DestroyOutcome destroy_under_waiters() {
+  const std::string path = test_root();
+  Session holder_session(session_options());
+  SharedMutex held(holder_session, path);
+  held.lock();
+  Session session(session_options());
+  auto mutex = std::make_unique<Mutex>(session, path);
+  auto shared = std::make_unique<SharedMutex>(session, path);
+  // Each waiter reports, and never touches its object again once its call returns.
+  const std::vector<std::function<void()>> waits = {
+      [m = mutex.get()] { m->lock(); },
+      [m = mutex.get()] { (void)m->try_lock_for(60s); },
+      [s = shared.get()] { s->lock_shared(); },
+      [s = shared.get()] { (void)s->try_lock_for(60s); },
+  };
+  std::vector<std::future<std::exception_ptr>> outcomes;
+  for (const auto& wait : waits) {
+    outcomes.push_back(std::async(std::launch::async, [wait]() -> std::exception_ptr {
+      try {
+        wait();
+        return nullptr;  // granted: the thread exits holding, which releases (with a warning)
+      } catch (...) {
+        return std::current_exception();
+      }
+    }));
+  }
+  EXPECT_TRUE(eventually([&] { return held.participants().size() == 5; })) << "the waiters did not queue";
+  auto destroyed = std::async(std::launch::async, [&] {
+    mutex.reset();
+    shared.reset();
+  });
+  DestroyOutcome outcome;
+  outcome.destructors_returned_promptly = destroyed.wait_for(5s) == std::future_status::ready;
+  held.unlock();  // lets any waiter still queued in
+  destroyed.wait();
+  for (auto& f : outcomes) {
+    const auto error = f.get();
+    if (!error) {
+      ++outcome.granted;
+      continue;
+    }
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::lock_destroyed)) << e.what();
+      EXPECT_TRUE(contains(e.what(), "lock " + path + ": the lock object was destroyed")) << e.what();
+      if (e.code() == make_error_code(errc::lock_destroyed)) ++outcome.woke_with_lock_destroyed;
+    }
+  }
+  EXPECT_TRUE(eventually([&] { return held.participants().empty(); })) << "nodes stayed in the queue";
+  expect_nothing_left();
+  return outcome;
+}
+
+TEST(BadInput, DestroyingALockObjectUnderWaitingThreadsWakesThemWithLockDestroyedAndLeavesNothing) {
+  const auto outcome = destroy_under_waiters();
+  EXPECT_TRUE(outcome.destructors_returned_promptly) << "a destructor waited for its waiters to be granted";
+  EXPECT_EQ(outcome.woke_with_lock_destroyed, 4);
+  EXPECT_EQ(outcome.granted, 0);
+}
+
+TEST(BadInput, NegativeControlWithoutAbandoningWaitersTheDestructorBlocksUntilTheyAreGranted) {
+  detail::test_hooks::keep_waiters_on_destroy = true;
+  const auto outcome = destroy_under_waiters();
+  detail::test_hooks::keep_waiters_on_destroy = false;
+  EXPECT_FALSE(outcome.destructors_returned_promptly) << "the test cannot tell a blocked destructor";
+  EXPECT_EQ(outcome.woke_with_lock_destroyed, 0);
+  EXPECT_EQ(outcome.granted, 4);
+}
+
 
 // Seven threads of one session wait, in every way there is to wait, behind locks another session
 // holds; then their session is closed. Each must wake with LockLost within 5 s. Returns how long

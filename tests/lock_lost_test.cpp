@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
+#include "eventually.hpp"
 #include "fault_proxy.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
@@ -15,15 +16,6 @@ namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds within = 10s) {
-  const auto until = std::chrono::steady_clock::now() + within;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 // A resource that remembers the last write, optionally behind a FencingGate.
 struct Resource {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "eventually.hpp"
 #include "raw_zk.hpp"
 #include "zk_ensemble.hpp"
 
@@ -25,16 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 long long ms_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-}
-
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout) {
-  const auto give_up = Clock::now() + timeout;
-  while (!predicate()) {
-    if (Clock::now() > give_up) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
 }
 
 SessionOptions ensemble_session(const std::string& connect) {

@@ -27,6 +27,7 @@ enum class errc {
   would_deadlock,      // The request could never be granted (a read holder asking for write).
   invalid_key,         // A lock key or key namespace breaks a rule of the key encoding.
   lock_timeout,        // A scoped lock was not granted within its timeout.
+  lock_destroyed,      // The lock object was destroyed while this thread waited on it.
 };
 
 const std::error_category& dlock_category() noexcept;

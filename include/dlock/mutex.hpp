@@ -31,11 +31,14 @@
 //
 // Thread-safety: all member functions may be called concurrently from any threads. The Mutex
 // object may be destroyed while a thread holds the lock (the hold stays with the thread and can
-// be released through another Mutex on the same Session and path), but not while another thread
-// is inside one of its member functions.
+// be released through another Mutex on the same Session and path), and while other threads wait
+// in lock() / try_lock*(): the destructor wakes them (they throw `Error` with
+// `errc::lock_destroyed`, their nodes deleted) and returns once they have left, within about a
+// round trip (while the connection is down: once it is back or the session is lost). No other
+// member function may run concurrently with the destructor, and none may start after it began.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
-// wait), `Error` for other ZooKeeper failures. Whenever it throws or returns false, the delete of
+// wait), `Error` with `errc::lock_destroyed` as above, `Error` for other ZooKeeper failures. Whenever it throws or returns false, the delete of
 // the attempt's node has already been sent (every later request of this session sees the node
 // gone; other sessions see it once the server applies it), or, while the connection is down,
 // handed to a background retry that runs until it succeeds or the session ends. The constructor
@@ -56,6 +59,8 @@ namespace dlock {
 
 namespace detail {
 struct LockSite;
+class CallGate;
+class Deadline;
 }
 
 class Mutex {
@@ -126,8 +131,10 @@ class Mutex {
 
  private:
   bool try_lock_steady(std::chrono::steady_clock::time_point deadline);
+  bool acquire(const detail::Deadline& deadline);
 
   std::shared_ptr<detail::LockSite> site_;
+  std::unique_ptr<detail::CallGate> calls_;  // acquisitions in progress, abandoned by ~Mutex
 };
 
 }  // namespace dlock

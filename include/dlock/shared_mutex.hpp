@@ -40,8 +40,9 @@
 // `std::shared_lock` and `std::scoped_lock` work unchanged).
 //
 // Thread-safety: all member functions may be called concurrently from any threads. The object
-// may be destroyed while threads hold it (holds stay with their threads), but not while another
-// thread is inside one of its member functions.
+// may be destroyed while threads hold it (holds stay with their threads) and while threads wait
+// in an acquisition (they throw `Error` with `errc::lock_destroyed`), as Mutex describes; no
+// other member function may run concurrently with the destructor.
 //
 // Errors: as Mutex. Acquisition throws `LockLost` when the session is Lost or Closed, `Error` for
 // other ZooKeeper failures, `WouldDeadlock` for an upgrade; whenever it throws or returns false
@@ -64,6 +65,8 @@ namespace dlock {
 
 namespace detail {
 struct LockSite;
+class CallGate;
+class Deadline;
 }
 
 class SharedMutex {
@@ -135,8 +138,10 @@ class SharedMutex {
            std::chrono::ceil<std::chrono::steady_clock::duration>(when - Clock::now());
   }
   bool try_lock_steady(std::chrono::steady_clock::time_point deadline, bool shared);
+  bool acquire(const detail::Deadline& deadline, bool shared);
 
   std::shared_ptr<detail::LockSite> site_;
+  std::unique_ptr<detail::CallGate> calls_;  // acquisitions in progress, abandoned by ~SharedMutex
 };
 
 }  // namespace dlock

@@ -87,15 +87,6 @@ int scaled_rounds(int normal) { return env_int("DLOCK_SOAK_ROUNDS", normal); }
 
 std::string peer_program() { return DLOCK_PEER; }
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds within) {
-  const auto until = Clock::now() + within;
-  while (!condition()) {
-    if (Clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
 // --- TestEnsemble --------------------------------------------------------------------------------
 
 TestEnsemble::TestEnsemble() {

@@ -27,6 +27,7 @@
 
 #include "child_process.hpp"
 #include "dlock/session.hpp"
+#include "eventually.hpp"
 #include "hold_log.hpp"
 #include "raw_zk.hpp"
 #include "zk_ensemble.hpp"
@@ -148,7 +149,5 @@ void report_fields(const std::string& scenario, const std::map<std::string, std:
 // data (dlock writes the holder's host, pid and thread there). For failure messages.
 std::string describe_queue(const std::string& connect, const std::string& path);
 
-// Polls `condition` every 10 ms until true (true) or `within` passes (false).
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds within);
 
 }  // namespace dlock::testing::reliability
