@@ -31,11 +31,15 @@ void count_reentry(const LockSite& site, Hold& hold) {
 
 }  // namespace
 
+bool reenter(const LockSite& site, HoldMode mode) {
+  Hold* hold = holds::find(site.id, mode);
+  if (hold == nullptr) return false;
+  count_reentry(site, *hold);
+  return true;
+}
+
 bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& policy, const Deadline& deadline) {
-  if (Hold* hold = holds::find(site->id, HoldMode::Exclusive)) {
-    count_reentry(*site, *hold);
-    return true;
-  }
+  if (reenter(*site, HoldMode::Exclusive)) return true;
   if (holds::find(site->id, HoldMode::Shared) != nullptr) {
     throw WouldDeadlock("the calling thread holds the read side of " + site->path +
                         " and asked for its write side: its own read node would block the write "
@@ -52,10 +56,7 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
 }
 
 bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline) {
-  if (Hold* hold = holds::find(site->id, HoldMode::Shared)) {
-    count_reentry(*site, *hold);
-    return true;
-  }
+  if (reenter(*site, HoldMode::Shared)) return true;
   auto tracking = site->client->track_hold();
   std::optional<Acquired> acquired;
   if (holds::find(site->id, HoldMode::Exclusive) != nullptr && test_hooks::legacy_downgrade.load()) {

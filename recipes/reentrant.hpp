@@ -20,6 +20,9 @@
 
 namespace dlock::detail::reentrant {
 
+// Re-entry only, the hot path: if the thread holds `mode` of `site`, counts one more level and
+// returns true (LockLost if the hold's session is gone); false if it does not hold it.
+bool reenter(const LockSite& site, HoldMode mode);
 // Takes or re-enters the exclusive side of `site`, creating `policy`'s nodes. False once the
 // deadline passed (nothing left behind).
 bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& policy, const Deadline& deadline);
