@@ -26,7 +26,9 @@ bool is_valid_port(std::string_view port) {
 }
 
 void check_server(const std::string& connect, std::string_view server) {
-  const auto quoted = "\"" + std::string(server) + "\"";
+  // Appended piecewise: `"\"" + std::string(...)` trips GCC 12's false -Wrestrict at -O3 (PR105651).
+  std::string quoted(1, '"');
+  quoted.append(server).push_back('"');
   if (server.empty()) refuse(connect, "it has an empty server entry");
   // "[::1]:2181": the port follows the closing bracket; otherwise it follows the last ':'.
   const auto bracket = server.front() == '[' ? server.find(']') : std::string_view::npos;

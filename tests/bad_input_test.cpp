@@ -224,18 +224,20 @@ TEST(BadInput, AClosedPortFailsWithinAShortConnectTimeoutAndLeavesNoThread) {
 TEST(BadInput, NonPositiveTimeoutsAreRejectedNamingTheOptionAndTheValue) {
   const int baseline = thread_count();
   struct Case {
-    SessionOptions options;
+    std::chrono::milliseconds session_timeout, connect_timeout;
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {{.connect = zk_connect(), .session_timeout = 0ms}, "session_timeout must be positive, got 0 ms"},
-      {{.connect = zk_connect(), .session_timeout = -1ms}, "session_timeout must be positive, got -1 ms"},
-      {{.connect = zk_connect(), .session_timeout = -10s}, "session_timeout must be positive, got -10000 ms"},
-      {{.connect = zk_connect(), .connect_timeout = 0ms}, "connect_timeout must be positive, got 0 ms"},
-      {{.connect = zk_connect(), .connect_timeout = -250ms}, "connect_timeout must be positive, got -250 ms"},
+      {0ms, 10s, "session_timeout must be positive, got 0 ms"},
+      {-1ms, 10s, "session_timeout must be positive, got -1 ms"},
+      {-10s, 10s, "session_timeout must be positive, got -10000 ms"},
+      {10s, 0ms, "connect_timeout must be positive, got 0 ms"},
+      {10s, -250ms, "connect_timeout must be positive, got -250 ms"},
   };
   for (const auto& c : cases) {
-    const auto error = session_error<Error>(c.options, 10s);
+    const SessionOptions options{
+        .connect = zk_connect(), .session_timeout = c.session_timeout, .connect_timeout = c.connect_timeout};
+    const auto error = session_error<Error>(options, 10s);
     if (!error) continue;
     EXPECT_EQ(error->code(), make_error_code(errc::invalid_argument)) << error->what();
     EXPECT_TRUE(contains(error->what(), c.expected)) << error->what();

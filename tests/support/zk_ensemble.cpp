@@ -169,7 +169,10 @@ std::string ZooKeeperEnsemble::logs() const {
 
 std::string ZooKeeperEnsemble::connect_string() const {
   std::string out;
-  for (int i = 0; i < member_count(); ++i) out += (i > 0 ? "," : "") + member_connect_string(i);
+  for (int i = 0; i < member_count(); ++i) {
+    if (i > 0) out += ',';
+    out += member_connect_string(i);
+  }
   return out;
 }
 
