@@ -38,11 +38,12 @@
 // member function may run concurrently with the destructor, and none may start after it began.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
-// wait), `Error` with `errc::lock_destroyed` as above, `Error` for other ZooKeeper failures. Whenever it throws or returns false, the delete of
-// the attempt's node has already been sent (every later request of this session sees the node
-// gone; other sessions see it once the server applies it), or, while the connection is down,
-// handed to a background retry that runs until it succeeds or the session ends. The constructor
-// throws `InvalidPath` naming the path and the rule it breaks.
+// wait), `Error` with `errc::lock_destroyed` as above, `Error` for other ZooKeeper failures.
+// Whenever it throws or returns false, the delete of the attempt's node has already been sent
+// (every later request of this session sees the node gone; other sessions see it once the server
+// applies it), or, while the connection is down, handed to a background retry that runs until it
+// succeeds or the session ends. The constructor throws `InvalidPath` naming the path and the
+// rule it breaks.
 #pragma once
 
 #include <chrono>
