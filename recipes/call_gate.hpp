@@ -34,8 +34,8 @@ class CallGate {
   CallGate(const CallGate&) = delete;
   CallGate& operator=(const CallGate&) = delete;
 
-  // Abandons the calls inside and waits until they have left. A waiting call leaves within about
-  // a round trip, or, while the connection is down, once it is back or the session is lost.
+  // Abandons the calls inside and waits until they have left: at once for a call waiting on a
+  // watch or for the connection to come back, after its reply for one with a request in flight.
   void close();
 
  private:

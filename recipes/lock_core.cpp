@@ -41,7 +41,9 @@ void throw_if_abandoned(const Deadline& deadline, const std::string& what) {
 // LockLost if the session ended.
 bool recover(Client& client, const Deadline& deadline, const std::string& what) {
   std::this_thread::sleep_until(deadline.capped(kTransientPause));
-  return client.wait_connected(deadline, what);
+  const bool connected = client.wait_connected(deadline, what);
+  throw_if_abandoned(deadline, what);
+  return connected;
 }
 
 // Lists `dir`, retrying transient errors until the deadline (nullopt once it passed).

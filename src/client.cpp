@@ -266,14 +266,20 @@ void Client::throw_if_gone(std::string_view what) const {
 }
 
 bool Client::wait_connected(const Deadline& deadline, std::string_view what) {
+  // Before the lock: the callback takes it, and runs right here if already requested.
+  std::stop_callback on_abandon(deadline.cancel_token(), [this] {
+    std::lock_guard lock(state_mutex_);
+    state_cv_.notify_all();
+  });
   std::unique_lock lock(state_mutex_);
-  auto ready = [&] { return state_.load() != SessionState::Suspended; };
+  auto ready = [&] { return state_.load() != SessionState::Suspended || deadline.abandoned(); };
   if (deadline.is_never()) {
     state_cv_.wait(lock, ready);
   } else if (!state_cv_.wait_until(lock, *deadline.when(), ready)) {
     return false;
   }
   lock.unlock();
+  if (deadline.abandoned()) return true;  // the caller sees it and gives up
   throw_if_gone(what);
   return true;
 }

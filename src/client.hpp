@@ -85,6 +85,7 @@ class Client {
   // Throws LockLost when the session is Lost or Closed; `what` says what was being attempted.
   void throw_if_gone(std::string_view what) const;
   // Blocks until Connected. False when the deadline passes first; LockLost when the session ends.
+  // Returns (true) as soon as the deadline is abandoned: the caller checks for that.
   bool wait_connected(const Deadline& deadline, std::string_view what);
 
   // Asynchronous requests. The callback runs exactly once: on the completion thread; or inline,

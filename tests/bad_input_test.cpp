@@ -35,6 +35,7 @@
 #include "dlock/lock_handle.hpp"
 #include "dlock/scope.hpp"
 #include "eventually.hpp"
+#include "fault_proxy.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
@@ -481,6 +482,55 @@ TEST(BadInput, NegativeControlWithoutAbandoningWaitersTheDestructorBlocksUntilTh
   EXPECT_EQ(outcome.granted, 4);
 }
 
+
+// The connection is gone for good (its proxy closed) when a thread starts lock(): its create
+// fails and it waits for the connection to come back. Then the Mutex is destroyed. After 5 s the
+// session is closed, which wakes a waiter that nothing else woke (LockLost).
+DestroyOutcome destroy_while_disconnected() {
+  auto proxy = std::make_unique<FaultProxy>(zk_server().port());
+  Session session({.connect = proxy->connect_string(), .session_timeout = 10s, .connect_timeout = 10s});
+  auto mutex = std::make_unique<Mutex>(session, test_root());
+  proxy.reset();
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Suspended; })) << "the connection stayed";
+  const auto requests = session.stats().requests;
+  auto waiting = std::async(std::launch::async, [m = mutex.get()]() -> std::exception_ptr {
+    try {
+      m->lock();
+      return nullptr;
+    } catch (...) {
+      return std::current_exception();
+    }
+  });
+  // Inside lock() for sure once its create went out (and failed): only then may we destroy.
+  EXPECT_TRUE(eventually([&] { return session.stats().requests > requests; })) << "lock() sent nothing";
+  auto destroyed = std::async(std::launch::async, [&] { mutex.reset(); });
+  DestroyOutcome outcome;
+  outcome.destructors_returned_promptly = destroyed.wait_for(5s) == std::future_status::ready;
+  session.close();
+  destroyed.wait();
+  try {
+    if (const auto error = waiting.get()) std::rethrow_exception(error);
+    ++outcome.granted;
+  } catch (const Error& e) {
+    if (e.code() == make_error_code(errc::lock_destroyed)) ++outcome.woke_with_lock_destroyed;
+  }
+  return outcome;
+}
+
+TEST(BadInput, DestroyingALockObjectWhileItsWaiterWaitsForTheConnectionReturnsPromptly) {
+  const auto outcome = destroy_while_disconnected();
+  EXPECT_TRUE(outcome.destructors_returned_promptly) << "the destructor waited for a connection that never came";
+  EXPECT_EQ(outcome.woke_with_lock_destroyed, 1);
+  EXPECT_EQ(outcome.granted, 0);
+}
+
+TEST(BadInput, NegativeControlWithoutAbandoningTheWaiterTheDestructorWaitsForTheConnection) {
+  detail::test_hooks::keep_waiters_on_destroy = true;
+  const auto outcome = destroy_while_disconnected();
+  detail::test_hooks::keep_waiters_on_destroy = false;
+  EXPECT_FALSE(outcome.destructors_returned_promptly) << "the test cannot tell a blocked destructor";
+  EXPECT_EQ(outcome.woke_with_lock_destroyed, 0) << "only closing the session woke it";
+}
 
 // Seven threads of one session wait, in every way there is to wait, behind locks another session
 // holds; then their session is closed. Each must wake with LockLost within 5 s. Returns how long

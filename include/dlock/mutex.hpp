@@ -33,9 +33,10 @@
 // object may be destroyed while a thread holds the lock (the hold stays with the thread and can
 // be released through another Mutex on the same Session and path), and while other threads wait
 // in lock() / try_lock*(): the destructor wakes them (they throw `Error` with
-// `errc::lock_destroyed`, their nodes deleted) and returns once they have left, within about a
-// round trip (while the connection is down: once it is back or the session is lost). No other
-// member function may run concurrently with the destructor, and none may start after it began.
+// `errc::lock_destroyed`, their nodes deleted, or handed to the background retry while the
+// connection is down) and returns once they have left, which takes at most a round trip, also
+// while the connection is down. No other member function may run concurrently with the
+// destructor, and none may start after it began.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
 // wait), `Error` with `errc::lock_destroyed` as above, `Error` for other ZooKeeper failures.
