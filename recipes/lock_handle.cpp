@@ -47,28 +47,25 @@ LockHandle::~LockHandle() {
   if (state_) release();
 }
 
-LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                       LockMode mode) {
+LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = client->site(path, client);
   auto tracking = client->track_hold();
-  auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::in(timeout));
+  auto acquired = detail::acquire(*client, site->path, policy_for(mode), deadline);
   if (!acquired) return LockHandle();
   auto lost = client->confirm_hold(std::move(tracking));
   return LockHandle(std::make_unique<State>(
       State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
 }
 
+LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                                       LockMode mode) {
+  return take(session, std::move(path), mode, detail::Deadline::in(timeout));
+}
+
 LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode) {
-  detail::check_lock_path(path);
-  const auto& client = detail::SessionAccess::client(session);
-  auto site = client->site(path, client);
-  auto tracking = client->track_hold();
-  auto acquired = detail::acquire(*client, site->path, policy_for(mode), detail::Deadline::never());
-  auto lost = client->confirm_hold(std::move(tracking));
-  return LockHandle(std::make_unique<State>(
-      State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
+  return take(session, std::move(path), mode, detail::Deadline::never());
 }
 
 void LockHandle::release() {

@@ -20,9 +20,7 @@ Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detai
 Mutex::~Mutex() { calls_->close(); }
 
 bool Mutex::acquire(const detail::Deadline& deadline) {
-  if (detail::reentrant::reenter(*site_, HoldMode::Exclusive)) return true;  // the hot path skips the gate
-  const detail::CallGate::Call call(*calls_);
-  return detail::reentrant::lock_exclusive(site_, detail::kExclusivePolicy, call.bound(deadline));
+  return detail::reentrant::lock_exclusive(site_, detail::kExclusivePolicy, deadline, *calls_);
 }
 
 void Mutex::lock() { acquire(detail::Deadline::never()); }

@@ -29,8 +29,7 @@ void count_reentry(const LockSite& site, Hold& hold) {
   ++hold.count;
 }
 
-}  // namespace
-
+// If the thread holds `mode` of `site`: one more level, true.
 bool reenter(const LockSite& site, HoldMode mode) {
   Hold* hold = holds::find(site.id, mode);
   if (hold == nullptr) return false;
@@ -38,7 +37,10 @@ bool reenter(const LockSite& site, HoldMode mode) {
   return true;
 }
 
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& policy, const Deadline& deadline) {
+}  // namespace
+
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& policy, const Deadline& deadline,
+                    CallGate& calls) {
   if (reenter(*site, HoldMode::Exclusive)) return true;
   if (holds::find(site->id, HoldMode::Shared) != nullptr) {
     throw WouldDeadlock("the calling thread holds the read side of " + site->path +
@@ -46,8 +48,9 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
                         "node forever (upgrade is not possible; release the read side first, or "
                         "take the write side first and then downgrade)");
   }
+  const CallGate::Call call(calls);
   auto tracking = site->client->track_hold();
-  auto acquired = acquire(*site->client, site->path, policy, deadline);
+  auto acquired = acquire(*site->client, site->path, policy, call.bound(deadline));
   if (!acquired) return false;
   holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1,
               site->client->confirm_hold(std::move(tracking)),
@@ -55,8 +58,10 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
   return true;
 }
 
-bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline) {
+bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls) {
   if (reenter(*site, HoldMode::Shared)) return true;
+  const CallGate::Call call(calls);
+  const Deadline deadline = call.bound(given);
   auto tracking = site->client->track_hold();
   std::optional<Acquired> acquired;
   if (holds::find(site->id, HoldMode::Exclusive) != nullptr && test_hooks::legacy_downgrade.load()) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <stop_token>
 
+#include "call_gate.hpp"
 #include "deadline.hpp"
 #include "hold_table.hpp"
 #include "lock_core.hpp"
@@ -20,14 +21,13 @@
 
 namespace dlock::detail::reentrant {
 
-// Re-entry only, the hot path: if the thread holds `mode` of `site`, counts one more level and
-// returns true (LockLost if the hold's session is gone); false if it does not hold it.
-bool reenter(const LockSite& site, HoldMode mode);
 // Takes or re-enters the exclusive side of `site`, creating `policy`'s nodes. False once the
-// deadline passed (nothing left behind).
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& policy, const Deadline& deadline);
+// deadline passed (nothing left behind). Re-entry, the hot path, only counts; an attempt runs as
+// a call of `calls` (the lock object's gate), abandoned when the object is destroyed.
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& policy, const Deadline& deadline,
+                    CallGate& calls);
 // Takes or re-enters the shared side of `site`, downgrading when the thread holds it exclusively.
-bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline);
+bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline, CallGate& calls);
 // Undoes one level; the last deletes the node. NotOwner if the thread does not hold `mode`.
 void unlock(const LockSite& site, HoldMode mode);
 bool held(const LockSite& site, HoldMode mode);

@@ -21,11 +21,8 @@ SharedMutex::SharedMutex(Session& session, std::string path) : calls_(std::make_
 SharedMutex::~SharedMutex() { calls_->close(); }
 
 bool SharedMutex::acquire(const Deadline& deadline, bool shared) {
-  // Re-entry, the hot path, skips the gate.
-  if (detail::reentrant::reenter(*site_, shared ? HoldMode::Shared : HoldMode::Exclusive)) return true;
-  const detail::CallGate::Call call(*calls_);
-  return shared ? detail::reentrant::lock_shared(site_, call.bound(deadline))
-                : detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, call.bound(deadline));
+  return shared ? detail::reentrant::lock_shared(site_, deadline, *calls_)
+                : detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, deadline, *calls_);
 }
 
 void SharedMutex::lock() { acquire(Deadline::never(), false); }

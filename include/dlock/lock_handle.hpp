@@ -40,6 +40,7 @@ namespace dlock {
 
 namespace detail {
 struct LockSite;
+class Deadline;
 }
 
 // Which side of a lock directory a handle holds: a Mutex's (`lock-` nodes) or a SharedMutex's
@@ -86,6 +87,8 @@ class LockHandle {
  private:
   struct State;
   explicit LockHandle(std::unique_ptr<State> state) noexcept;
+  // acquire and try_acquire_for: empty once `deadline` passed.
+  static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline);
   std::unique_ptr<State> state_;
 };
 
