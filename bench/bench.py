@@ -51,6 +51,8 @@ def command(impl, build):
         # Diagnostic variants (not in the default set): floor-asyncdelete, and a "+rd" suffix for a
         # C client that skips its per-poll host resolution (zoo_set_servers_resolution_delay).
         mode, _, variant = impl[len("floor-"):].partition("+")
+        if variant not in ("", "rd"):
+            raise ValueError(f"{impl}: unknown variant +{variant} (known: +rd)")
         argv = [os.path.join(bench_bin, "floor_bench"), "--mode", mode]
         return argv + (["--resolution-delay-ms", "1000"] if variant == "rd" else [])
     raise ValueError(impl)

@@ -150,27 +150,17 @@ void expect_nothing_left() {
 // ---------------------------------------------------------------------------------------------
 // Connect strings and session options
 
-TEST(BadInput, MalformedConnectStringsThrowConnectErrorNamingTheStringAndLeaveNoThread) {
+// Past dlock's own checks: the C client refuses the chroot.
+TEST(BadInput, AnInvalidChrootThrowsConnectErrorNamingTheStringAndLeavesNoThread) {
   const int baseline = thread_count();
-  const std::vector<std::string> malformed = {
-      "localhost",               // no port
-      "localhost:",              // empty port
-      "127.0.0.1:",              // empty port
-      ":::",                     // no host, no port
-      ",",                       // no server at all
-      "127.0.0.1:-1",            // negative port
-      zk_connect() + "/a//b",    // a reachable server, but an invalid chroot
-  };
-  for (const auto& connect : malformed) {
-    const auto start = std::chrono::steady_clock::now();
-    const auto error = session_error<ConnectError>({.connect = connect, .connect_timeout = 2s}, 10s);
-    if (!error) continue;
+  const std::string connect = zk_connect() + "/a//b";  // a reachable server, but an invalid chroot
+  const auto start = std::chrono::steady_clock::now();
+  if (const auto error = session_error<ConnectError>({.connect = connect, .connect_timeout = 2s}, 10s)) {
     EXPECT_EQ(error->code(), make_error_code(errc::connect_failed)) << connect;
     EXPECT_TRUE(contains(error->what(), "\"" + connect + "\"")) << error->what();
     EXPECT_TRUE(contains(error->what(), "malformed")) << "no rule named: " << error->what();
     EXPECT_FALSE(contains(error->what(), "Success")) << "strerror(0) in the message: " << error->what();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms)
-        << "a malformed string is refused at once, not after connect_timeout: " << connect;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms) << "refused only after connect_timeout";
   }
   EXPECT_LE(wait_for_threads(baseline), baseline) << "a failed connect left threads running";
 }
@@ -190,6 +180,11 @@ TEST(BadInput, ConnectStringsBreakingARuleAreRefusedUpFrontNamingTheEntryAndTheR
       {"[::1]", "server \"[::1]\" has no :port"},
       {"localhost", "server \"localhost\" has no :port"},
       {":2181", "server \":2181\" has no host"},
+      {"localhost:", "port \"\" of server \"localhost:\" is not a number"},
+      {"127.0.0.1:", "port \"\" of server \"127.0.0.1:\" is not a number"},
+      {":::", "port \"\" of server \":::\" is not a number"},
+      {",", "it has an empty server entry"},
+      {"127.0.0.1:-1", "port \"-1\" of server \"127.0.0.1:-1\" is not a number"},
   };
   for (const auto& [connect, rule] : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -474,9 +469,10 @@ TEST(BadInput, DestroyingALockObjectUnderWaitingThreadsWakesThemWithLockDestroye
 }
 
 TEST(BadInput, NegativeControlWithoutAbandoningWaitersTheDestructorBlocksUntilTheyAreGranted) {
-  detail::test_hooks::keep_waiters_on_destroy = true;
-  const auto outcome = destroy_under_waiters();
-  detail::test_hooks::keep_waiters_on_destroy = false;
+  const auto outcome = [] {
+    ScopedHook keep(detail::test_hooks::keep_waiters_on_destroy);
+    return destroy_under_waiters();
+  }();
   EXPECT_FALSE(outcome.destructors_returned_promptly) << "the test cannot tell a blocked destructor";
   EXPECT_EQ(outcome.woke_with_lock_destroyed, 0);
   EXPECT_EQ(outcome.granted, 4);
@@ -510,9 +506,12 @@ DestroyOutcome destroy_while_disconnected() {
   destroyed.wait();
   try {
     if (const auto error = waiting.get()) std::rethrow_exception(error);
-    ++outcome.granted;
+    ADD_FAILURE() << "lock() returned over a connection that was gone";
   } catch (const Error& e) {
-    if (e.code() == make_error_code(errc::lock_destroyed)) ++outcome.woke_with_lock_destroyed;
+    if (e.code() == make_error_code(errc::lock_destroyed)) {
+      ++outcome.woke_with_lock_destroyed;
+      EXPECT_TRUE(contains(e.what(), "lock " + test_root() + ": the lock object was destroyed")) << e.what();
+    }
   }
   return outcome;
 }
@@ -521,13 +520,13 @@ TEST(BadInput, DestroyingALockObjectWhileItsWaiterWaitsForTheConnectionReturnsPr
   const auto outcome = destroy_while_disconnected();
   EXPECT_TRUE(outcome.destructors_returned_promptly) << "the destructor waited for a connection that never came";
   EXPECT_EQ(outcome.woke_with_lock_destroyed, 1);
-  EXPECT_EQ(outcome.granted, 0);
 }
 
 TEST(BadInput, NegativeControlWithoutAbandoningTheWaiterTheDestructorWaitsForTheConnection) {
-  detail::test_hooks::keep_waiters_on_destroy = true;
-  const auto outcome = destroy_while_disconnected();
-  detail::test_hooks::keep_waiters_on_destroy = false;
+  const auto outcome = [] {
+    ScopedHook keep(detail::test_hooks::keep_waiters_on_destroy);
+    return destroy_while_disconnected();
+  }();
   EXPECT_FALSE(outcome.destructors_returned_promptly) << "the test cannot tell a blocked destructor";
   EXPECT_EQ(outcome.woke_with_lock_destroyed, 0) << "only closing the session woke it";
 }
@@ -754,7 +753,6 @@ TEST(BadInput, InvalidKeyNamespacesAreRefusedThroughTheLockServiceNamingTheValue
     }
   }
   EXPECT_EQ(session.stats().requests, requests) << "an invalid namespace reached the server";
-  expect_nothing_left();
 }
 
 TEST(BadInput, InvalidKeysAreRefusedThroughTheLockServiceNamingTheKeyAndTheRule) {
@@ -782,7 +780,6 @@ TEST(BadInput, InvalidKeysAreRefusedThroughTheLockServiceNamingTheKeyAndTheRule)
   const char* missing = nullptr;
   EXPECT_TRUE(contains(invalid_key_message([&] { DLOCK_SCOPE(locks, "orders", missing); }), "null"));
   EXPECT_EQ(session.stats().requests, requests) << "an invalid key reached the server";
-  expect_nothing_left();
 }
 
 TEST(BadInput, NonPositiveLockServiceTimeoutsAreRejectedNamingTheValue) {

@@ -51,16 +51,7 @@ TEST(Session, MalformedOrEmptyConnectStringsThrowConnectError) {
   }
 }
 
-TEST(Session, NonPositiveTimeoutsAreRejectedByName) {
-  try {
-    Session session({.connect = zk_connect(), .session_timeout = 0ms});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
-    EXPECT_NE(std::string(e.what()).find("session_timeout"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(Session({.connect = zk_connect(), .connect_timeout = -1ms}), Error);
-}
+// Non-positive timeouts: BadInput.NonPositiveTimeoutsAreRejectedNamingTheOptionAndTheValue.
 
 TEST(Session, AClampedSessionTimeoutIsReportedAndWarned) {
   std::mutex mutex;

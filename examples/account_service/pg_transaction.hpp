@@ -42,8 +42,6 @@ class PgTransaction {
   // dlock::Transaction: `hook` runs once, after the transaction ended.
   void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
 
-  bool open() const noexcept { return open_; }
-
  private:
   PgConnection& db_;
   bool open_ = false;

@@ -18,7 +18,6 @@ TEST(EnsembleRestart, ClientsWaitingThroughAFullRestartResumeOrFailClearlyAndLea
   ZooKeeperEnsemble& zk = ensemble.zk();
   RunSpec spec;
   spec.connects.assign(3, ensemble.connect());
-  spec.threads = 2;
   spec.cycles = scaled_cycles(200);
   spec.hold_us = 5000;  // long enough that most threads are queued at any moment
   PeerRun run(spec, "/dlock-reliability/ensemble-restart", "restart");

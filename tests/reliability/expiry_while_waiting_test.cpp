@@ -2,13 +2,11 @@
 // waiter fails with LockLost naming the lock, its queued node is gone with the session, and the
 // holder (another session) is undisturbed.
 //
-// What the Session does next is the library's policy, observed here:
-//   - without SessionOptions::renew_expired_session (dlock as of the lock-lost commit 47fa232),
-//     Lost is final, as with Curator: every later acquisition on that Session throws LockLost,
-//     and the application must make a new Session;
-//   - with it (an option another change adds; the test compiles either way), the Session opens a
-//     new ZooKeeper session by itself and returns to Connected with a new id, and a later
-//     acquisition works; with the option set to false, Lost stays final.
+// What the Session does next is the policy SessionOptions::renew_expired_session chooses:
+//   - true (the default): the Session opens a new ZooKeeper session by itself and returns to
+//     Connected with a new id, and a later acquisition works;
+//   - false: Lost is final, as with Curator: every later acquisition on that Session throws
+//     LockLost, and the application must make a new Session.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -22,35 +20,6 @@
 
 namespace dlock::testing::reliability {
 namespace {
-
-template <class Options>
-constexpr bool has_renewal_option() {
-  return requires(Options o) { o.renew_expired_session; };
-}
-
-// Sets renew_expired_session when the library has it; returns whether the Session will renew.
-template <class Options>
-bool set_renewal(Options& options, bool renew) {
-  if constexpr (has_renewal_option<Options>()) {
-    options.renew_expired_session = renew;
-    return renew;
-  } else {
-    return false;
-  }
-}
-
-template <class Options>
-bool renews_by_default() {
-  if constexpr (has_renewal_option<Options>()) {
-    return Options{}.renew_expired_session;
-  } else {
-    return false;
-  }
-}
-
-SessionOptions options_for(const std::string& connect) {
-  return {.connect = connect, .session_timeout = 4s, .connect_timeout = 20s};
-}
 
 bool is_lock_lost_about(const std::exception_ptr& failure, const std::string& path, std::string& message) {
   try {
@@ -67,7 +36,8 @@ bool is_lock_lost_about(const std::exception_ptr& failure, const std::string& pa
 
 struct RoundResult {
   long long failed_after_expiry_ms = 0;
-  bool renewed = false;
+  int failed_with_lock_lost = 0;  // of the round's 2 waiters
+  bool renewed = false;           // Connected again, with a new session id
   std::size_t left_behind = 0;
 };
 
@@ -75,35 +45,21 @@ struct RoundResult {
 // the waiter's session is expired; both must fail with LockLost.
 RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path, bool renew) {
   RoundResult result;
-  Session holder_session(options_for(ensemble.connect()));
+  Session holder_session(ensemble_session_options(ensemble.connect()));
   Mutex holder(holder_session, path);
   holder.lock();
-  auto waiter_options = options_for(ensemble.connect());
-  const bool renews = set_renewal(waiter_options, renew);
+  auto waiter_options = ensemble_session_options(ensemble.connect());
+  waiter_options.renew_expired_session = renew;
   Session waiter_session(waiter_options);
   const auto old_id = waiter_session.id();
 
-  std::promise<void> mutex_failed, handle_failed;
   auto mutex_waiter = std::async(std::launch::async, [&] {
     Mutex mutex(waiter_session, path);
-    try {
-      mutex.lock();
-    } catch (...) {
-      mutex_failed.set_value();
-      throw;
-    }
+    mutex.lock();
     mutex.unlock();
-    mutex_failed.set_value();
   });
   auto handle_waiter = std::async(std::launch::async, [&] {
-    try {
-      auto handle = LockHandle::try_acquire_for(waiter_session, path, 120s);
-      handle_failed.set_value();
-      return handle.held();
-    } catch (...) {
-      handle_failed.set_value();
-      throw;
-    }
+    return LockHandle::try_acquire_for(waiter_session, path, 120s).held();
   });
   // Both are queued: three nodes (the holder's and two waiters').
   EXPECT_TRUE(eventually([&] { return holder.participants().size() == 3; }, 30s))
@@ -111,8 +67,8 @@ RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path
 
   EXPECT_TRUE(expire_until_lost(waiter_session, ensemble.connect(), 10s)) << "the waiter's session never reported Lost";
   const auto expired_at = Clock::now();
-  EXPECT_EQ(mutex_failed.get_future().wait_for(30s), std::future_status::ready) << "Mutex::lock() still waits";
-  EXPECT_EQ(handle_failed.get_future().wait_for(30s), std::future_status::ready) << "try_acquire_for still waits";
+  EXPECT_EQ(mutex_waiter.wait_for(30s), std::future_status::ready) << "Mutex::lock() still waits";
+  EXPECT_EQ(handle_waiter.wait_for(30s), std::future_status::ready) << "try_acquire_for still waits";
   result.failed_after_expiry_ms = ms_since(expired_at);
 
   std::exception_ptr mutex_failure, handle_failure;
@@ -127,8 +83,11 @@ RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path
     handle_failure = std::current_exception();
   }
   std::string message;
-  EXPECT_TRUE(is_lock_lost_about(mutex_failure, path, message)) << "Mutex::lock(): " << message;
-  EXPECT_TRUE(is_lock_lost_about(handle_failure, path, message)) << "LockHandle::try_acquire_for(): " << message;
+  const bool mutex_lost = is_lock_lost_about(mutex_failure, path, message);
+  EXPECT_TRUE(mutex_lost) << "Mutex::lock(): " << message;
+  const bool handle_lost = is_lock_lost_about(handle_failure, path, message);
+  EXPECT_TRUE(handle_lost) << "LockHandle::try_acquire_for(): " << message;
+  result.failed_with_lock_lost = int{mutex_lost} + int{handle_lost};
 
   // The holder, on a healthy session, is undisturbed; the waiters' nodes went with their session.
   EXPECT_TRUE(holder.still_held());
@@ -137,14 +96,14 @@ RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path
 
   // The policy.
   Mutex again(waiter_session, path);
-  if (renews) {
+  if (renew) {
     EXPECT_TRUE(eventually([&] { return waiter_session.state() == SessionState::Connected; }, 30s))
         << "the expired session was not renewed: " << to_string(waiter_session.state());
-    EXPECT_NE(waiter_session.id(), old_id);
+    result.renewed = waiter_session.state() == SessionState::Connected && waiter_session.id() != old_id;
+    EXPECT_TRUE(result.renewed) << "the session id did not change";
     holder.unlock();
     EXPECT_TRUE(again.try_lock_for(30s)) << "the renewed session cannot take the lock";
     if (again.held_by_this_thread()) again.unlock();
-    result.renewed = true;
   } else {
     std::this_thread::sleep_for(1s);
     EXPECT_EQ(waiter_session.state(), SessionState::Lost) << "Lost should be final without renewal";
@@ -162,30 +121,29 @@ RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path
 TEST(ExpiredWhileWaiting, WaitersFailWithLockLostAndTheSessionFollowsTheRenewalPolicy) {
   TestEnsemble ensemble;
   const int rounds = scaled_rounds(4);
-  const bool by_default = renews_by_default<SessionOptions>();
+  const bool by_default = SessionOptions{}.renew_expired_session;
   std::vector<RoundResult> results;
   for (int round = 0; round < rounds; ++round) {
     results.push_back(expire_while_waiting(ensemble, "/dlock-reliability/expiry-" + std::to_string(round), by_default));
   }
-  if constexpr (has_renewal_option<SessionOptions>()) {
-    // The other policy too.
-    results.push_back(expire_while_waiting(ensemble, "/dlock-reliability/expiry-other-policy", !by_default));
-  }
+  // The other policy too.
+  results.push_back(expire_while_waiting(ensemble, "/dlock-reliability/expiry-other-policy", !by_default));
   long long slowest_ms = 0;
   int renewed = 0;
+  int lock_lost = 0;
   std::size_t left = 0;
   for (const auto& r : results) {
     left += r.left_behind;
     slowest_ms = std::max(slowest_ms, r.failed_after_expiry_ms);
     renewed += r.renewed ? 1 : 0;
+    lock_lost += r.failed_with_lock_lost;
   }
   const int total = static_cast<int>(results.size());
   report_fields("ExpiredWhileWaiting",
                 {{"rounds", std::to_string(total)},
                  {"faults", std::to_string(total) + " waiting sessions expired from the server"},
-                 {"waiters_failed_with_lock_lost", std::to_string(2 * total)},
+                 {"waiters_failed_with_lock_lost", std::to_string(lock_lost)},
                  {"slowest_failure_after_expiry_ms", std::to_string(slowest_ms)},
-                 {"renewal_option", has_renewal_option<SessionOptions>() ? "yes" : "no"},
                  {"renews_by_default", by_default ? "yes" : "no"},
                  {"rounds_renewed", std::to_string(renewed)},
                  {"rounds_lost_final", std::to_string(total - renewed)},

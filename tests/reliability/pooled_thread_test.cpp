@@ -70,12 +70,8 @@ class OneThreadPool {
   std::thread worker_;
 };
 
-SessionOptions options_for(const std::string& connect) {
-  return {.connect = connect, .session_timeout = 4s, .connect_timeout = 20s};
-}
-
 bool another_session_gets_in(const std::string& connect, const std::string& path, std::chrono::milliseconds wait) {
-  Session other(options_for(connect));
+  Session other(ensemble_session_options(connect));
   Mutex mutex(other, path);
   const bool got = mutex.try_lock_for(wait);
   if (got) mutex.unlock();
@@ -84,7 +80,7 @@ bool another_session_gets_in(const std::string& connect, const std::string& path
 
 TEST(PooledThread, TheReentrantMutexReEntersALeakedHoldButALockHandleTimesOut) {
   TestEnsemble ensemble;
-  Session session(options_for(ensemble.connect()));
+  Session session(ensemble_session_options(ensemble.connect()));
   OneThreadPool pool;
   const int rounds = scaled_rounds(2);
   int mutex_reentered = 0, handle_timed_out = 0, handle_behind_handle_timed_out = 0;

@@ -85,6 +85,10 @@ int scaled_cycles(int normal) { return env_int("DLOCK_SOAK_CYCLES", normal); }
 
 int scaled_rounds(int normal) { return env_int("DLOCK_SOAK_ROUNDS", normal); }
 
+SessionOptions ensemble_session_options(const std::string& connect) {
+  return {.connect = connect, .session_timeout = 4s, .connect_timeout = 20s};
+}
+
 std::string peer_program() { return DLOCK_PEER; }
 
 // --- TestEnsemble --------------------------------------------------------------------------------

@@ -46,6 +46,9 @@ int scaled_cycles(int normal);
 // `normal` rounds, scaled.
 int scaled_rounds(int normal);
 
+// Options for a test's own Session on the ensemble: 4 s session timeout, patient connect.
+SessionOptions ensemble_session_options(const std::string& connect);
+
 // The dlock_peer program (tests/interop) built beside this test.
 std::string peer_program();
 
