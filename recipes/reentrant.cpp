@@ -50,8 +50,10 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
   }
   const CallGate::Call call(calls);
   auto tracking = site->client->track_hold();
+  if (test_hooks::after_tracking) test_hooks::after_tracking();
   auto acquired = acquire(*site->client, site->path, policy, call.bound(deadline));
   if (!acquired) return false;
+  if (test_hooks::after_grant) test_hooks::after_grant();
   holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1,
               site->client->confirm_hold(std::move(tracking)),
               site->client->session_id()});

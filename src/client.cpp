@@ -169,6 +169,13 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
 
 zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   context = std::make_unique<HandleContext>(HandleContext{this, generation_.fetch_add(1) + 1});
+  if (const int ms = test_hooks::slow_session_open_ms.load(); ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  if (test_hooks::fail_session_opens.load() > 0) {
+    test_hooks::fail_session_opens.fetch_sub(1);
+    return nullptr;
+  }
   errno = 0;
   // The C client gives up a handshake after 2/3 of the requested timeout, and its arithmetic
   // overflows for huge ones: requests outside [1 s, 1 h] are sent clamped. The server clamps

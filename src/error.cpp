@@ -19,6 +19,8 @@ class DlockCategory final : public std::error_category {
       case errc::invalid_key: return "invalid lock key";
       case errc::lock_timeout: return "timed out waiting for the lock";
       case errc::lock_destroyed: return "the lock object was destroyed while this thread waited on it";
+      case errc::disconnected: return "the session was disconnected from ZooKeeper";
+      case errc::sequence_exhausted: return "the lock directory's sequence counter ran out";
     }
     return "unknown dlock error " + std::to_string(value);
   }

@@ -9,5 +9,9 @@ std::atomic<bool> skip_adoption{false};
 std::atomic<bool> no_release_retry{false};
 std::atomic<bool> legacy_downgrade{false};
 std::atomic<bool> keep_waiters_on_destroy{false};
+std::atomic<int> fail_session_opens{0};
+std::atomic<int> slow_session_open_ms{0};
+std::function<void()> after_grant;
+std::function<void()> after_tracking;
 
 }  // namespace dlock::detail::test_hooks

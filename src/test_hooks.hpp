@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 
 namespace dlock::detail::test_hooks {
 
@@ -28,5 +29,17 @@ extern std::atomic<bool> legacy_downgrade;
 // Destroying a Mutex or SharedMutex does not abandon the acquisitions waiting on it: the
 // destructor waits until they are granted (or time out).
 extern std::atomic<bool> keep_waiters_on_destroy;
+
+// Fault injection (not guarantees switched off: faults the tests cannot provoke on demand).
+// The next N openings of a session handle (a renewal after expiry) fail, as a name-resolution
+// failure of the connect string's host makes zookeeper_init fail.
+extern std::atomic<int> fail_session_opens;
+// Every opening of a session handle takes this long first (slow name resolution).
+extern std::atomic<int> slow_session_open_ms;
+// Runs on the acquiring thread after its node is granted and before the hold is recorded. Set
+// only while no acquisition runs.
+extern std::function<void()> after_grant;
+// Runs on the acquiring thread once the hold's loss tracking began, before its node is created.
+extern std::function<void()> after_tracking;
 
 }  // namespace dlock::detail::test_hooks

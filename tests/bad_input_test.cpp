@@ -37,6 +37,7 @@
 #include "eventually.hpp"
 #include "fault_proxy.hpp"
 #include "raw_zk.hpp"
+#include "run_with_deadline.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
 
@@ -67,25 +68,6 @@ int wait_for_threads(int baseline, std::chrono::milliseconds timeout = 5s) {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// Runs `f` on a detached thread (it owns what it captures, so a hung call cannot block the test's
-// own teardown) and returns the exception it threw: nullopt if it returned, or if it did not
-// finish within `wait` (then `*hung` is set).
-template <class F>
-std::exception_ptr run_with_deadline(F f, std::chrono::milliseconds wait, bool* hung) {
-  auto done = std::make_shared<std::promise<std::exception_ptr>>();
-  auto result = done->get_future();
-  std::thread([f = std::move(f), done]() mutable {
-    try {
-      f();
-      done->set_value(nullptr);
-    } catch (...) {
-      done->set_value(std::current_exception());
-    }
-  }).detach();
-  *hung = result.wait_for(wait) != std::future_status::ready;
-  return *hung ? nullptr : result.get();
-}
 
 // What a Session constructor threw for `options` (it must throw), checked not to hang.
 template <class E>

@@ -28,6 +28,8 @@ enum class errc {
   invalid_key,         // A lock key or key namespace breaks a rule of the key encoding.
   lock_timeout,        // A scoped lock was not granted within its timeout.
   lock_destroyed,      // The lock object was destroyed while this thread waited on it.
+  disconnected,        // A lock was not granted in time while the session was disconnected.
+  sequence_exhausted,  // A lock directory's sequence counter ran out; its queue order is unknown.
 };
 
 const std::error_category& dlock_category() noexcept;
