@@ -48,4 +48,29 @@ std::vector<Contender> queue_of(const std::vector<std::string>& names) {
   return queue;
 }
 
+std::optional<std::string> order_defect(const std::vector<Contender>& queue) {
+  constexpr std::string_view kCounterEnd = "2147483647";
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    if (queue[i].sequence.starts_with('-')) {
+      return "contender " + std::string(queue[i].name) + " has the negative sequence " +
+             std::string(queue[i].sequence) + " (the directory's counter wrapped)";
+    }
+    std::size_t end = i + 1;
+    while (end < queue.size() && queue[end].sequence == queue[i].sequence) ++end;
+    const std::size_t tied = end - i;
+    if (tied > 1) {
+      const bool downgrade_pair = tied == 2 && queue[i].sequence != kCounterEnd &&
+                                  (queue[i].kind == ContenderKind::Read) != (queue[i + 1].kind == ContenderKind::Read) &&
+                                  (queue[i].kind == ContenderKind::Write || queue[i + 1].kind == ContenderKind::Write);
+      if (!downgrade_pair) {
+        return std::to_string(tied) + " contenders share the sequence " + std::string(queue[i].sequence) + " (" +
+               std::string(queue[i].name) + ", " + std::string(queue[i + 1].name) +
+               (tied > 2 ? ", ..." : "") + "): the directory's counter reached its end";
+      }
+    }
+    i = end - 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace dlock::detail

@@ -1,6 +1,6 @@
 // Internal: which children of a lock directory are contenders, and in what order they queue.
 //
-// Understood names (the protocol facts in shared/protocol.md):
+// Understood names (the protocol facts in docs/PROTOCOL.md):
 //   Curator InterProcessMutex         `_c_<uuid>-lock-<seq>`      exclusive
 //   Curator InterProcessReadWriteLock `_c_<uuid>-__WRIT__<seq>`   write
 //                                     `_c_<uuid>-__READ__<seq>`   read
@@ -14,6 +14,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,5 +33,15 @@ std::optional<Contender> parse_contender(std::string_view name);
 
 // The contenders among `names`, in queue order. The views point into `names`.
 std::vector<Contender> queue_of(const std::vector<std::string>& names);
+
+// Whether the order of `queue` (as queue_of returns it) can be trusted; if not, what is wrong,
+// naming the contenders. Sequence suffixes are `%010d` of the directory's signed 32-bit counter.
+// Once that counter reaches 2147483647 the server gives every further node that same number, so
+// contenders tie and their order is the listing's, which differs between clients; past a wrap the
+// numbers are negative and sort byte-wise ahead of every positive one, and backwards among
+// themselves. Curator and kazoo share this, so the wire order cannot be fixed: a lock over such a
+// queue must fail closed. The one legitimate tie is a downgrade's read node beside its own write
+// node (one __READ__ and one __WRIT__ of the same sequence, below the counter's end).
+std::optional<std::string> order_defect(const std::vector<Contender>& queue);
 
 }  // namespace dlock::detail

@@ -1,8 +1,11 @@
 #include "hold_table.hpp"
 
+#include <pthread.h>
+
 #include <unordered_map>
 
 #include "log_bridge.hpp"
+#include "self_wait.hpp"
 
 namespace dlock::detail::holds {
 namespace {
@@ -14,8 +17,12 @@ struct Key {
 };
 struct KeyHash {
   std::size_t operator()(const Key& k) const noexcept {
-    return std::hash<std::uint64_t>{}(k.site * 2 + static_cast<std::uint64_t>(k.mode));
+    return std::hash<std::uint64_t>{}(k.site * 4 + static_cast<std::uint64_t>(k.mode));
   }
+};
+
+struct Table {
+  std::unordered_map<Key, Hold, KeyHash> holds;
 };
 
 // The thread's most recently used hold: re-entering the same lock in a loop (the common case)
@@ -24,24 +31,43 @@ struct LastHold {
   Key key{0, HoldMode::Exclusive};
   Hold* hold = nullptr;
 };
-thread_local LastHold last;
 
-class Table {
- public:
-  ~Table() {
-    last = {};
-    for (auto& [key, hold] : holds_) {
-      log(LogLevel::Warn, "a thread exited holding lock " + hold.site->path + " (" +
-                              std::to_string(hold.count) + " level(s)); releasing it");
-      hold.site->client->release_node(hold.node);
-    }
+// Both trivially destructible: nothing here is torn down by the thread_local destructor pass, in
+// which an application's thread_local may still unlock.
+thread_local LastHold last;
+thread_local Table* current = nullptr;
+
+// Runs when a thread that used a lock exits, after its thread_local destructors.
+void release_leftovers(void* table_pointer) {
+  auto* table = static_cast<Table*>(table_pointer);
+  last = {};
+  current = nullptr;
+  for (auto& [key, hold] : table->holds) {
+    log(LogLevel::Warn, "a thread exited holding lock " + hold.site->path + " (" + std::to_string(hold.count) +
+                            " level(s)); releasing it");
+    self_wait::remove(hold.node);
+    hold.site->client->release_node(hold.node);
   }
-  std::unordered_map<Key, Hold, KeyHash> holds_;
-};
+  delete table;
+}
+
+pthread_key_t table_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k;
+    pthread_key_create(&k, &release_leftovers);
+    return k;
+  }();
+  return key;
+}
 
 Table& table() {
-  thread_local Table t;
-  return t;
+  if (current == nullptr) {
+    current = new Table;
+    // The main thread's key destructor does not run at exit(); its holds go with the process
+    // (the session's close, or its expiry, deletes the nodes).
+    pthread_setspecific(table_key(), current);
+  }
+  return *current;
 }
 
 }  // namespace
@@ -49,7 +75,8 @@ Table& table() {
 Hold* find(std::uint64_t site_id, HoldMode mode) {
   const Key key{site_id, mode};
   if (last.hold != nullptr && last.key == key) return last.hold;
-  auto& holds = table().holds_;
+  if (current == nullptr) return nullptr;
+  auto& holds = current->holds;
   const auto it = holds.find(key);
   if (it == holds.end()) return nullptr;
   last = {key, &it->second};
@@ -59,19 +86,22 @@ Hold* find(std::uint64_t site_id, HoldMode mode) {
 Hold& add(Hold hold) {
   const Key key{hold.site->id, hold.mode};
   hold.count = 1;
-  Hold& added = table().holds_.insert_or_assign(key, std::move(hold)).first->second;
+  self_wait::add(hold.node, self_wait::this_thread_token());
+  Hold& added = table().holds.insert_or_assign(key, std::move(hold)).first->second;
   last = {key, &added};
   return added;
 }
 
 std::string remove(std::uint64_t site_id, HoldMode mode) {
-  auto& holds = table().holds_;
   const Key key{site_id, mode};
   if (last.key == key) last = {};
+  if (current == nullptr) return {};
+  auto& holds = current->holds;
   const auto it = holds.find(key);
   if (it == holds.end()) return {};
   std::string node = std::move(it->second.node);
   holds.erase(it);
+  self_wait::remove(node);
   return node;
 }
 

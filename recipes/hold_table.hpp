@@ -1,11 +1,15 @@
 // Internal: the calling thread's holds, for reentrancy.
 //
 // Each thread keeps its own table keyed by (lock site, mode); a LockSite is one (session, path),
-// and the thread is implicit in thread_local storage, so the key is (session, path, thread, mode).
-// Re-entry and ownership checks are answered here without a ZooKeeper call.
+// and the thread is implicit in thread-local storage, so the key is (session, path, thread, mode).
+// Re-entry and ownership checks are answered here without a ZooKeeper call. Every hold is also
+// recorded in self_wait.hpp's process-wide registry, so that no thread waits on its own node.
 //
 // A thread that exits while holding locks releases them (with a warning): no other thread could
 // ever unlock them, and leaving them held would block every other contender until the session ends.
+// That happens after every thread_local object of the thread has been destroyed (the table lives
+// on the heap and is cleaned up by a pthread key destructor, which runs after them), so an
+// application's thread_local whose destructor unlocks still finds its hold.
 #pragma once
 
 #include <cstdint>
@@ -17,16 +21,19 @@
 
 namespace dlock::detail {
 
-enum class HoldMode : std::uint8_t { Exclusive, Shared };
+// Mutex holds (lock- nodes), SharedMutex write holds (__WRIT__ nodes) and read holds (__READ__).
+// The first two exclude each other but are distinct: a lock- node is no writer to Curator's
+// read/write lock, so one may not stand in for the other.
+enum class HoldMode : std::uint8_t { Exclusive, Write, Shared };
 
 struct Hold {
   std::shared_ptr<LockSite> site;
   HoldMode mode = HoldMode::Exclusive;
   std::string node;          // full path of the lock node
-  std::int64_t token = 0;    // fencing token (creation zxid of `node`)
+  std::int64_t token = 0;    // fencing token
   std::uint64_t count = 0;   // nesting depth
   std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
-  std::int64_t session = 0;                 // the session id the node was created on
+  std::uint64_t generation = 0;            // the handle (session) that created `node`
 };
 
 namespace holds {

@@ -1,10 +1,14 @@
 #include "lock_core.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "holder_info.hpp"
+#include "log_bridge.hpp"
 #include "pending.hpp"
+#include "self_wait.hpp"
 #include "test_hooks.hpp"
 
 namespace dlock::detail {
@@ -34,6 +38,42 @@ void throw_if_abandoned(const Deadline& deadline, const std::string& what) {
   if (deadline.abandoned()) {
     throw Error(make_error_code(errc::lock_destroyed),
                 what + ": the lock object was destroyed by another thread while this thread waited on it");
+  }
+}
+
+[[noreturn]] void throw_lock_lost(const std::string& what) {
+  throw LockLost(make_error_code(errc::lock_lost), what);
+}
+
+// The queue's order cannot be trusted (contender.hpp's order_defect): refuse to hold. Logged once
+// per directory, since every contender of it will fail the same way until an operator acts.
+[[noreturn]] void fail_closed(const std::string& dir, const std::string& defect) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  const std::string text =
+      "lock " + dir + ": refusing to hold: " + defect +
+      ". Its queue order is ambiguous for every client (dlock, Curator, kazoo). Recover by stopping "
+      "the lock's users until the directory is empty and deleting it (or letting the server reap "
+      "it): a new directory counts from 0 again";
+  bool first = false;
+  {
+    std::lock_guard lock(mutex);
+    first = logged.insert(dir).second;
+  }
+  if (first) log(LogLevel::Error, text);
+  throw Error(make_error_code(errc::sequence_exhausted), text);
+}
+
+// A wait on a node the calling thread holds itself (through another lock object, a scope guard or
+// a Session to the same ensemble) would never end.
+void throw_if_waiting_on_itself(const std::string& dir, std::span<const Contender> ahead, const std::string& what) {
+  for (const auto& contender : ahead) {
+    const std::string node = dir + "/" + std::string(contender.name);
+    if (self_wait::held_by_this_thread(node)) {
+      throw WouldDeadlock(what + ": the calling thread already holds " + node +
+                          ", ahead in this lock's queue (through another lock object, scope guard or "
+                          "Session on the same ensemble), so it would wait on itself forever");
+    }
   }
 }
 
@@ -94,11 +134,12 @@ class Attempt {
   const std::string& prefix() const { return prefix_; }
   Acquired commit() {
     committed_ = true;
-    return {node, token};
+    return {node, token, generation};
   }
 
   std::string node;
   std::int64_t token = 0;
+  std::uint64_t generation = 0;
   bool maybe_created = false;
   bool lost_reply = false;  // some create of this attempt got no answer
 
@@ -133,6 +174,7 @@ std::optional<std::vector<std::string>> adopt_lost_create(Client& client, const 
   if (result.rc != ZOK) return std::nullopt;  // vanished again: create anew
   attempt.node = node;
   attempt.token = result.stat.czxid;
+  attempt.generation = client.generation();  // same session as the lost create (checked by the caller)
   return names;
 }
 
@@ -155,6 +197,7 @@ std::optional<std::vector<std::string>> create_node(Client& client, const std::s
     if (result.rc == ZOK) {
       attempt.node = std::move(result.path);
       attempt.token = result.czxid;
+      attempt.generation = result.generation;
       return listing.rc == ZOK ? std::move(listing.names) : std::vector<std::string>{};
     }
     if (result.rc == ZNONODE) {
@@ -180,6 +223,13 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
                                 const Deadline& deadline) {
   const std::string what = "lock " + dir;
   client.throw_if_gone(what);
+  // While disconnected, a create would sit in the C client's queue until the connection is back
+  // or given up for good, whatever the deadline: a bounded attempt waits for the connection
+  // within its deadline instead (try_lock() then answers false at once).
+  if (!deadline.is_never() && client.state() == SessionState::Suspended && !client.wait_connected(deadline, what)) {
+    return std::nullopt;
+  }
+  throw_if_abandoned(deadline, what);
   Attempt attempt(client, dir);
   auto first_listing = create_node(client, dir, policy, attempt, deadline, what);
   if (!first_listing) return std::nullopt;
@@ -203,18 +253,21 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
       }
     }
     const auto queue = queue_of(names);
+    if (auto defect = order_defect(queue); defect && !test_hooks::ignore_order_defects.load()) {
+      fail_closed(dir, *defect);
+    }
     const auto ours = std::find_if(queue.begin(), queue.end(),
                                    [&](const Contender& c) { return c.name == our_name; });
     if (ours == queue.end()) {
       client.throw_if_gone(what);
-      throw LockLost(std::error_code(ZNONODE, zookeeper_category()),
-                     what + ": our lock node " + attempt.node + " vanished while we waited");
+      throw_lock_lost(what + ": our lock node " + attempt.node + " vanished while we waited");
     }
     const auto index = static_cast<std::size_t>(ours - queue.begin());
     Verdict verdict = test_hooks::ignore_queue.load() ? Verdict{true, {}} : policy.decide(queue, index);
     if (verdict.holds) return attempt.commit();
+    if (deadline.passed()) return std::nullopt;  // try_lock(): "not free" is the answer, no wait
+    if (!test_hooks::no_self_wait_check.load()) throw_if_waiting_on_itself(dir, std::span(queue).first(index), what);
     if (test_hooks::watch_head.load()) verdict.watch = queue.front().name;
-    if (deadline.passed()) return std::nullopt;
 
     const std::string watched = dir + "/" + std::string(verdict.watch);
     names.clear();  // the verdict viewed into it; relist after the wait
@@ -239,13 +292,30 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
 }
 
 std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, std::string_view marker,
-                                       std::string_view sequence, const Deadline& deadline) {
+                                       const std::string& beside, std::uint64_t beside_generation,
+                                       const Deadline& deadline) {
   const std::string what = "downgrade of lock " + dir;
   client.throw_if_gone(what);
-  Attempt attempt(client, dir);
-  const std::string node = dir + "/" + attempt.prefix() + std::string(marker) + std::string(sequence);
-  const std::string data = holder_info_json();
+  const auto beside_name = std::string_view(beside).substr(dir.size() + 1);
+  const auto contender = parse_contender(beside_name);  // our own node: always parses
+  // The write node must still be this session's: after an expiry it is gone (and another client
+  // may hold the lock), and a read node beside it would sit at the head of the queue.
   const auto session = client.session_id();
+  Pending<StatResult> checked;
+  client.exists(beside, checked.callback());
+  const auto write_node = checked.get();
+  if (write_node.rc != ZOK && !transient(write_node.rc)) {
+    if (write_node.rc != ZNONODE) fail(client, write_node.rc, what + ": checking " + beside);
+  }
+  if ((write_node.rc == ZOK && write_node.stat.ephemeralOwner != session) || write_node.rc == ZNONODE ||
+      !client.owns_nodes_of(beside_generation)) {
+    throw_lock_lost(what + ": the write node " + beside +
+                    " went with an expired session, so this thread no longer holds the write side; "
+                    "unlock() it, then lock again");
+  }
+  Attempt attempt(client, dir);
+  const std::string node = dir + "/" + attempt.prefix() + std::string(marker) + std::string(contender->sequence);
+  const std::string data = holder_info_json();
   for (;;) {
     Pending<CreateResult> created;
     attempt.maybe_created = true;
@@ -254,6 +324,10 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
     if (result.rc == ZOK) {
       attempt.node = node;
       attempt.token = result.czxid;
+      attempt.generation = result.generation;
+      if (result.generation != beside_generation) {
+        throw_lock_lost(what + ": the session expired while the read node was created");  // deleted by ~Attempt
+      }
       return attempt.commit();
     }
     if (transient(result.rc)) {
@@ -266,9 +340,10 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
     Pending<StatResult> stat;
     client.exists(node, stat.callback());
     const auto found = stat.get();
-    if (found.rc == ZOK && found.stat.ephemeralOwner == session) {
+    if (found.rc == ZOK && found.stat.ephemeralOwner == session && client.owns_nodes_of(beside_generation)) {
       attempt.node = node;
       attempt.token = found.stat.czxid;
+      attempt.generation = beside_generation;
       return attempt.commit();
     }
     if (result.rc == ZNODEEXISTS) fail(client, result.rc, what + ": " + node + " exists, owned by another session");

@@ -35,22 +35,29 @@ struct LockPolicy {
 };
 
 struct Acquired {
-  std::string node;          // full path of our node
-  std::int64_t token = 0;    // its creation zxid: the fencing token
+  std::string node;              // full path of our node
+  std::int64_t token = 0;        // its creation zxid: the fencing token
+  std::uint64_t generation = 0;  // the handle (session) that created it: Client::generation()
 };
 
 // Takes the lock described by `policy` in `dir`, waiting until `deadline`. Returns nullopt when
 // the deadline passes first (nothing left behind). Throws LockLost when the session ends or our
-// node vanishes, Error for other ZooKeeper failures (nothing left behind either way).
+// node vanishes; WouldDeadlock when it would wait on a node the calling thread holds itself
+// (self_wait.hpp); Error with errc::sequence_exhausted when the queue's order cannot be trusted
+// (contender.hpp's order_defect); Error for other ZooKeeper failures. Nothing is left behind
+// whenever it throws.
 std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
                                 const Deadline& deadline);
 
 // Downgrade: creates an EPHEMERAL (not sequential) node `<dir>/_c_<uuid>-<marker><sequence>`
-// that queues level with the caller's existing node of that `sequence`, so no contender that
-// queued behind that node gets in between (Curator 5.5's form). Returns nullopt when the deadline
-// passes while recovering from a lost connection; throws like acquire().
+// that queues level with the caller's existing node `beside` (of that sequence, created on handle
+// `beside_generation`), so no contender that queued behind it gets in between (Curator 5.5's
+// form). First checks that `beside` still exists and belongs to the current session: LockLost
+// (errc::lock_lost) if it went with an expired session, and nothing is created. Returns nullopt
+// when the deadline passes while recovering from a lost connection; throws like acquire().
 std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, std::string_view marker,
-                                       std::string_view sequence, const Deadline& deadline);
+                                       const std::string& beside, std::uint64_t beside_generation,
+                                       const Deadline& deadline);
 
 // The contenders of `dir` in queue order (full names). Retries transient errors; throws LockLost
 // or Error like acquire().

@@ -54,7 +54,7 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   auto tracking = client->track_hold();
   auto acquired = detail::acquire(*client, site->path, policy_for(mode), deadline);
   if (!acquired) return LockHandle();
-  auto lost = client->confirm_hold(std::move(tracking));
+  auto lost = client->confirm_hold(std::move(tracking), acquired->generation);
   return LockHandle(std::make_unique<State>(
       State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
 }

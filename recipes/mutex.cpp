@@ -20,7 +20,7 @@ Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detai
 Mutex::~Mutex() { calls_->close(); }
 
 bool Mutex::acquire(const detail::Deadline& deadline) {
-  return detail::reentrant::lock_exclusive(site_, detail::kExclusivePolicy, deadline, *calls_);
+  return detail::reentrant::lock_exclusive(site_, HoldMode::Exclusive, detail::kExclusivePolicy, deadline, *calls_);
 }
 
 void Mutex::lock() { acquire(detail::Deadline::never()); }

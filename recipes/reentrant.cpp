@@ -12,36 +12,54 @@ const LockPolicy kLegacyDowngradePolicy{"__READ__", [](std::span<const Contender
                                           return Verdict{true, {}};
                                         }};
 
-const char* side(HoldMode mode) { return mode == HoldMode::Shared ? "shared side" : "exclusive side"; }
-
-// Re-entry is the hot path: one atomic load, no string unless the session is gone.
-void count_reentry(const LockSite& site, Hold& hold) {
-  if (const auto state = site.client->state(); state == SessionState::Lost || state == SessionState::Closed) {
-    site.client->throw_if_gone("lock " + site.path);
+const char* side(HoldMode mode) {
+  switch (mode) {
+    case HoldMode::Shared: return "shared (read) side";
+    case HoldMode::Write: return "exclusive (write) side";
+    case HoldMode::Exclusive: break;
   }
-  // The session expired and was renewed since: the node went with the old session, and counting
-  // would silently re-take a lock someone else may hold now.
-  if (hold.session != site.client->session_id()) {
-    throw LockLost(std::error_code(ZSESSIONEXPIRED, zookeeper_category()),
-                   "lock " + site.path + ": this thread's hold was lost when its session expired; unlock() it, "
-                   "then lock again");
-  }
-  ++hold.count;
+  return "exclusive side";
 }
 
-// If the thread holds `mode` of `site`: one more level, true.
+// The thread's hold of `mode` is still backed by its node; LockLost (errc::lock_lost) if not.
+void check_still_backed(const LockSite& site, const Hold& hold, const char* doing) {
+  if (site.client->owns_nodes_of(hold.generation)) return;
+  site.client->throw_if_gone("lock " + site.path);
+  // The session expired and was renewed since: the node went with the old session, and counting
+  // (or downgrading) would silently re-take a lock someone else may hold now.
+  throw LockLost(make_error_code(errc::lock_lost),
+                 "lock " + site.path + ": " + doing + " refused: this thread's hold of the " + side(hold.mode) +
+                     " was lost when its session expired; unlock() it, then lock again");
+}
+
+// If the thread holds `mode` of `site`: one more level, true. Re-entry is the hot path: one atomic
+// load and a compare, no string unless the hold is gone.
 bool reenter(const LockSite& site, HoldMode mode) {
   Hold* hold = holds::find(site.id, mode);
   if (hold == nullptr) return false;
-  count_reentry(site, *hold);
+  check_still_backed(site, *hold, "re-entry");
+  ++hold->count;
   return true;
+}
+
+void refuse_if_other_exclusive_held(const LockSite& site, HoldMode wanted) {
+  const HoldMode other = wanted == HoldMode::Exclusive ? HoldMode::Write : HoldMode::Exclusive;
+  if (holds::find(site.id, other) == nullptr) return;
+  throw WouldDeadlock(std::string("the calling thread holds ") +
+                      (other == HoldMode::Exclusive ? "a Mutex" : "the write side of a SharedMutex") + " on " +
+                      site.path + " and asked for " +
+                      (wanted == HoldMode::Exclusive ? "a Mutex" : "the write side of a SharedMutex") +
+                      " on it: the two are different nodes (a Mutex's lock- node is no writer to Curator's "
+                      "read/write lock), so the new one would wait behind the old forever; use one kind "
+                      "of lock per path");
 }
 
 }  // namespace
 
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& policy, const Deadline& deadline,
-                    CallGate& calls) {
-  if (reenter(*site, HoldMode::Exclusive)) return true;
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const LockPolicy& policy,
+                    const Deadline& deadline, CallGate& calls) {
+  if (reenter(*site, mode)) return true;
+  refuse_if_other_exclusive_held(*site, mode);
   if (holds::find(site->id, HoldMode::Shared) != nullptr) {
     throw WouldDeadlock("the calling thread holds the read side of " + site->path +
                         " and asked for its write side: its own read node would block the write "
@@ -54,31 +72,38 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, const LockPolicy& pol
   auto acquired = acquire(*site->client, site->path, policy, call.bound(deadline));
   if (!acquired) return false;
   if (test_hooks::after_grant) test_hooks::after_grant();
-  holds::add({site, HoldMode::Exclusive, std::move(acquired->node), acquired->token, 1,
-              site->client->confirm_hold(std::move(tracking)),
-              site->client->session_id()});
+  auto lost = site->client->confirm_hold(std::move(tracking), acquired->generation);
+  holds::add({site, mode, std::move(acquired->node), acquired->token, 1, std::move(lost), acquired->generation});
   return true;
 }
 
 bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls) {
   if (reenter(*site, HoldMode::Shared)) return true;
+  if (holds::find(site->id, HoldMode::Exclusive) != nullptr) {
+    throw WouldDeadlock("the calling thread holds a Mutex on " + site->path +
+                        " and asked for the read side of a SharedMutex on it: its read node would wait "
+                        "behind the Mutex's node forever; use one kind of lock per path");
+  }
+  const Hold* write = holds::find(site->id, HoldMode::Write);
+  if (write != nullptr) check_still_backed(*site, *write, "downgrade");
   const CallGate::Call call(calls);
   const Deadline deadline = call.bound(given);
   auto tracking = site->client->track_hold();
   std::optional<Acquired> acquired;
-  if (holds::find(site->id, HoldMode::Exclusive) != nullptr && test_hooks::legacy_downgrade.load()) {
+  if (write != nullptr && test_hooks::legacy_downgrade.load()) {
     acquired = acquire(*site->client, site->path, kLegacyDowngradePolicy, deadline);
-  } else if (const Hold* exclusive = holds::find(site->id, HoldMode::Exclusive)) {
-    const auto name = std::string_view(exclusive->node).substr(site->path.size() + 1);
-    const auto contender = parse_contender(name);  // our own node: always parses
-    acquired = acquire_beside(*site->client, site->path, kReadPolicy.marker, contender->sequence, deadline);
+  } else if (write != nullptr) {
+    acquired = acquire_beside(*site->client, site->path, kReadPolicy.marker, write->node, write->generation, deadline);
+    // The read hold comes before every writer that queued behind the write node, so it takes the
+    // write node's token: a later create's zxid could exceed theirs and fence them out.
+    if (acquired && !test_hooks::downgrade_token_from_create.load()) acquired->token = write->token;
   } else {
     acquired = acquire(*site->client, site->path, kReadPolicy, deadline);
   }
   if (!acquired) return false;
-  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1,
-              site->client->confirm_hold(std::move(tracking)),
-              site->client->session_id()});
+  auto lost = site->client->confirm_hold(std::move(tracking), acquired->generation);
+  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1, std::move(lost),
+              acquired->generation});
   return true;
 }
 

@@ -1,43 +1,17 @@
-// ScopedLock and LockService (dlock/scope.hpp): guards over LockHandle, with a process-wide record
-// of which thread holds which path through a guard, to refuse a guard that would wait on itself.
-#include <set>
-#include <thread>
+// ScopedLock and LockService (dlock/scope.hpp): guards over LockHandle. A guard's node is recorded
+// as held by the thread that took it (self_wait.hpp) until it is released, so that this thread
+// gets WouldDeadlock instead of waiting on it: a guard, unlike a plain LockHandle, is the thread's.
+#include <cstdio>
 
+#include "client.hpp"
 #include "dlock/scope.hpp"
 #include "path.hpp"
+#include "self_wait.hpp"
+#include "session_access.hpp"
 
 namespace dlock {
 namespace detail {
 namespace {
-
-// (thread that took the guard, "<connect string>|<path>") for every guard still held. A guard
-// bound to a transaction stays here until the transaction ends, since until then the thread that
-// took it would still wait on itself.
-class GuardRegistry {
- public:
-  using Entry = std::pair<std::thread::id, std::string>;
-  bool contains(const Entry& entry) {
-    std::lock_guard lock(mutex_);
-    return entries_.count(entry) > 0;
-  }
-  void add(const Entry& entry) {
-    std::lock_guard lock(mutex_);
-    entries_.insert(entry);
-  }
-  void remove(const Entry& entry) {
-    std::lock_guard lock(mutex_);
-    if (auto it = entries_.find(entry); it != entries_.end()) entries_.erase(it);
-  }
-
- private:
-  std::mutex mutex_;
-  std::multiset<Entry> entries_;
-};
-
-GuardRegistry& registry() {
-  static GuardRegistry instance;
-  return instance;
-}
 
 const char* describe(LockMode mode) {
   switch (mode) {
@@ -51,15 +25,16 @@ const char* describe(LockMode mode) {
 }  // namespace
 
 struct ScopeState {
-  ScopeState(LockHandle h, std::string k, GuardRegistry::Entry e)
-      : handle(std::move(h)), key(std::move(k)), entry(std::move(e)) {}
+  ScopeState(LockHandle h, std::string k) : handle(std::move(h)), key(std::move(k)) {
+    self_wait::add(handle.node(), self_wait::this_thread_token());
+  }
   ~ScopeState() { release(); }
 
   // Idempotent, any thread: the guard's destructor and a transaction's hook may both call it.
   void release() noexcept {
     std::lock_guard lock(mutex);
     if (!handle) return;
-    registry().remove(entry);
+    self_wait::remove(handle.node());
     try {
       handle.release();
     } catch (...) {  // release() only throws NotOwner for an empty handle, excluded above
@@ -69,7 +44,6 @@ struct ScopeState {
   std::mutex mutex;
   LockHandle handle;
   const std::string key;
-  const GuardRegistry::Entry entry;
   const std::string path = handle.path();
   const std::int64_t token = handle.fencing_token();
   const LockMode mode = handle.mode();
@@ -129,18 +103,22 @@ std::string LockService::path_for(std::string_view ns, std::string_view key) con
 
 ScopedLock LockService::lock_key(LockMode mode, std::string_view ns, std::string key) const {
   const std::string path = path_for(ns, key);
-  detail::GuardRegistry::Entry entry{std::this_thread::get_id(), session_->connect_string() + "|" + path};
-  if (detail::registry().contains(entry)) {
-    throw WouldDeadlock("this thread already holds a scoped lock on " + path +
-                        " and asked for another: it would wait on itself (scoped locks are not reentrant)");
-  }
   auto handle = LockHandle::try_acquire_for(*session_, path, timeout_, mode);
   if (!handle) {
-    throw LockTimeout(std::string("timed out after ") + std::to_string(timeout_.count()) + " ms waiting for the " +
-                      detail::describe(mode) + " on " + path + " (key " + key + ")");
+    const std::string waited = std::string("timed out after ") + std::to_string(timeout_.count()) +
+                               " ms waiting for the " + detail::describe(mode) + " on " + path + " (key " + key + ")";
+    // An outage is not contention: say so, so that callers (and their alerts) can tell.
+    if (const auto outage = detail::SessionAccess::client(*session_)->disconnected_for()) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(outage->count()) / 1000.0);
+      throw LockTimeout(make_error_code(errc::disconnected),
+                        waited + ": the session has been disconnected from ZooKeeper at " +
+                            session_->connect_string() + " for " + seconds + " s (state " +
+                            std::string(to_string(session_->state())) + ")");
+    }
+    throw LockTimeout(waited);
   }
-  detail::registry().add(entry);
-  return ScopedLock(std::make_shared<detail::ScopeState>(std::move(handle), std::move(key), std::move(entry)));
+  return ScopedLock(std::make_shared<detail::ScopeState>(std::move(handle), std::move(key)));
 }
 
 ScopedLocks LockService::lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {

@@ -22,14 +22,14 @@ SharedMutex::~SharedMutex() { calls_->close(); }
 
 bool SharedMutex::acquire(const Deadline& deadline, bool shared) {
   return shared ? detail::reentrant::lock_shared(site_, deadline, *calls_)
-                : detail::reentrant::lock_exclusive(site_, detail::kWritePolicy, deadline, *calls_);
+                : detail::reentrant::lock_exclusive(site_, HoldMode::Write, detail::kWritePolicy, deadline, *calls_);
 }
 
 void SharedMutex::lock() { acquire(Deadline::never(), false); }
 
 bool SharedMutex::try_lock() { return acquire(Deadline::at(detail::Clock::now()), false); }
 
-void SharedMutex::unlock() { detail::reentrant::unlock(*site_, HoldMode::Exclusive); }
+void SharedMutex::unlock() { detail::reentrant::unlock(*site_, HoldMode::Write); }
 
 void SharedMutex::lock_shared() { acquire(Deadline::never(), true); }
 
@@ -41,19 +41,19 @@ bool SharedMutex::try_lock_steady(std::chrono::steady_clock::time_point deadline
   return acquire(Deadline::at(deadline), shared);
 }
 
-bool SharedMutex::held_by_this_thread() const { return detail::reentrant::held(*site_, HoldMode::Exclusive); }
+bool SharedMutex::held_by_this_thread() const { return detail::reentrant::held(*site_, HoldMode::Write); }
 
 bool SharedMutex::held_shared_by_this_thread() const { return detail::reentrant::held(*site_, HoldMode::Shared); }
 
-std::int64_t SharedMutex::fencing_token() const { return detail::reentrant::token(*site_, HoldMode::Exclusive); }
+std::int64_t SharedMutex::fencing_token() const { return detail::reentrant::token(*site_, HoldMode::Write); }
 
 std::int64_t SharedMutex::shared_fencing_token() const { return detail::reentrant::token(*site_, HoldMode::Shared); }
 
-std::stop_token SharedMutex::stop_token() const { return detail::reentrant::lost_token(*site_, HoldMode::Exclusive); }
+std::stop_token SharedMutex::stop_token() const { return detail::reentrant::lost_token(*site_, HoldMode::Write); }
 
 std::stop_token SharedMutex::shared_stop_token() const { return detail::reentrant::lost_token(*site_, HoldMode::Shared); }
 
-bool SharedMutex::still_held() const { return detail::reentrant::still_held(*site_, HoldMode::Exclusive); }
+bool SharedMutex::still_held() const { return detail::reentrant::still_held(*site_, HoldMode::Write); }
 
 bool SharedMutex::still_held_shared() const { return detail::reentrant::still_held(*site_, HoldMode::Shared); }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -10,12 +11,26 @@
 #include "janitor.hpp"
 #include "lock_site.hpp"
 #include "log_bridge.hpp"
+#include "pending.hpp"
 #include "test_hooks.hpp"
 
 namespace dlock::detail {
 namespace {
 
 std::atomic<std::uint64_t> next_site_id{1};
+
+// Set on the threads that run dlock's callbacks: the C client's completion threads and the
+// supervisor. close() called there must not close the handle itself (the C client cannot close a
+// handle from its own completion thread; the supervisor is joined by close).
+thread_local bool t_callback_thread = false;
+// The Client whose close() this thread is running: a stop_callback or listener it runs that
+// calls close() again returns at once.
+thread_local const Client* t_closing = nullptr;
+
+// First pause before retrying a renewal whose new session could not be opened; doubled up to the
+// maximum.
+constexpr auto kFirstRenewalRetry = std::chrono::milliseconds(100);
+constexpr auto kMaxRenewalRetry = std::chrono::seconds(5);
 
 constexpr int kHostResolutionDelayMs = 1000;
 constexpr std::int64_t kMinRequestedTimeoutMs = 1000;
@@ -40,6 +55,7 @@ struct RequestOf final : Inflight::Request {
 // Completion trampolines: `data` is a RequestOf; whoever claims it from the Inflight set owns it.
 template <class Result>
 std::unique_ptr<RequestOf<Result>> claim(const void* data) {
+  t_callback_thread = true;
   auto* request = static_cast<RequestOf<Result>*>(const_cast<void*>(data));
   if (!request->owner->claim(request)) return nullptr;
   return std::unique_ptr<RequestOf<Result>>(request);
@@ -48,7 +64,7 @@ std::unique_ptr<RequestOf<Result>> claim(const void* data) {
 void on_created(int rc, const char* path, const Stat* stat, const void* data) {
   auto request = claim<CreateResult>(data);
   if (!request) return;
-  CreateResult result{rc, {}, 0};
+  CreateResult result{rc, {}, 0, request->generation};
   if (rc == ZOK) {
     result.path = path ? path : "";
     result.czxid = stat ? stat->czxid : 0;
@@ -88,6 +104,23 @@ void on_void(int rc, const void* data) {
 }
 
 std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+
+std::string seconds_text(Clock::duration d) {
+  const auto tenths = std::chrono::duration_cast<std::chrono::milliseconds>(d).count() / 100;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+}
+
+std::string hex_id(std::int64_t id) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(id));
+  return buffer;
+}
+
+// The chroot suffix of a connect string ("/app" of "host:2181/app"), or "".
+std::string_view chroot_of(std::string_view connect) {
+  const auto slash = connect.find('/');
+  return slash == std::string_view::npos ? std::string_view() : connect.substr(slash);
+}
 
 }  // namespace
 
@@ -146,25 +179,46 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
                            "(expected host:port[,host:port...][/chroot])" +
                            (saved != 0 ? std::string(": ") + std::strerror(saved) : std::string()));
   }
-  std::unique_lock lock(state_mutex_);
-  const bool connected = state_cv_.wait_for(lock, options_.connect_timeout, [&] {
-    const auto s = state_.load();
-    return s == SessionState::Connected || s == SessionState::Lost;
-  });
-  const bool usable = connected && state_.load() == SessionState::Connected;
-  lock.unlock();
-  if (!usable) {
+  {
+    std::unique_lock lock(state_mutex_);
+    const auto until = steady_deadline_after(options_.connect_timeout);
+    state_cv_.wait_until(lock, until, [&] {
+      const auto s = state_.load();
+      return s == SessionState::Connected || s == SessionState::Lost;
+    });
+  }
+  if (state_.load() != SessionState::Connected) {
     close();
     throw ConnectError(make_error_code(errc::connect_failed),
                        "cannot connect to ZooKeeper at \"" + options_.connect +
                            "\": no server answered within connect_timeout (" +
                            ms(options_.connect_timeout) + ")");
   }
+  check_chroot();
+  supervisor_ = std::thread([this] { supervise(); });
   if (const auto granted = negotiated_timeout(); granted != options_.session_timeout) {
     log(LogLevel::Warn, "session_timeout " + ms(options_.session_timeout) + " requested from " +
                             options_.connect + "; the server granted " + ms(granted) +
                             " (it clamps timeouts to 2..20 times its tickTime by default)");
   }
+}
+
+void Client::check_chroot() {
+  const auto chroot = chroot_of(options_.connect);
+  if (chroot.empty()) return;
+  // With a chroot, the C client sends "/" as the chroot node itself.
+  Pending<StatResult> root;
+  exists("/", root.callback());
+  const int rc = root.get().rc;
+  if (rc == ZOK) return;
+  close();
+  throw ConnectError(make_error_code(errc::connect_failed),
+                     "cannot connect to ZooKeeper at \"" + options_.connect + "\": " +
+                         (rc == ZNONODE ? "its chroot \"" + std::string(chroot) +
+                                              "\" does not exist on the ensemble (create that node first; "
+                                              "dlock does not create a chroot, so a misspelt one is not "
+                                              "silently made)"
+                                        : "checking its chroot \"" + std::string(chroot) + "\" failed: " + zerror(rc)));
 }
 
 zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
@@ -191,44 +245,138 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   return zh;
 }
 
-void Client::start_recovery() {
-  std::lock_guard lock(recovery_mutex_);
-  if (closing_) return;
-  // A previous recovery has long finished its work (it only swaps and closes a handle).
-  if (recovery_.joinable()) recovery_.join();
-  recovery_ = std::thread([this] { renew_session(); });
+void Client::supervise() {
+  t_callback_thread = true;
+  Clock::duration retry = kFirstRenewalRetry;
+  std::unique_lock lock(supervisor_mutex_);
+  while (!stopping_) {
+    if (replace_requested_) {
+      lock.unlock();
+      const bool done = replace_handle(options_.renew_expired_session);
+      lock.lock();
+      if (done) {
+        replace_requested_ = false;
+        retry = kFirstRenewalRetry;
+      } else {
+        supervisor_cv_.wait_for(lock, retry, [&] { return stopping_; });
+        retry = std::min<Clock::duration>(retry * 2, kMaxRenewalRetry);
+      }
+      continue;
+    }
+    std::optional<Clock::time_point> due;
+    {
+      std::lock_guard state_lock(state_mutex_);
+      due = local_expiry_due_locked();
+    }
+    if (!due) {
+      supervisor_cv_.wait(lock);
+    } else if (Clock::now() < *due) {
+      supervisor_cv_.wait_until(lock, *due);
+    } else {
+      lock.unlock();
+      expire_locally();
+      lock.lock();
+    }
+  }
 }
 
-void Client::renew_session() {
-  // Serialized with close(): a Session being closed is not renewed.
-  std::lock_guard closing(close_mutex_);
+std::optional<Clock::time_point> Client::local_expiry_due_locked() const {
+  if (state_.load() != SessionState::Suspended || !ever_connected_) return std::nullopt;
+  return disconnected_since_ + std::chrono::milliseconds(negotiated_ms_.load());
+}
+
+// Curator's rule: a session disconnected for its whole timeout is treated as expired, because the
+// server has (or soon will have) expired it and granted its locks to others, and the client only
+// learns that once it reconnects, which a partition can delay indefinitely.
+void Client::expire_locally() {
+  const auto id = session_id();
+  set_state(SessionState::Lost, SessionState::Suspended);
+  if (state() != SessionState::Lost) return;  // reconnected meanwhile
+  log(LogLevel::Warn, "no ZooKeeper server of " + options_.connect + " answered for the session timeout (" +
+                          ms(std::chrono::milliseconds(negotiated_ms_.load())) + "): session " + hex_id(id) +
+                          " is treated as expired; its locks are lost" +
+                          (options_.renew_expired_session ? "; opening a new session" : ""));
+  request_replacement();
+}
+
+void Client::on_session_expired() {
+  set_state(SessionState::Lost);
+  if (options_.renew_expired_session) request_replacement();
+}
+
+void Client::request_replacement() {
+  {
+    std::lock_guard lock(supervisor_mutex_);
+    replace_requested_ = true;
+  }
+  supervisor_cv_.notify_all();
+}
+
+void Client::notify_supervisor() {
+  { std::lock_guard lock(supervisor_mutex_); }  // the supervisor is waiting, or will see the change
+  supervisor_cv_.notify_all();
+}
+
+bool Client::replace_handle(bool renew) {
+  std::unique_ptr<HandleContext> context;
+  zhandle_t* fresh = nullptr;
+  if (renew) {
+    fresh = open_handle(context);  // resolves host names: no lock held
+    if (fresh == nullptr) {
+      log(LogLevel::Error, "could not open a new session to " + options_.connect + " after expiry (" +
+                               std::strerror(errno) + "); retrying");
+      return false;
+    }
+  }
   zhandle_t* old = nullptr;
   std::unique_ptr<HandleContext> old_context;
   {
     std::unique_lock lock(handle_mutex_);
-    if (zh_ == nullptr) return;
-    old = std::exchange(zh_, nullptr);
-    old_context = std::move(context_);
-    zh_ = open_handle(context_);  // from here on the old handle's events are ignored
+    old = std::exchange(zh_, fresh);
+    old_context = std::exchange(context_, std::move(context));
   }
-  if (zh_ == nullptr) log(LogLevel::Error, "could not open a new session to " + options_.connect + " after expiry");
-  else log(LogLevel::Warn, "session to " + options_.connect + " expired; opening a new one (locks held are lost)");
-  zookeeper_close(old);
+  if (old != nullptr) zookeeper_close(old);
   // Completions the old handle dropped while closing will never run.
-  inflight_.fail_generation(old_context->generation, ZSESSIONEXPIRED);
+  if (old_context) inflight_.fail_generation(old_context->generation, ZSESSIONEXPIRED);
+  return true;
 }
 
-Client::~Client() { close(); }
+Client::~Client() {
+  close();
+  std::thread closer;
+  {
+    std::lock_guard lock(supervisor_mutex_);
+    closer = std::move(closer_);
+  }
+  if (closer.joinable()) closer.join();
+}
 
 void Client::close() {
-  {
-    std::lock_guard lock(recovery_mutex_);
-    closing_ = true;
+  if (t_closing == this) return;  // a callback run by this close() closing again
+  if (t_callback_thread) {
+    close_in_background();
+    return;
   }
-  if (recovery_.joinable() && recovery_.get_id() != std::this_thread::get_id()) recovery_.join();
+  close_now();
+}
+
+void Client::close_in_background() {
+  std::lock_guard lock(supervisor_mutex_);
+  if (stopping_ || closer_.joinable()) return;  // a close is under way
+  closer_ = std::thread([this] { close_now(); });
+}
+
+void Client::close_now() {
+  const Client* outer = std::exchange(t_closing, this);
   // One closer at a time: a second one returns once the first has finished, never while replies
   // may still be completing.
   std::lock_guard closing(close_mutex_);
+  {
+    std::lock_guard lock(supervisor_mutex_);
+    stopping_ = true;
+  }
+  supervisor_cv_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();  // ends a renewal; none starts any more
   zhandle_t* zh = nullptr;
   {
     // Waits for requests being queued right now; later ones see no handle and get ZCLOSING.
@@ -246,11 +394,24 @@ void Client::close() {
   // No completion runs any more; the C client dropped those whose replies came in while closing.
   inflight_.fail_all(ZCLOSING);
   if (janitor_) janitor_->stop();
+  t_closing = outer;
 }
 
 std::chrono::milliseconds Client::negotiated_timeout() const noexcept {
-  std::shared_lock lock(handle_mutex_);
-  return std::chrono::milliseconds(zh_ ? zoo_recv_timeout(zh_) : 0);
+  return std::chrono::milliseconds(negotiated_ms_.load(std::memory_order_acquire));
+}
+
+std::optional<std::chrono::milliseconds> Client::disconnected_for() const {
+  std::lock_guard lock(state_mutex_);
+  const auto s = state_.load();
+  if (s == SessionState::Connected || s == SessionState::Closed || !ever_connected_) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - disconnected_since_);
+}
+
+bool Client::owns_nodes_of(std::uint64_t generation) const noexcept {
+  const auto s = state();
+  return generation == generation_.load(std::memory_order_acquire) && s != SessionState::Lost &&
+         s != SessionState::Closed;
 }
 
 clientid_t Client::client_id() const {
@@ -399,14 +560,25 @@ void Client::forget_site(const std::string& path) {
 
 std::uint64_t Client::subscribe(std::function<void(SessionState)> listener) {
   std::lock_guard lock(listeners_mutex_);
+  auto entry = std::make_shared<Listener>();
+  entry->call = std::move(listener);
+  {
+    // Changes made before this point are not delivered to it: it subscribed after them.
+    std::lock_guard state_lock(state_mutex_);
+    entry->subscribed_after = state_changes_;
+  }
   const auto id = next_listener_id_++;
-  listeners_.emplace(id, std::move(listener));
+  listeners_.emplace(id, std::move(entry));
   return id;
 }
 
 void Client::unsubscribe(std::uint64_t id) {
-  std::lock_guard lock(listeners_mutex_);
+  std::unique_lock lock(listeners_mutex_);
   listeners_.erase(id);
+  // A listener that unsubscribes itself (or is unsubscribed by another listener of the same
+  // delivery) does not wait for itself.
+  if (delivering_thread_ == std::this_thread::get_id()) return;
+  listener_returned_.wait(lock, [&] { return running_listener_ != id; });
 }
 
 Session::Stats Client::stats() const noexcept {
@@ -414,12 +586,14 @@ Session::Stats Client::stats() const noexcept {
 }
 
 void Client::on_event(zhandle_t* zh, int type, int zk_state, const char* path, void* context) {
+  t_callback_thread = true;
   const auto* handle = static_cast<const HandleContext*>(context);
   Client* self = handle->client;
   if (handle->generation != self->generation_.load()) return;  // a replaced handle closing
   if (type == ZOO_SESSION_EVENT) {
     if (zk_state == ZOO_CONNECTED_STATE) {
       if (const clientid_t* id = zoo_client_id(zh)) self->session_id_.store(id->client_id);
+      self->negotiated_ms_.store(zoo_recv_timeout(zh));
     }
     self->on_session_event(zk_state);
   } else if (path != nullptr) {
@@ -430,9 +604,10 @@ void Client::on_event(zhandle_t* zh, int type, int zk_state, const char* path, v
 void Client::on_session_event(int zk_state) {
   if (zk_state == ZOO_CONNECTED_STATE || zk_state == ZOO_READONLY_STATE) {
     set_state(SessionState::Connected);
-  } else if (zk_state == ZOO_EXPIRED_SESSION_STATE || zk_state == ZOO_AUTH_FAILED_STATE) {
+  } else if (zk_state == ZOO_EXPIRED_SESSION_STATE) {
+    on_session_expired();
+  } else if (zk_state == ZOO_AUTH_FAILED_STATE) {
     set_state(SessionState::Lost);
-    if (zk_state == ZOO_EXPIRED_SESSION_STATE && options_.renew_expired_session) start_recovery();
   } else if (state() == SessionState::Connected) {
     set_state(SessionState::Suspended);
   }
@@ -462,19 +637,19 @@ void Client::wake_all_waiters() {
 }
 
 Client::HoldTracking Client::track_hold() {
-  HoldTracking tracking{std::make_shared<std::stop_source>(), session_id()};
+  HoldTracking tracking{std::make_shared<std::stop_source>()};
   std::lock_guard lock(holds_mutex_);
   track_locked(tracking.lost);
   return tracking;
 }
 
-std::shared_ptr<std::stop_source> Client::confirm_hold(HoldTracking tracking) {
+std::shared_ptr<std::stop_source> Client::confirm_hold(HoldTracking tracking, std::uint64_t node_generation) {
   if (!tracking.lost->stop_requested()) return std::move(tracking.lost);
   // Under holds_mutex_: a drop after the state is read here signals the new source, since
   // set_state stores the state before signal_holds_lost takes this mutex.
   std::lock_guard lock(holds_mutex_);
   if (holds_untrusted_ || state_.load(std::memory_order_acquire) != SessionState::Connected ||
-      session_id() != tracking.session) {
+      generation() != node_generation) {
     return std::move(tracking.lost);
   }
   auto fresh = std::make_shared<std::stop_source>();
@@ -508,22 +683,28 @@ void Client::signal_holds_lost() {
   for (auto& source : live) source->request_stop();  // runs users' stop_callbacks: no lock held
 }
 
-void Client::set_state(SessionState next) {
-  // Held across the change and its dispatch, so a listener subscribed concurrently either sees
-  // this change or subscribes after it: never a stale state delivered late.
-  std::lock_guard dispatch(listeners_mutex_);
+void Client::set_state(SessionState next, std::optional<SessionState> only_from) {
+  SessionState previous;
+  Clock::duration outage{};
   {
     std::lock_guard lock(state_mutex_);
-    const auto current = state_.load();
-    if (current == next || current == SessionState::Closed) return;
-    // Lost ends only in Closed, or in Connected once renew_session's new handle connects (the
+    previous = state_.load();
+    if (previous == next || previous == SessionState::Closed) return;
+    if (only_from && previous != *only_from) return;
+    // Lost ends only in Closed, or in Connected once the renewed session's handle connects (the
     // expired handle's own events are filtered out in on_event).
-    if (current == SessionState::Lost && next == SessionState::Suspended) return;
+    if (previous == SessionState::Lost && next == SessionState::Suspended) return;
     if (next == SessionState::Suspended && !ever_connected_) return;
+    const auto now = Clock::now();
+    if (previous == SessionState::Connected) disconnected_since_ = now;
+    if (next == SessionState::Connected && ever_connected_) outage = now - disconnected_since_;
     if (next == SessionState::Connected) ever_connected_ = true;
     state_.store(next, std::memory_order_release);
+    undelivered_.push_back({++state_changes_, next});
   }
   state_cv_.notify_all();
+  notify_supervisor();
+  log_transition(previous, next, outage);
   if (next == SessionState::Connected) {
     std::lock_guard lock(holds_mutex_);
     holds_untrusted_ = false;  // a renewed session: holds taken on it are trusted again
@@ -533,13 +714,79 @@ void Client::set_state(SessionState next) {
       (next != SessionState::Suspended || options_.loss_signal == LossSignal::OnSuspended)) {
     signal_holds_lost();
   }
-  // Listeners may unsubscribe (themselves or others) while we iterate: walk by id.
-  for (auto it = listeners_.begin(); it != listeners_.end();) {
-    const auto id = it->first;
-    auto listener = it->second;
-    listener(next);
-    it = listeners_.upper_bound(id);
+  dispatch_state_changes();
+}
+
+// One line per change of the connection, so an outage reads as two lines, not hundreds.
+void Client::log_transition(SessionState from, SessionState to, Clock::duration outage) {
+  const std::string id = hex_id(session_id());
+  switch (to) {
+    case SessionState::Suspended:
+      log(LogLevel::Warn, "connection to ZooKeeper at " + options_.connect + " lost (session " + id +
+                              "); reconnecting");
+      break;
+    case SessionState::Connected:
+      if (from == SessionState::Lost) {
+        log(LogLevel::Warn, "new session " + id + " established with ZooKeeper at " + options_.connect +
+                                " after " + seconds_text(outage) + " without one");
+      } else if (from == SessionState::Suspended && outage > Clock::duration::zero()) {
+        log(LogLevel::Warn, "reconnected to ZooKeeper at " + options_.connect + " after " +
+                                seconds_text(outage) + " (session " + id + " kept)");
+      }
+      break;
+    case SessionState::Lost:
+      log(LogLevel::Warn, "session " + id + " to ZooKeeper at " + options_.connect +
+                              " expired; the locks it held are lost");
+      break;
+    case SessionState::Closed:
+      break;  // the application asked for it
   }
+}
+
+void Client::dispatch_state_changes() {
+  {
+    std::lock_guard lock(state_mutex_);
+    if (delivering_) return;  // that thread delivers ours too, in order
+    delivering_ = true;
+  }
+  for (;;) {
+    StateChange change{};
+    {
+      std::lock_guard lock(state_mutex_);
+      if (undelivered_.empty()) {
+        delivering_ = false;
+        return;
+      }
+      change = undelivered_.front();
+      undelivered_.pop_front();
+    }
+    deliver(change);
+  }
+}
+
+void Client::deliver(const StateChange& change) {
+  std::unique_lock lock(listeners_mutex_);
+  delivering_thread_ = std::this_thread::get_id();
+  // Listeners may unsubscribe (themselves or others) or subscribe while we iterate: walk by id.
+  std::uint64_t position = 0;
+  for (auto it = listeners_.begin(); it != listeners_.end(); it = listeners_.upper_bound(position)) {
+    position = it->first;
+    const auto listener = it->second;
+    if (listener->subscribed_after >= change.number) continue;
+    running_listener_ = position;
+    lock.unlock();
+    try {
+      listener->call(change.state);
+    } catch (const std::exception& e) {
+      log(LogLevel::Error, std::string("a session state listener threw (ignored): ") + e.what());
+    } catch (...) {
+      log(LogLevel::Error, "a session state listener threw (ignored)");
+    }
+    lock.lock();
+    running_listener_ = 0;
+    listener_returned_.notify_all();
+  }
+  delivering_thread_ = {};
 }
 
 }  // namespace dlock::detail

@@ -1,8 +1,14 @@
 // Internal: the ZooKeeper C client handle behind a dlock::Session.
 //
 // Every request goes through the C client's asynchronous API; completions run on the C client's
-// completion thread and must never block or issue requests themselves (Client::close() joins that
-// thread while holding the handle exclusively). Blocking helpers live in sync_ops.hpp.
+// completion thread and must never block waiting for another request's reply (that reply would
+// be completed by the same thread). A thread that waits for a reply uses Pending (pending.hpp).
+//
+// Threads: the C client's I/O and completion threads; the supervisor (renews an expired session,
+// declares a session lost locally once it has been disconnected for the session timeout); the
+// janitor (janitor.hpp); and, only when close() is called from one of dlock's own threads (a
+// state listener or a lock-lost stop_callback), a closer thread that closes the handle from
+// outside the C client's threads.
 #pragma once
 
 #include <zookeeper/zookeeper.h>
@@ -10,6 +16,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,6 +57,8 @@ struct CreateResult {
   int rc = ZOK;
   std::string path;  // the created node's full path (with the server's sequence suffix)
   std::int64_t czxid = 0;
+  // The handle (and so the session) that sent the create: the node lives as long as it does.
+  std::uint64_t generation = 0;
 };
 struct ChildrenResult {
   int rc = ZOK;
@@ -73,17 +82,29 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
+  // Closes the session. Safe from any thread, any number of times, concurrently, and from
+  // dlock's own callbacks (a state listener, a lock-lost stop_callback): there the handle is
+  // closed by a closer thread, since the C client's own thread cannot close its handle.
   void close();
 
   SessionState state() const noexcept { return state_.load(std::memory_order_acquire); }
   std::int64_t session_id() const noexcept { return session_id_.load(std::memory_order_acquire); }
+  // The current handle: a new one per session (a renewal opens a new handle). A node created on
+  // an earlier generation went with that generation's session.
+  std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
   // The session's id and password (tests use them to expire the session from the server side).
   clientid_t client_id() const;
   std::chrono::milliseconds negotiated_timeout() const noexcept;
   const std::string& connect_string() const noexcept { return options_.connect; }
+  // How long the session has been without a connection (Suspended, or Lost after that), or
+  // nullopt while Connected or Closed.
+  std::optional<std::chrono::milliseconds> disconnected_for() const;
 
   // Throws LockLost when the session is Lost or Closed; `what` says what was being attempted.
   void throw_if_gone(std::string_view what) const;
+  // Whether a node created on handle `generation` is still this session's: the handle is current
+  // and the session neither Lost nor Closed.
+  bool owns_nodes_of(std::uint64_t generation) const noexcept;
   // Blocks until Connected. False when the deadline passes first; LockLost when the session ends.
   // Returns (true) as soon as the deadline is abandoned: the caller checks for that.
   bool wait_connected(const Deadline& deadline, std::string_view what);
@@ -122,16 +143,19 @@ class Client {
   // once if that has already happened. Taken before the attempt, so that a loss during it counts.
   struct HoldTracking {
     std::shared_ptr<std::stop_source> lost;
-    std::int64_t session = 0;  // the session id when tracking began
   };
   HoldTracking track_hold();
-  // Called once the attempt has acquired its node: the source the hold keeps. A connection drop
-  // while the attempt waited signals its source under OnSuspended; if the same session has
-  // reconnected since, the server kept the session and so the node, and the hold is as good as
-  // one taken now: it gets a fresh source, tracked from now on. Otherwise (still disconnected,
-  // expired, renewed, closed) the signalled source stays.
-  std::shared_ptr<std::stop_source> confirm_hold(HoldTracking tracking);
+  // Called once the attempt has acquired its node, created on handle `node_generation`: the
+  // source the hold keeps. A drop or an expiry while the attempt waited signals its source; if
+  // the node's handle is the current one and Connected, the node is as good as one created now
+  // (the server kept its session, or it was created on the renewed session): the hold gets a
+  // fresh source, tracked from now on. Otherwise (disconnected, expired since, closed) the
+  // signalled source stays.
+  std::shared_ptr<std::stop_source> confirm_hold(HoldTracking tracking, std::uint64_t node_generation);
 
+  // State listeners. Each is called with each state change made after it subscribed, in order,
+  // one change at a time, with no dlock lock held. unsubscribe() returns once the listener is not
+  // running (at once when called from that listener itself) and it will not be called again.
   std::uint64_t subscribe(std::function<void(SessionState)> listener);
   void unsubscribe(std::uint64_t id);
 
@@ -144,16 +168,49 @@ class Client {
     Client* client;
     std::uint64_t generation;
   };
-  // zookeeper_init2 with a new HandleContext; the caller holds handle_mutex_ exclusively.
+  struct Listener {
+    std::function<void(SessionState)> call;
+    std::uint64_t subscribed_after = 0;  // the number of state changes made before it subscribed
+  };
+  struct StateChange {
+    std::uint64_t number;
+    SessionState state;
+  };
+
+  // zookeeper_init2 with a new HandleContext (the new current generation). Resolves the
+  // connect string's host names: never called with handle_mutex_ held.
   zhandle_t* open_handle(std::unique_ptr<HandleContext>& context);
-  // After an expiry: replaces the handle with one on a new session (on recovery_'s thread).
-  void start_recovery();
-  void renew_session();
+  // After connecting: a chroot in the connect string must exist (ConnectError naming it if not).
+  void check_chroot();
+  // The supervisor thread's loop: renewals and local expiry.
+  void supervise();
+  // Replaces the handle with one on a new session (renew) or with none (retire, so that a
+  // session declared lost cannot come back). False if the new handle could not be opened.
+  bool replace_handle(bool renew);
+  // Asks the supervisor to replace the handle (see on_session_expired).
+  void request_replacement();
+  // The session expired (the server said so, or it has been unreachable for its timeout).
+  void on_session_expired();
+  // When a Suspended session is declared lost locally, or nullopt. Needs state_mutex_.
+  std::optional<Clock::time_point> local_expiry_due_locked() const;
+  void expire_locally();
+  void notify_supervisor();
+
+  void close_now();
+  void close_in_background();
 
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   void on_session_event(int zk_state);
   void on_node_event(const char* path);
-  void set_state(SessionState next);
+  // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
+  // is not that), then wakes, signals and notifies whoever must know. Takes no lock while users'
+  // code (stop_callbacks, listeners) runs.
+  void set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt);
+  void log_transition(SessionState from, SessionState to, Clock::duration outage);
+  // Delivers queued state changes to the listeners, unless another thread is already doing so
+  // (it will deliver these too, in order).
+  void dispatch_state_changes();
+  void deliver(const StateChange& change);
   void wake_all_waiters();
   void signal_holds_lost();
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
@@ -165,28 +222,39 @@ class Client {
   void queue_request(std::function<void(Result)> done, Submit&& submit);
 
   const SessionOptions options_;
-  std::mutex close_mutex_;
-  mutable std::shared_mutex handle_mutex_;  // exclusive only while closing
+  std::mutex close_mutex_;                  // one closer at a time
+  mutable std::shared_mutex handle_mutex_;  // exclusive only to swap the handle
   zhandle_t* zh_ = nullptr;
   std::unique_ptr<HandleContext> context_;  // zh_'s; guarded by handle_mutex_
   std::atomic<std::uint64_t> generation_{0};
+  std::atomic<std::int64_t> negotiated_ms_{0};
 
-  std::mutex recovery_mutex_;
-  std::thread recovery_;
-  bool closing_ = false;  // guarded by recovery_mutex_
+  std::mutex supervisor_mutex_;
+  std::condition_variable supervisor_cv_;
+  bool stopping_ = false;          // guarded by supervisor_mutex_
+  bool replace_requested_ = false;  // guarded by supervisor_mutex_
+  std::thread supervisor_;         // joined by close_now (serialized by close_mutex_)
+  std::thread closer_;             // guarded by supervisor_mutex_
 
   std::atomic<SessionState> state_{SessionState::Suspended};
   std::atomic<std::int64_t> session_id_{0};
-  bool ever_connected_ = false;  // guarded by state_mutex_
   mutable std::mutex state_mutex_;
   std::condition_variable state_cv_;
+  bool ever_connected_ = false;            // guarded by state_mutex_
+  Clock::time_point disconnected_since_;   // guarded by state_mutex_; valid unless Connected
+  std::uint64_t state_changes_ = 0;        // guarded by state_mutex_
+  std::deque<StateChange> undelivered_;    // guarded by state_mutex_
+  bool delivering_ = false;                // guarded by state_mutex_
 
   std::mutex waiters_mutex_;
   std::unordered_multimap<std::string, std::shared_ptr<Waiter>> waiters_;
 
-  std::recursive_mutex listeners_mutex_;  // held while a listener runs; recursive for re-entry
-  std::map<std::uint64_t, std::function<void(SessionState)>> listeners_;
+  std::mutex listeners_mutex_;  // never held while a listener runs
+  std::condition_variable listener_returned_;
+  std::map<std::uint64_t, std::shared_ptr<Listener>> listeners_;
   std::uint64_t next_listener_id_ = 1;
+  std::uint64_t running_listener_ = 0;  // the id of the listener being called, or 0
+  std::thread::id delivering_thread_;
 
   // Adds `source` to holds_, or requests it at once if holds are untrusted. Needs holds_mutex_.
   void track_locked(const std::shared_ptr<std::stop_source>& source);

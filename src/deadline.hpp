@@ -7,6 +7,8 @@
 #include <stop_token>
 #include <utility>
 
+#include "dlock/steady_deadline.hpp"
+
 namespace dlock::detail {
 
 using Clock = std::chrono::steady_clock;
@@ -14,8 +16,15 @@ using Clock = std::chrono::steady_clock;
 class Deadline {
  public:
   static Deadline never() { return Deadline(std::nullopt); }
-  static Deadline at(Clock::time_point when) { return Deadline(when); }
-  static Deadline in(Clock::duration from_now) { return Deadline(Clock::now() + from_now); }
+  // time_point::max() (what the saturating conversions give for a huge timeout) is "never".
+  static Deadline at(Clock::time_point when) {
+    return when == Clock::time_point::max() ? never() : Deadline(when);
+  }
+  // Any duration, saturated (dlock/steady_deadline.hpp).
+  template <class Rep, class Period>
+  static Deadline in(const std::chrono::duration<Rep, Period>& from_now) {
+    return at(steady_deadline_after(from_now));
+  }
 
   bool is_never() const { return !when_.has_value(); }
   bool passed() const { return when_ && Clock::now() >= *when_; }

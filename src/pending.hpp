@@ -1,8 +1,9 @@
 // Internal: waits for one asynchronous request's completion.
 //
-// The C client always completes a request (ZOK, CONNECTIONLOSS after it notices a broken
-// connection, SESSIONEXPIRED, or CLOSING when the session is closed), so waiting without a
-// deadline cannot hang longer than the session timeout.
+// Every request is completed once: by the C client (ZOK, CONNECTIONLOSS once it notices a broken
+// connection, SESSIONEXPIRED), or, for the completions the C client drops while a handle closes,
+// by Client::close() / the handle's replacement with ZCLOSING / ZSESSIONEXPIRED (inflight.hpp).
+// So waiting without a deadline cannot hang longer than about a session timeout.
 #pragma once
 
 #include <future>

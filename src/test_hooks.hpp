@@ -30,6 +30,16 @@ extern std::atomic<bool> legacy_downgrade;
 // destructor waits until they are granted (or time out).
 extern std::atomic<bool> keep_waiters_on_destroy;
 
+// A thread waits on a node it holds itself (through another lock object, guard or Session)
+// instead of getting WouldDeadlock: it waits until its timeout, or forever.
+extern std::atomic<bool> no_self_wait_check;
+// A downgraded read hold's token is its own node's creation zxid, which is larger than the
+// tokens of writers that queued during the write hold, though it holds before them.
+extern std::atomic<bool> downgrade_token_from_create;
+// Contenders are queued whatever their sequence numbers (ties, negative numbers after a wrap),
+// as Curator and kazoo do: the order breaks when a directory's counter runs out.
+extern std::atomic<bool> ignore_order_defects;
+
 // Fault injection (not guarantees switched off: faults the tests cannot provoke on demand).
 // The next N openings of a session handle (a renewal after expiry) fail, as a name-resolution
 // failure of the connect string's host makes zookeeper_init fail.

@@ -45,3 +45,38 @@ TEST(Contenders, TiesKeepListingOrder) {
 
 }  // namespace
 }  // namespace dlock::detail
+
+namespace dlock::detail {
+namespace {
+
+std::optional<std::string> defect_of(const std::vector<std::string>& children) {
+  return order_defect(queue_of(children));
+}
+
+// Item 6: a queue whose order cannot be trusted once the directory's counter runs out.
+TEST(QueueOrder, DistinctPositiveSequencesAreTrusted) {
+  EXPECT_EQ(defect_of({"_c_a-lock-0000000001", "_c_b-lock-0000000002", "x__lock__2147483647"}), std::nullopt);
+}
+
+TEST(QueueOrder, ContendersTiedAtTheCountersEndAreADefectNamingThem) {
+  const auto defect = defect_of({"_c_a-lock-2147483647", "_c_b-lock-2147483647"});
+  ASSERT_TRUE(defect);
+  EXPECT_NE(defect->find("2147483647"), std::string::npos) << *defect;
+  EXPECT_NE(defect->find("_c_a-lock-2147483647"), std::string::npos) << *defect;
+}
+
+TEST(QueueOrder, ANegativeSequenceAfterAWrapIsADefect) {
+  EXPECT_TRUE(defect_of({"_c_a-lock-0000000005", "_c_b-lock--2147483648"}));
+  EXPECT_TRUE(defect_of({"_c_b-lock--2147483648"})) << "even alone: it sorts ahead of every positive sequence";
+}
+
+TEST(QueueOrder, ADowngradesReadNodeBesideItsWriteNodeIsTheOneTrustedTie) {
+  EXPECT_EQ(defect_of({"_c_a-__WRIT__0000000007", "_c_b-__READ__0000000007", "_c_c-__WRIT__0000000008"}),
+            std::nullopt);
+  EXPECT_TRUE(defect_of({"_c_a-__READ__0000000007", "_c_b-__READ__0000000007"}));
+  EXPECT_TRUE(defect_of({"_c_a-__WRIT__0000000007", "_c_b-__WRIT__0000000007"}));
+  EXPECT_TRUE(defect_of({"_c_a-__WRIT__2147483647", "_c_b-__READ__2147483647"}));
+}
+
+}  // namespace
+}  // namespace dlock::detail

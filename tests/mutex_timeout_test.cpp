@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
+#include "dlock/lock_handle.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
@@ -14,10 +15,12 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(Timeout, TryLockForTimesOutWhileAnotherHoldsAndLeavesNoNode) {
+  // The holder is a LockHandle (it belongs to no thread): a Mutex this very thread held would make
+  // the waiter's try_lock_for throw WouldDeadlock instead of waiting.
   Session holder_session(session_options()), waiter_session(session_options());
-  Mutex holder(holder_session, test_root()), waiter(waiter_session, test_root());
-  holder.lock();
-  const auto holder_nodes = holder.participants();
+  Mutex waiter(waiter_session, test_root());
+  auto holder = LockHandle::acquire(holder_session, test_root());
+  const auto holder_nodes = waiter.participants();
   ASSERT_EQ(holder_nodes.size(), 1u);
 
   const auto start = std::chrono::steady_clock::now();
@@ -28,7 +31,7 @@ TEST(Timeout, TryLockForTimesOutWhileAnotherHoldsAndLeavesNoNode) {
   // The waiter's session sees its own deletes in order: only the holder's node is left.
   EXPECT_EQ(waiter.participants(), holder_nodes);
 
-  holder.unlock();
+  holder.release();
   EXPECT_TRUE(waiter.try_lock_for(5s));
   waiter.unlock();
   RawZk zk(zk_connect());
@@ -38,8 +41,7 @@ TEST(Timeout, TryLockForTimesOutWhileAnotherHoldsAndLeavesNoNode) {
 TEST(Timeout, NegativeControlALeakedNodeIsDetected) {
   // With cleanup switched off, the same checks must see the timed-out attempt's node.
   Session holder_session(session_options());
-  Mutex holder(holder_session, test_root());
-  holder.lock();
+  auto holder = LockHandle::acquire(holder_session, test_root());
   RawZk zk(zk_connect());
   {
     Session waiter_session(session_options());
@@ -49,7 +51,7 @@ TEST(Timeout, NegativeControlALeakedNodeIsDetected) {
       EXPECT_FALSE(waiter.try_lock_for(200ms));
     }
     EXPECT_EQ(waiter.participants().size(), 2u);
-    holder.unlock();
+    holder.release();
     EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root(), 1s).size(), 1u)
         << "the leak check did not see the leaked node";
   }  // closing the waiter's session removes the leaked node

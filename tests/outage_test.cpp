@@ -59,7 +59,7 @@ TEST(Outage, UnderOnLostAHolderCutOffPastTheSessionTimeoutIsSignalledAndTheSessi
 // Item 18.
 TEST(Outage, AScopedLockThatTimesOutWhileDisconnectedSaysSoInItsCodeAndMessage) {
   ZooKeeperServer server;
-  Session session({.connect = server.connect_string(), .session_timeout = 10s, .connect_timeout = 10s});
+  Session session({.connect = server.connect_string(), .session_timeout = 4s, .connect_timeout = 10s});
   LockService locks(session, "/locks", 500ms);
   Mutex mutex(session, "/locks/plain");
   Paused paused(server);

@@ -85,8 +85,8 @@ TEST(Scope, ATimeoutThrowsLockTimeoutNamingThePathAndLeavesNothing) {
   Session session(session_options());
   LockService locks(session, test_root());
   Session other(session_options());
-  Mutex holder(other, test_root() + "/login/5");
-  holder.lock();
+  Mutex observer(other, test_root() + "/login/5");
+  auto holder = LockHandle::acquire(other, test_root() + "/login/5");  // no thread's: contention, not self-wait
   try {
     DLOCK_SCOPE(locks.with_timeout(200ms), "login", 5);
     FAIL() << "the scope was entered while another session held the lock";
@@ -97,9 +97,9 @@ TEST(Scope, ATimeoutThrowsLockTimeoutNamingThePathAndLeavesNothing) {
   }
   // The attempt's delete went out on our session; the holder's session sees it shortly after.
   const auto until = std::chrono::steady_clock::now() + 5s;
-  while (holder.participants().size() > 1 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(holder.participants().size(), 1u) << "the timed-out attempt left its node";
-  holder.unlock();
+  while (observer.participants().size() > 1 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(observer.participants().size(), 1u) << "the timed-out attempt left its node";
+  holder.release();
 }
 
 TEST(Scope, ReadScopesShareAndAWriteScopeExcludesThem) {

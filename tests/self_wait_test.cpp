@@ -10,6 +10,7 @@
 #include "eventually.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
+#include "test_hooks.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -53,14 +54,30 @@ TEST(SelfWait, AMutexHeldByTheThreadAndAGuardOnTheSamePathRefuseEachOtherAtOnce)
   EXPECT_TRUE(wait_for_no_ephemeral_nodes(zk, test_root()).empty());
 }
 
-TEST(SelfWait, AMutexOnASecondSessionOfTheSameThreadIsRefusedAtOnce) {
+// Whether a thread holding `test_root()` through one Session is refused at once when it asks
+// for it through another (rather than waiting out `wait`).
+bool refused_at_once(std::chrono::milliseconds wait) {
   Session one(session_options());
   Session two(session_options());
   Mutex first(one, test_root());
   Mutex second(two, test_root());
   first.lock();
-  EXPECT_THROW((void)second.try_lock_for(10s), WouldDeadlock);
+  bool refused = false;
+  try {
+    EXPECT_FALSE(second.try_lock_for(wait)) << "got a lock this thread holds through another Session";
+  } catch (const WouldDeadlock& e) {
+    refused = true;
+    EXPECT_NE(std::string(e.what()).find(test_root()), std::string::npos) << e.what();
+  }
   first.unlock();
+  return refused;
+}
+
+TEST(SelfWait, AMutexOnASecondSessionOfTheSameThreadIsRefusedAtOnce) { EXPECT_TRUE(refused_at_once(10s)); }
+
+TEST(SelfWait, NegativeControlWithoutTheCheckTheThreadWaitsOnItselfUntilItsTimeout) {
+  ScopedHook off(detail::test_hooks::no_self_wait_check);
+  EXPECT_FALSE(refused_at_once(500ms));
 }
 
 // A thread that left a guard bound to a transaction still open has exited; a new thread (which

@@ -44,12 +44,15 @@ TEST(SessionCallbacks, ALockLostStopCallbackMayCloseTheSession) {
   for (int round = 0; round < 5; ++round) {
     FaultProxy proxy(zk_server().port());
     Session session(through(proxy));
-    Mutex mutex(session, test_root());
+    // A session closed while disconnected lives on at the server until it expires, and so does
+    // its node: each round on its own path.
+    const std::string path = test_root() + "/" + std::to_string(round);
+    Mutex mutex(session, path);
     mutex.lock();
     std::stop_callback close_on_loss(mutex.stop_token(), [&] { session.close(); });
     // A waiter of the same session has a request in flight when the connection drops.
     auto waiter = std::async(std::launch::async, [&] {
-      Mutex other(session, test_root());
+      Mutex other(session, path);
       try {
         other.lock();
         other.unlock();

@@ -20,7 +20,9 @@ namespace dlock {
 // Conditions of dlock's own; the values of `dlock_category()`.
 enum class errc {
   connect_failed = 1,  // The ensemble could not be reached or the connect string is malformed.
-  lock_lost,           // The session that held or wanted the lock has expired or been closed.
+  lock_lost,           // The hold's node went with an expired session (re-entry, downgrade), or
+                       // vanished while waiting. (An acquisition on a Lost or Closed session
+                       // throws LockLost with the ZooKeeper code ZSESSIONEXPIRED / ZCLOSING.)
   not_owner,           // A thread released (or asked about) a lock it does not hold.
   invalid_path,        // A lock path breaks a rule of ZooKeeper's or dlock's.
   invalid_argument,    // Some other argument is out of range (a timeout, an option).
@@ -94,10 +96,14 @@ class InvalidKey : public Error {
 };
 
 // A scoped lock (DLOCK_SCOPE, LockService) was not granted within its timeout. The message names
-// the lock path (and so the key) and the timeout. Nothing is left on the server.
+// the lock path (and so the key) and the timeout. Nothing is left on the server. The code is
+// `errc::lock_timeout` when another holder kept the lock, and `errc::disconnected` when the
+// session had no connection to ZooKeeper when the time ran out (an outage, not contention: the
+// message says for how long).
 class LockTimeout : public Error {
  public:
   explicit LockTimeout(const std::string& what) : Error(make_error_code(errc::lock_timeout), what) {}
+  LockTimeout(std::error_code code, const std::string& what) : Error(code, what) {}
 };
 
 }  // namespace dlock

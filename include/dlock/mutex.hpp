@@ -23,9 +23,16 @@
 // path again (through this or any other Mutex object on the same Session): that only counts,
 // without a ZooKeeper call, and the lock is released when unlock() has been called as many times.
 // Other threads, other sessions and other processes are excluded. A thread that exits while
-// holding releases the lock (with a warning in the log). The write side of a SharedMutex on the
-// same Session and path is the same exclusive hold: a thread holding one may take the other. A
-// thread holding only that SharedMutex's read side gets `WouldDeadlock` from lock().
+// holding releases the lock (with a warning in the log), after its own thread_local objects are
+// destroyed (so their destructors may still unlock). Re-entering a hold whose node went with an
+// expired session throws `LockLost` (errc::lock_lost): unlock() it, then lock again.
+//
+// A thread never waits on itself: asking for a lock whose queue holds, ahead of the new node, a
+// node this very thread holds through another door (a SharedMutex side or a Mutex on a second
+// Session, or a scope guard, on the same path; even through a connect string spelled
+// differently) throws `WouldDeadlock` at once instead of waiting forever. A Mutex and the write
+// side of a SharedMutex on one path are different nodes (a `lock-` node is no writer to Curator's
+// read/write lock), so holding one and asking for the other is such a case.
 //
 // Meets the standard Lockable and TimedLockable requirements.
 //
@@ -39,7 +46,11 @@
 // destructor, and none may start after it began.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
-// wait), `Error` with `errc::lock_destroyed` as above, `Error` for other ZooKeeper failures.
+// wait), `WouldDeadlock` as above, `Error` with `errc::lock_destroyed` as above, `Error` with
+// `errc::sequence_exhausted` when the lock directory's sequence counter has run out (2^31 nodes
+// created in it: the queue order is then ambiguous for every client, so dlock refuses to hold;
+// delete the directory once it is empty to start again from 0), `Error` for other ZooKeeper
+// failures.
 // Whenever it throws or returns false, the delete of the attempt's node has already been sent
 // (every later request of this session sees the node gone; other sessions see it once the server
 // applies it), or, while the connection is down, handed to a background retry that runs until it
@@ -56,6 +67,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
+#include "dlock/steady_deadline.hpp"
 
 namespace dlock {
 
@@ -75,25 +87,27 @@ class Mutex {
   Mutex& operator=(const Mutex&) = delete;
 
   // Blocks until the calling thread holds the lock. Waits through connection losses as long as
-  // the session lives.
+  // the session lives (a timed attempt waits for the connection to come back within its time).
   void lock();
 
   // One attempt: true if the lock was free (or already held by this thread), false otherwise.
-  // Costs one ZooKeeper round trip (plus one delete when it fails).
+  // Costs one ZooKeeper round trip (plus one delete when it fails). While the session is
+  // disconnected (Suspended) it returns false at once without sending anything (it cannot know
+  // whether the lock is free); check `Session::state()` to tell an outage from contention.
   bool try_lock();
 
   // Waits at most `timeout`; false only once the time is up (a ZooKeeper failure throws).
+  // Any duration type; one too large for the clock (`milliseconds::max()`) waits without limit.
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return try_lock_until(std::chrono::steady_clock::now() + timeout);
+    return try_lock_steady(detail::steady_deadline_after(timeout));
   }
 
-  // Waits until `when` (any clock); false only once that time has come.
+  // Waits until `when` (any clock); false only once that time has come. `time_point::max()` (or
+  // a time beyond the steady clock's range) waits without limit.
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
-    const auto remaining = when - Clock::now();
-    return try_lock_steady(std::chrono::steady_clock::now() +
-                           std::chrono::ceil<std::chrono::steady_clock::duration>(remaining));
+    return try_lock_steady(detail::steady_deadline_at(when));
   }
 
   // Undoes one lock() of the calling thread; the last one deletes the lock node. Does not wait

@@ -8,9 +8,23 @@
 //   dlock::Mutex orders(session, "/locks/orders/42");
 //   std::scoped_lock guard(orders);
 //
-// Thread-safety: every member function may be called from any thread concurrently, except that
-// the destructor must not race with other calls on the same object, and must not run on a thread
-// dlock calls back on (a state listener, a logger).
+// Thread-safety: every member function may be called from any thread concurrently, including
+// `close()` from a state listener or a lock-lost `std::stop_callback` ("on Lost, shut down"). The
+// destructor must not race with other calls on the same object, and must not run on a thread
+// dlock calls back on (a state listener, a stop_callback, a logger): close() there instead.
+//
+// States (see SessionState):
+//
+//   from \ event   connection drops    server expires session,      close()
+//                                       or disconnected for the
+//                                       session timeout
+//   Connected      Suspended           Lost                         Closed
+//   Suspended      -                   Lost                         Closed
+//   Lost           -                   - (a renewal: Connected      Closed
+//                                        with a new session id)
+//   Closed         -                   -                            -
+//
+// A Suspended session that reconnects in time returns to Connected with the same id.
 //
 // Errors: the constructor throws `dlock::ConnectError` (naming the connect string) when the
 // string is malformed or no server answers within `connect_timeout`, and `dlock::Error` with
@@ -43,9 +57,11 @@ enum class LossSignal {
   // hold it gets later: if the same session has reconnected by the time the lock is granted, the
   // new hold starts unsignalled (if not, it starts signalled).
   OnSuspended,
-  // Only once the server has expired the session (Lost). A short connection loss leaves holders
-  // undisturbed, but a holder may then act for up to a session timeout after another client was
-  // granted its lock: use fencing tokens.
+  // Only once the session is Lost: the server expired it, or (as Curator does) it has been
+  // disconnected for the whole negotiated session timeout, by which time the server has expired
+  // it or is about to, even if a partition keeps the client from hearing so. A short connection
+  // loss leaves holders undisturbed, but a holder may act for up to about a session timeout
+  // after another client was granted its lock: use fencing tokens.
   OnLost,
 };
 
@@ -75,9 +91,12 @@ enum class SessionState {
   // Disconnected; the client is reconnecting. The session (and the locks) may still be alive on
   // the server, or may expire before the client gets back.
   Suspended,
-  // The session expired. Every lock it held is gone. Acquisitions throw LockLost. Unless
-  // `SessionOptions::renew_expired_session` is false, a new session is opened at once and the
-  // state returns to Connected when it is established.
+  // The session expired: the server said so, or no server answered for the whole negotiated
+  // session timeout (the client then closes that session itself, so it cannot come back). Every
+  // lock it held is lost. Acquisitions throw LockLost. Unless
+  // `SessionOptions::renew_expired_session` is false, a new session is opened at once (retried
+  // with backoff, up to 5 s apart, until it succeeds or close()) and the state returns to
+  // Connected when it is established.
   Lost,
   // `close()` was called or the Session destroyed. Terminal.
   Closed,
@@ -110,12 +129,19 @@ class Session {
   const std::string& connect_string() const noexcept;
 
   // Ends the session: the server deletes every lock node it created, so every lock held on it is
-  // released; threads waiting for a lock on it wake with `LockLost`. Idempotent.
+  // released; threads waiting for a lock on it wake with `LockLost`. Idempotent, and safe from
+  // any thread at once. Called from a listener or stop_callback, it returns at once and the
+  // handle is closed by a dlock thread moments later. A session closed while disconnected cannot
+  // tell the server: its nodes stay until the server expires it (one session timeout).
   void close();
 
-  // Calls `listener` with each new state, in order, on a dlock thread. The listener must not block
-  // or destroy the Session. Destroying (or `reset()`-ing) the Subscription unsubscribes; once that
-  // returns, the listener is not running and will not be called again.
+  // Calls `listener` with each state change made after it subscribed, in order, one at a time, on
+  // a dlock thread, with no dlock lock held: it may subscribe, unsubscribe (itself too), call
+  // close(), or take the application's own mutexes. It should not block for long (it delays the
+  // session's other callbacks), nor destroy the Session. An exception it throws is logged and
+  // ignored. Destroying (or `reset()`-ing) the Subscription unsubscribes; once that returns, the
+  // listener is not running and will not be called again (from the listener itself it returns
+  // at once). So do not drop a Subscription while holding a mutex its own listener takes.
   class Subscription {
    public:
     Subscription() = default;

@@ -29,12 +29,18 @@
 //   * Downgrade: a thread holding the write side may take the read side, then release the write
 //     side and keep reading. The read node is created EPHEMERAL (not sequential) with the write
 //     node's sequence (Curator 5.5's form, `_c_<uuid>-__READ__<write seq>`), so it queues level
-//     with the write node and no writer that queued meanwhile gets in between.
+//     with the write node and no writer that queued meanwhile gets in between. Its fencing token
+//     is the write node's (it holds before every writer that queued behind that node, so tokens
+//     keep increasing in hold order). The downgrade checks first that the write node is still
+//     this session's: after an expiry it throws `LockLost` (errc::lock_lost) and creates nothing.
 //   * Upgrade is refused: a thread holding only the read side that asks for the write side
 //     (through any form, try_lock included) gets `WouldDeadlock` at once, since its own read
 //     node would block the write node forever.
-// The write side and a Mutex on the same Session and path are one exclusive hold for
-// reentrancy: a thread holding one may take the other, which only counts.
+// The write side and a Mutex on the same path are different holds: a Mutex's `lock-` node is no
+// writer to Curator's read/write lock. A thread holding one that asks for the other gets
+// `WouldDeadlock` at once (use one kind of lock per path).
+// Re-entering (or downgrading) a hold whose node went with an expired session throws `LockLost`
+// with errc::lock_lost: unlock() it, then lock again.
 //
 // Meets the standard SharedTimedLockable requirements (so `std::unique_lock`,
 // `std::shared_lock` and `std::scoped_lock` work unchanged).
@@ -45,7 +51,8 @@
 // other member function may run concurrently with the destructor.
 //
 // Errors: as Mutex. Acquisition throws `LockLost` when the session is Lost or Closed, `Error` for
-// other ZooKeeper failures, `WouldDeadlock` for an upgrade; whenever it throws or returns false
+// other ZooKeeper failures, `WouldDeadlock` for an upgrade or a wait on a node the thread holds
+// itself; whenever it throws or returns false
 // the attempt's node is already being deleted. unlock() / unlock_shared() and the token queries
 // throw `NotOwner` when the calling thread does not hold that side. The constructor throws
 // `InvalidPath` naming the path and the rule it breaks.
@@ -60,6 +67,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
+#include "dlock/steady_deadline.hpp"
 
 namespace dlock {
 
@@ -85,11 +93,11 @@ class SharedMutex {
   bool try_lock();
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return try_lock_steady(std::chrono::steady_clock::now() + timeout, /*shared=*/false);
+    return try_lock_steady(detail::steady_deadline_after(timeout), /*shared=*/false);
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
-    return try_lock_steady(to_steady(when), /*shared=*/false);
+    return try_lock_steady(detail::steady_deadline_at(when), /*shared=*/false);
   }
   // Undoes one write-side lock of the calling thread (the last one deletes the write node, without
   // waiting for the server, as Mutex::unlock does).
@@ -103,11 +111,11 @@ class SharedMutex {
   bool try_lock_shared();
   template <class Rep, class Period>
   bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return try_lock_steady(std::chrono::steady_clock::now() + timeout, /*shared=*/true);
+    return try_lock_steady(detail::steady_deadline_after(timeout), /*shared=*/true);
   }
   template <class Clock, class Duration>
   bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& when) {
-    return try_lock_steady(to_steady(when), /*shared=*/true);
+    return try_lock_steady(detail::steady_deadline_at(when), /*shared=*/true);
   }
   // Undoes one read-side lock of the calling thread.
   void unlock_shared();
@@ -132,11 +140,6 @@ class SharedMutex {
   const std::string& path() const noexcept;
 
  private:
-  template <class Clock, class Duration>
-  static std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Clock, Duration>& when) {
-    return std::chrono::steady_clock::now() +
-           std::chrono::ceil<std::chrono::steady_clock::duration>(when - Clock::now());
-  }
   bool try_lock_steady(std::chrono::steady_clock::time_point deadline, bool shared);
   bool acquire(const detail::Deadline& deadline, bool shared);
 

@@ -131,6 +131,11 @@ void ZooKeeperServer::start_once() {
   throw std::runtime_error("ZooKeeper did not start serving within 30 s; see " + log);
 }
 
+void ZooKeeperServer::restart() {
+  stop();
+  start_once();
+}
+
 void ZooKeeperServer::stop() {
   if (pid_ <= 0) return;
   stop_child(pid_, SIGTERM, 5s);

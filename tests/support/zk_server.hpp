@@ -37,6 +37,8 @@ class ZooKeeperServer {
 
   // SIGTERM, then SIGKILL after 5 s; waits for the process. Idempotent.
   void stop();
+  // Starts it again after stop(), on the same data directory (and a new free port).
+  void restart();
 
  private:
   void start_once();

@@ -1,0 +1,53 @@
+#include "self_wait.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+namespace dlock::detail::self_wait {
+namespace {
+
+std::atomic<std::uint64_t> next_token{1};
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::uint64_t> holder_of;
+  std::atomic<std::size_t> size{0};  // lets the common case (nothing recorded) skip the mutex
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry;  // never destroyed: threads may exit after main()
+  return *instance;
+}
+
+}  // namespace
+
+std::uint64_t this_thread_token() {
+  thread_local const std::uint64_t token = next_token.fetch_add(1);
+  return token;
+}
+
+void add(const std::string& node, std::uint64_t token) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.holder_of[node] = token;
+  r.size.store(r.holder_of.size());
+}
+
+void remove(const std::string& node) {
+  auto& r = registry();
+  if (r.size.load() == 0) return;
+  std::lock_guard lock(r.mutex);
+  r.holder_of.erase(node);
+  r.size.store(r.holder_of.size());
+}
+
+bool held_by_this_thread(const std::string& node) {
+  auto& r = registry();
+  if (r.size.load() == 0) return false;
+  std::lock_guard lock(r.mutex);
+  const auto it = r.holder_of.find(node);
+  return it != r.holder_of.end() && it->second == this_thread_token();
+}
+
+}  // namespace dlock::detail::self_wait

@@ -1,0 +1,31 @@
+// Internal: which lock nodes the calling thread holds itself, process-wide, so that a thread
+// about to wait on one of them gets WouldDeadlock instead of waiting on itself forever.
+//
+// A thread can reach the same lock directory through many doors: a Mutex and a SharedMutex side,
+// a scope guard, a second Session to the same ensemble (whose connect string may be spelled
+// differently). Node names carry a random per-attempt prefix, so a name recorded here identifies
+// one node of one ensemble whichever Session lists it. Holds that belong to a thread (Mutex,
+// SharedMutex, scope guards until they are released) are recorded; LockHandles are not: they
+// belong to no thread, and waiting for one that another thread may release is legitimate.
+//
+// Threads are identified by a token that is never reused (std::thread::id values are, once a
+// thread has been joined).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dlock::detail::self_wait {
+
+// The calling thread's token.
+std::uint64_t this_thread_token();
+
+// `node` (a full path) is held by the thread with `token`.
+void add(const std::string& node, std::uint64_t token);
+// `node` is no longer held (released, or lost and forgotten). No-op if not recorded.
+void remove(const std::string& node);
+// Whether the calling thread holds `node`.
+bool held_by_this_thread(const std::string& node);
+
+}  // namespace dlock::detail::self_wait
