@@ -21,8 +21,9 @@ using namespace std::chrono_literals;
 
 constexpr const char* kDir = "/locks/exhausted";
 
-// A server whose `kDir` has its child counter at its end, 2147483647: the next node takes that
-// number, and so does every one after it (the server does not move the counter past it).
+// A server whose `kDir` has its child counter one short of its end: the next node is named
+// 2147483646, and from then on every node 2147483647 (the server does not move the counter past
+// it), so contenders tie.
 class ExhaustedDirectory : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,30 +33,34 @@ class ExhaustedDirectory : public ::testing::Test {
       ASSERT_EQ(zk.create(kDir, "", 0), ZOK);  // persistent: an empty container would be reaped
     }
     server_.stop();
+    SpawnOptions options;
+    options.log_file = server_.directory() + "/set-counter.log";
     const pid_t tool = spawn_child({"/usr/bin/java", "-cp", zookeeper_classpath(),
                                     std::string(DLOCK_TESTS_DIR) + "/support/SetChildCounter.java",
-                                    server_.directory() + "/data", kDir, "2147483647"},
-                                   {.log_file = server_.directory() + "/set-counter.log"});
+                                    server_.directory() + "/data", kDir, "2147483646"},
+                                   options);
     ASSERT_EQ(wait_child(tool), 0) << file_tail(server_.directory() + "/set-counter.log");
     server_.restart();
-    RawZk zk(server_.connect_string());
-    ASSERT_EQ(zk.stat(kDir)->cversion, 2147483647);
+    // The stat's cversion that clients see is not this counter (Debian's 3.8.0 reports another
+    // value): the sequence names the holders get are checked in second_contender instead.
   }
   ZooKeeperServer server_;
 };
 
-// Two sessions: the first takes the last good sequence and holds; the second's node gets the same
-// number. Returns whether the second was (wrongly) granted while the first held, and the error it
+// Two sessions: the first takes the next sequence and holds; the second's node gets the same
+// number (from round 1 on). Returns whether the second was (wrongly) granted while the first held, and the error it
 // got otherwise.
 std::pair<bool, std::string> second_contender(const std::string& connect) {
   Session one({.connect = connect, .connect_timeout = 10s});
   Session two({.connect = connect, .connect_timeout = 10s});
   Mutex first(one, kDir);
   Mutex second(two, kDir);
-  EXPECT_TRUE(first.try_lock_for(5s));  // 2147483647, alone: a trusted queue
+  EXPECT_TRUE(first.try_lock_for(5s));  // alone: a trusted queue
+  const auto holder = first.participants().at(0);
+  EXPECT_TRUE(holder.ends_with("-2147483646") || holder.ends_with("-2147483647")) << holder << ": not at the end";
   auto outcome = std::async(std::launch::async, [&] {
                    try {
-                     const bool got = second.try_lock_for(1s);  // 2147483647 again: a tie
+                     const bool got = second.try_lock_for(1s);  // 2147483647 like the first: a tie
                      if (got) second.unlock();
                      return std::pair<bool, std::string>{got, ""};
                    } catch (const Error& e) {
@@ -68,11 +73,14 @@ std::pair<bool, std::string> second_contender(const std::string& connect) {
 }
 
 TEST_F(ExhaustedDirectory, ASecondContenderTiedAtTheCountersEndIsRefusedNamingTheDirectory) {
-  // Rounds: the listing order of a tie varies, so one round could pass by luck.
+  // Round 0 is 2147483646 then 2147483647, a trusted queue (the second waits its second out);
+  // from round 1 on every node is 2147483647. Several rounds: the listing order of a tie varies.
   for (int round = 0; round < 6; ++round) {
     const auto [granted, error] = second_contender(server_.connect_string());
     EXPECT_FALSE(granted) << "round " << round << ": two holders at once";
-    EXPECT_NE(error.find(kDir), std::string::npos) << "round " << round << ": " << error;
+    if (round > 0) {
+      EXPECT_NE(error.find(kDir), std::string::npos) << "round " << round << ": " << error;
+    }
   }
   RawZk zk(server_.connect_string());
   EXPECT_TRUE(wait_for_no_ephemeral_nodes(zk, kDir).empty()) << "a refused attempt left its node";

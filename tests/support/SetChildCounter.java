@@ -1,4 +1,5 @@
-// Test support: sets the child counter (cversion) of a node in a stopped ZooKeeper server's data
+// Test support: sets the child counter (the DataTree's cversion, from which the server names
+// sequential children) of a node in a stopped ZooKeeper server's data
 // directory, so that a test can reach the end of a directory's sequence numbers without creating
 // two billion nodes. Loads the snapshot and transaction log, sets the counter, and writes a new
 // snapshot that the restarted server loads.
