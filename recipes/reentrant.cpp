@@ -14,8 +14,8 @@ const LockPolicy kLegacyDowngradePolicy{"__READ__", [](std::span<const Contender
 
 const char* side(HoldMode mode) {
   switch (mode) {
-    case HoldMode::Shared: return "shared (read) side";
-    case HoldMode::Write: return "exclusive (write) side";
+    case HoldMode::Shared: return "read side";
+    case HoldMode::Write: return "write side";
     case HoldMode::Exclusive: break;
   }
   return "exclusive side";

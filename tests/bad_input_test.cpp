@@ -289,16 +289,16 @@ TEST(BadInput, SharedMutexUnlockOfASideNotHeldThrowsNotOwnerNamingThePathAndTheS
   SharedMutex lock(session, test_root());
   const auto write_message = not_owner_message([&] { lock.unlock(); });
   EXPECT_TRUE(contains(write_message, test_root())) << write_message;
-  EXPECT_TRUE(contains(write_message, "exclusive side")) << write_message;
+  EXPECT_TRUE(contains(write_message, "write side")) << write_message;
   const auto read_message = not_owner_message([&] { lock.unlock_shared(); });
   EXPECT_TRUE(contains(read_message, test_root())) << read_message;
-  EXPECT_TRUE(contains(read_message, "shared side")) << read_message;
+  EXPECT_TRUE(contains(read_message, "read side")) << read_message;
   EXPECT_TRUE(lock.participants().empty()) << "a refused unlock touched the server";
 
   // The wrong side: holding one side and releasing the other changes nothing.
   lock.lock_shared();
   const auto requests = session.stats().requests;
-  EXPECT_TRUE(contains(not_owner_message([&] { lock.unlock(); }), "exclusive side"));
+  EXPECT_TRUE(contains(not_owner_message([&] { lock.unlock(); }), "write side"));
   EXPECT_THROW((void)lock.fencing_token(), NotOwner);
   EXPECT_EQ(session.stats().requests, requests) << "a refused unlock sent a request";
   EXPECT_TRUE(lock.held_shared_by_this_thread());
@@ -306,7 +306,7 @@ TEST(BadInput, SharedMutexUnlockOfASideNotHeldThrowsNotOwnerNamingThePathAndTheS
   lock.unlock_shared();
 
   lock.lock();
-  EXPECT_TRUE(contains(not_owner_message([&] { lock.unlock_shared(); }), "shared side"));
+  EXPECT_TRUE(contains(not_owner_message([&] { lock.unlock_shared(); }), "read side"));
   EXPECT_THROW((void)lock.shared_fencing_token(), NotOwner);
   EXPECT_TRUE(lock.held_by_this_thread());
   EXPECT_EQ(lock.participants().size(), 1u);
