@@ -138,13 +138,8 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
     zh_ = open_handle(context_);
   }
   if (zh_ == nullptr) {
-    const int saved = errno;
     janitor_->stop();
-    throw ConnectError(make_error_code(errc::connect_failed),
-                       "cannot connect to ZooKeeper at \"" + options_.connect +
-                           "\": the connect string is malformed or names no resolvable host "
-                           "(expected host:port[,host:port...][/chroot])" +
-                           (saved != 0 ? std::string(": ") + std::strerror(saved) : std::string()));
+    throw ConnectError(make_error_code(errc::connect_failed), refused_connect_string_message(options_.connect));
   }
   std::unique_lock lock(state_mutex_);
   const bool connected = state_cv_.wait_for(lock, options_.connect_timeout, [&] {

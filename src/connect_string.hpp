@@ -13,4 +13,11 @@ namespace dlock::detail {
 // from looking like a server that is merely down. The chroot is left to the C client.
 void check_connect_string(const std::string& connect);
 
+// The ConnectError message for a `connect` that passed check_connect_string but that the C client
+// refused (zookeeper_init2 returned no handle). The C client refuses a string when a host does not
+// resolve, and reports that as an errno (ENOENT, EINVAL) whose text names no file or argument of
+// the user's: so each host is resolved again here, and the first one that fails is named with the
+// resolver's reason. When every host resolves, the rest of the string (its chroot) was malformed.
+std::string refused_connect_string_message(const std::string& connect);
+
 }  // namespace dlock::detail

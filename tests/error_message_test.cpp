@@ -1,7 +1,9 @@
 // Error messages: what() is exactly the text dlock wrote (std::system_error would append
-// ": " + code().message(), repeating the category's text after every message).
+// ": " + code().message(), repeating the category's text after every message), and a connect
+// string naming a host that does not resolve says so, naming the host, with no stray errno text.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <system_error>
 
@@ -48,6 +50,24 @@ TEST(ErrorMessage, ALockLostWithAZooKeeperCodeDoesNotEndWithTheZooKeeperText) {
   } catch (const LockLost& e) {
     EXPECT_EQ(e.code().category(), zookeeper_category());
     EXPECT_FALSE(std::string(e.what()).ends_with(e.code().message())) << e.what();
+  }
+}
+
+// RFC 6761: names under .invalid never resolve.
+TEST(ErrorMessage, AnUnresolvableHostIsNamedWithoutStrayErrnoText) {
+  const std::string connect = "no-such-host.invalid:2181";
+  try {
+    Session session({.connect = connect, .connect_timeout = 2s});
+    FAIL() << "connected to " << connect;
+  } catch (const ConnectError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), make_error_code(errc::connect_failed));
+    EXPECT_NE(what.find("\"" + connect + "\""), std::string::npos) << what;
+    EXPECT_NE(what.find("host \"no-such-host.invalid\" could not be resolved"), std::string::npos) << what;
+    // The C client reports a failed lookup as errno ENOENT (or EINVAL): no file is involved.
+    for (const int unrelated : {ENOENT, EINVAL, EAGAIN}) {
+      EXPECT_EQ(what.find(std::strerror(unrelated)), std::string::npos) << what;
+    }
   }
 }
 
