@@ -19,10 +19,14 @@ void log_to_stderr(LogLevel level, std::string_view message) {
   // While a server is down the C client logs the same error every few milliseconds: print a
   // repeated line once per kRepeatWindow, then say how many were held back.
   constexpr auto kRepeatWindow = std::chrono::seconds(10);
-  static std::mutex mutex;
-  static std::string last_key;
-  static std::chrono::steady_clock::time_point last_printed;
-  static long held_back = 0;
+  struct Repeats {
+    std::mutex mutex;
+    std::string last_key;
+    std::chrono::steady_clock::time_point last_printed;
+    long held_back = 0;
+  };
+  static auto* const repeats = new Repeats;  // never destroyed: see LoggerSlot
+  auto& [mutex, last_key, last_printed, held_back] = *repeats;
   // The C client's lines start with a timestamp and thread id; compare from its level marker.
   const auto marker = message.find("ZOO_");
   const std::string_view key = message.substr(marker == std::string_view::npos ? 0 : marker);
@@ -51,8 +55,20 @@ Logger quiet_logger() {
 
 namespace {
 
-std::mutex logger_mutex;
-std::shared_ptr<const Logger> current_logger = std::make_shared<const Logger>(log_to_stderr);
+// The process-wide logger, reached only through slot(). Not a namespace-scope object: a Session
+// built by another translation unit's namespace-scope initializer runs before this file's are
+// (their order is unspecified; a program's own objects usually come first), and the C client's
+// threads log while it connects. Never destroyed: those threads may still log while static
+// objects are destroyed at exit.
+struct LoggerSlot {
+  std::mutex mutex;
+  std::shared_ptr<const Logger> logger = std::make_shared<const Logger>(log_to_stderr);
+};
+
+LoggerSlot& slot() {
+  static auto* const instance = new LoggerSlot;  // thread-safe initialization on first use
+  return *instance;
+}
 
 // The C client formats "<time>:<pid>(<tid>):ZOO_WARN@<function>@<line>: <text>".
 LogLevel level_of(std::string_view line) {
@@ -86,8 +102,8 @@ void set_logger(Logger logger, LogLevel max_level) {
   detail::install_log_bridge();
   auto next = std::make_shared<const Logger>(logger ? std::move(logger) : quiet_logger());
   {
-    std::lock_guard lock(logger_mutex);
-    current_logger = std::move(next);
+    std::lock_guard lock(slot().mutex);
+    slot().logger = std::move(next);
   }
   zoo_set_debug_level(static_cast<ZooLogLevel>(max_level));
 }
@@ -97,8 +113,8 @@ namespace detail {
 void log(LogLevel level, std::string_view message) {
   std::shared_ptr<const Logger> logger;
   {
-    std::lock_guard lock(logger_mutex);
-    logger = current_logger;
+    std::lock_guard lock(slot().mutex);
+    logger = slot().logger;
   }
   (*logger)(level, message);
 }

@@ -4,17 +4,27 @@
 // ...) are created on a session and live exactly as long as it does: ZooKeeper deletes a lock's
 // ephemeral node when the session that created it expires or is closed.
 //
-//   dlock::Session session({.connect = "127.0.0.1:2181", .session_timeout = std::chrono::seconds(10)});
-//   dlock::Mutex orders(session, "/locks/orders/42");
-//   std::scoped_lock guard(orders);
+//   int main() {
+//     dlock::Session session({.connect = "127.0.0.1:2181", .session_timeout = std::chrono::seconds(10)});
+//     dlock::Mutex orders(session, "/locks/orders/42");
+//     std::scoped_lock guard(orders);
+//     ...
+//   }
+//
+// Build the Session in main() or in an object main() owns, and hand it to what needs locks. A
+// namespace-scope Session works (dlock is usable during static initialization), but its
+// constructor would block the program's start for up to `connect_timeout`, a ConnectError thrown
+// there cannot be caught (the program terminates), and it would be destroyed after main()
+// returns, in no particular order with the objects that use it.
 //
 // Thread-safety: every member function may be called from any thread concurrently, except that
 // the destructor must not race with other calls on the same object, and must not run on a thread
 // dlock calls back on (a state listener, a logger).
 //
 // Errors: the constructor throws `dlock::ConnectError` (naming the connect string) when the
-// string is malformed or no server answers within `connect_timeout`, and `dlock::Error` with
-// `errc::invalid_argument` for a non-positive timeout.
+// string is malformed, its hosts do not resolve (naming the first that does not), or no server
+// answers within `connect_timeout`; and `dlock::Error` with `errc::invalid_argument` for a
+// non-positive timeout.
 #pragma once
 
 #include <chrono>
