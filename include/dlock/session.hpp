@@ -95,9 +95,11 @@ enum class SessionState {
 
 std::string_view to_string(SessionState state) noexcept;
 
-// Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process;
-// lines less severe than `max_level` are not even formatted. The default is `log_to_stderr` with
-// `LogLevel::Warn`. Thread-safe; may be called at any time.
+// Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process,
+// as `LogRecord`s; the C client's lines are rate-limited by kind first (see dlock/log.hpp). Lines
+// less severe than `max_level` are not delivered (the C client's are not even formatted). The
+// default is `log_to_stderr` with `LogLevel::Warn`; an empty `logger` drops every line.
+// Thread-safe; may be called at any time, also before main() and after it returns.
 void set_logger(Logger logger, LogLevel max_level = LogLevel::Warn);
 
 class Session {
