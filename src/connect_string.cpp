@@ -12,11 +12,14 @@ namespace {
 
 constexpr std::string_view kExpected = "(expected host:port[,host:port...][/chroot])";
 
-std::string cannot_connect(const std::string& connect) { return "cannot connect to ZooKeeper at \"" + connect + "\": "; }
+std::string cannot_connect(const std::string& connect) {
+  return "cannot connect to ZooKeeper at \"" + connect + "\": ";
+}
 
 [[noreturn]] void refuse(const std::string& connect, const std::string& rule) {
-  throw ConnectError(make_error_code(errc::connect_failed),
-                     cannot_connect(connect) + "the connect string is malformed: " + rule + " " + std::string(kExpected));
+  throw ConnectError(make_error_code(errc::connect_failed), cannot_connect(connect) +
+                                                                "the connect string is malformed: " + rule + " " +
+                                                                std::string(kExpected));
 }
 
 // Calls `visit(entry)` for each server entry: the part before a chroot's first '/', split on ','.
@@ -64,6 +67,21 @@ void check_server(const std::string& connect, std::string_view server) {
 void check_connect_string(const std::string& connect) {
   if (connect.empty()) refuse(connect, "it is empty");
   for_each_server(connect, [&](std::string_view server) { check_server(connect, server); });
+}
+
+std::string to_c_client_form(const std::string& connect) {
+  std::string form;
+  for_each_server(connect, [&](std::string_view server) {
+    if (!form.empty()) form.push_back(',');
+    const auto close = server.starts_with('[') ? server.find("]:") : std::string_view::npos;
+    if (close == std::string_view::npos) {
+      form.append(server);
+    } else {
+      form.append(server.substr(1, close - 1)).append(server.substr(close + 1));
+    }
+  });
+  if (const auto chroot = connect.find('/'); chroot != std::string::npos) form.append(connect, chroot);
+  return form;
 }
 
 std::string refused_connect_string_message(const std::string& connect) {

@@ -13,6 +13,12 @@ namespace dlock::detail {
 // from looking like a server that is merely down. The chroot is left to the C client.
 void check_connect_string(const std::string& connect);
 
+// `connect` as the C client accepts it, for zookeeper_init2: "[ipv6]:port" entries lose their
+// brackets ("[::1]:2181" becomes "::1:2181"); the C client takes the text before an entry's last
+// ':' as the host, and would try to resolve "[::1]". Everything else is unchanged. Expects a
+// string that passed check_connect_string.
+std::string to_c_client_form(const std::string& connect);
+
 // The ConnectError message for a `connect` that passed check_connect_string but that the C client
 // refused (zookeeper_init2 returned no handle). The C client refuses a string when a host does not
 // resolve, and reports that as an errno (ENOENT, EINVAL) whose text names no file or argument of
