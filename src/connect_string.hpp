@@ -1,4 +1,5 @@
-// Internal: up-front checks of a ZooKeeper connect string.
+// Internal: the ZooKeeper connect string: up-front checks, the form the C client takes, and why
+// the C client refused one.
 #pragma once
 
 #include <string>

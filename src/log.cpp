@@ -84,8 +84,8 @@ std::string_view trim_newlines(std::string_view s) {
   return s;
 }
 
-// One line of the C client's, with or without its prefix: parsed, rate-limited by kind unless
-// the user asked for DEBUG lines (then every line counts), and forwarded.
+// One line of the C client's, with or without its prefix: parsed, rate-limited by kind (unless
+// it is a DEBUG line: the user asked for every one of those), and forwarded.
 void log_client_line(std::string_view raw) {
   const auto line = detail::parse_client_log_line(trim_newlines(raw));
   if (line.text.empty()) return;

@@ -119,8 +119,11 @@ TEST(Logging, TheClientsStreamOutputIsLimitedToo) {
   expect_clean_client_lines(lines);
 }
 
+// A line as the C client's log_message() formats it.
 std::string client_line(const char* level, const char* where, const std::string& text) {
-  return "2026-11-23 22:23:25,238:19824(0x7fe217fc66c0):ZOO_" + std::string(level) + "@" + where + ": " + text;
+  std::string line = "2026-11-23 22:23:25,238:19824(0x7fe217fc66c0):ZOO_";
+  line.append(level).append("@").append(where).append(": ").append(text);
+  return line;
 }
 
 TEST(Logging, EachKindPassesOncePerWindowThenSaysHowManyWereSuppressed) {
