@@ -171,13 +171,8 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
     zh_ = open_handle(context_);
   }
   if (zh_ == nullptr) {
-    const int saved = errno;
     janitor_->stop();
-    throw ConnectError(make_error_code(errc::connect_failed),
-                       "cannot connect to ZooKeeper at \"" + options_.connect +
-                           "\": the connect string is malformed or names no resolvable host "
-                           "(expected host:port[,host:port...][/chroot])" +
-                           (saved != 0 ? std::string(": ") + std::strerror(saved) : std::string()));
+    throw ConnectError(make_error_code(errc::connect_failed), refused_connect_string_message(options_.connect));
   }
   {
     std::unique_lock lock(state_mutex_);
@@ -236,8 +231,8 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   // them further into its own range; the constructor warns when the granted timeout differs.
   const auto requested = std::clamp<std::int64_t>(options_.session_timeout.count(), kMinRequestedTimeoutMs,
                                                   kMaxRequestedTimeoutMs);
-  zhandle_t* zh = zookeeper_init2(options_.connect.c_str(), &Client::on_event, static_cast<int>(requested),
-                                  nullptr, context.get(), 0, &zookeeper_log_callback);
+  zhandle_t* zh = zookeeper_init2(to_c_client_form(options_.connect).c_str(), &Client::on_event,
+                                  static_cast<int>(requested), nullptr, context.get(), 0, &zookeeper_log_callback);
   // By default the C client resolves its host list again every time its I/O thread wakes: a
   // resolver round (sockets, binds, random reads) per request, most of the client's CPU time per
   // lock cycle. Once a second is plenty for a list of addresses that rarely changes.

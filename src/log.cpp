@@ -2,64 +2,81 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "client_log_line.hpp"
 #include "dlock/session.hpp"
 #include "log_bridge.hpp"
+#include "log_limiter.hpp"
 
 namespace dlock {
+namespace {
 
-void log_to_stderr(LogLevel level, std::string_view message) {
-  if (level > LogLevel::Warn) return;
-  // While a server is down the C client logs the same error every few milliseconds: print a
-  // repeated line once per kRepeatWindow, then say how many were held back.
-  constexpr auto kRepeatWindow = std::chrono::seconds(10);
-  static std::mutex mutex;
-  static std::string last_key;
-  static std::chrono::steady_clock::time_point last_printed;
-  static long held_back = 0;
-  // The C client's lines start with a timestamp and thread id; compare from its level marker.
-  const auto marker = message.find("ZOO_");
-  const std::string_view key = message.substr(marker == std::string_view::npos ? 0 : marker);
-  const auto now = std::chrono::steady_clock::now();
-  std::string text;
-  {
-    std::lock_guard lock(mutex);
-    if (key == last_key && now - last_printed < kRepeatWindow) {
-      ++held_back;
-      return;
-    }
-    if (held_back > 0) text = "dlock: (the previous line repeated " + std::to_string(held_back) + " more times)\n";
-    last_key = key;
-    last_printed = now;
-    held_back = 0;
+std::string_view level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::Error: return "error";
+    case LogLevel::Warn: return "warning";
+    case LogLevel::Info: return "info";
+    case LogLevel::Debug: return "debug";
   }
-  text += "dlock: ";
-  text.append(message);
-  text.push_back('\n');
-  std::fwrite(text.data(), 1, text.size(), stderr);  // one write keeps concurrent lines whole
+  return "?";
+}
+
+}  // namespace
+
+void log_to_stderr(const LogRecord& record) {
+  if (record.level > LogLevel::Warn) return;
+  std::string line = "dlock: ";
+  line.append(level_name(record.level)).append(": ");
+  if (record.source == LogSource::ZooKeeperClient) line.append("ZooKeeper client: ");
+  line.append(record.text);
+  if (!record.where.empty()) line.append(" (at ").append(record.where).append(")");
+  line.push_back('\n');
+  std::fwrite(line.data(), 1, line.size(), stderr);  // one write keeps concurrent lines whole
 }
 
 Logger quiet_logger() {
-  return [](LogLevel, std::string_view) {};
+  return [](const LogRecord&) {};
 }
 
 namespace {
 
-std::mutex logger_mutex;
-std::shared_ptr<const Logger> current_logger = std::make_shared<const Logger>(log_to_stderr);
+constexpr auto kClientLineWindow = std::chrono::seconds(30);
 
-// The C client formats "<time>:<pid>(<tid>):ZOO_WARN@<function>@<line>: <text>".
-LogLevel level_of(std::string_view line) {
-  if (line.find(":ZOO_ERROR@") != std::string_view::npos) return LogLevel::Error;
-  if (line.find(":ZOO_WARN@") != std::string_view::npos) return LogLevel::Warn;
-  if (line.find(":ZOO_INFO@") != std::string_view::npos) return LogLevel::Info;
-  return LogLevel::Debug;
+// The process-wide logger and the rate limit, reached only through state(). Not namespace-scope
+// objects: a Session built by another translation unit's namespace-scope initializer runs before
+// this file's are (their order is unspecified; a program's own objects usually come first), and
+// the C client's threads log while it connects. Never destroyed: those threads may still log
+// while static objects are destroyed at exit.
+struct LogState {
+  std::mutex mutex;
+  std::shared_ptr<const Logger> logger = std::make_shared<const Logger>(log_to_stderr);
+  std::atomic<LogLevel> max_level{LogLevel::Warn};
+  detail::LogLimiter client_lines{kClientLineWindow};
+};
+
+LogState& state() {
+  static auto* const instance = new LogState;  // thread-safe initialization on first use
+  return *instance;
+}
+
+void deliver(const LogRecord& record) {
+  std::shared_ptr<const Logger> logger;
+  {
+    std::lock_guard lock(state().mutex);
+    logger = state().logger;
+  }
+  // Unlocked: a slow logger must not hold up set_logger or other threads. An exception must not
+  // unwind into the C client's threads (through C frames), so a throwing logger loses the line.
+  try {
+    (*logger)(record);
+  } catch (...) {
+  }
 }
 
 std::string_view trim_newlines(std::string_view s) {
@@ -67,13 +84,34 @@ std::string_view trim_newlines(std::string_view s) {
   return s;
 }
 
-// fopencookie write hook: the C client's stream output, split into lines.
+// One line of the C client's, with or without its prefix: parsed, rate-limited by kind (unless
+// it is a DEBUG line: the user asked for every one of those), and forwarded.
+void log_client_line(std::string_view raw) {
+  const auto line = detail::parse_client_log_line(trim_newlines(raw));
+  if (line.text.empty()) return;
+  std::string annotated;
+  std::string_view text = line.text;
+  if (line.level != LogLevel::Debug || line.where.empty()) {
+    const auto pass = state().client_lines.admit(detail::client_log_kind(line), std::chrono::steady_clock::now());
+    if (!pass) return;
+    if (pass->suppressed > 0) {
+      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(pass->since).count();
+      // Appended piecewise: `" (" + std::to_string(...)` trips GCC 12's false -Wrestrict at -O3.
+      annotated.assign(text).append(" (").append(std::to_string(pass->suppressed));
+      annotated.append(" more like this in the previous ").append(std::to_string(seconds)).append(" s were suppressed)");
+      text = annotated;
+    }
+  }
+  deliver({line.level, LogSource::ZooKeeperClient, text, line.where});
+}
+
+// fopencookie write hook: the C client's stream output, split into lines. The stream is line
+// buffered, so a line arrives in one call unless it is longer than the stream's buffer.
 ssize_t write_stream(void*, const char* buffer, size_t size) {
   std::string_view text(buffer, size);
   while (!text.empty()) {
     const auto end = text.find('\n');
-    const auto line = text.substr(0, end);
-    if (!trim_newlines(line).empty()) detail::log(level_of(line), trim_newlines(line));
+    log_client_line(text.substr(0, end));
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
   }
@@ -86,27 +124,21 @@ void set_logger(Logger logger, LogLevel max_level) {
   detail::install_log_bridge();
   auto next = std::make_shared<const Logger>(logger ? std::move(logger) : quiet_logger());
   {
-    std::lock_guard lock(logger_mutex);
-    current_logger = std::move(next);
+    std::lock_guard lock(state().mutex);
+    state().logger = std::move(next);
   }
+  state().max_level.store(max_level, std::memory_order_relaxed);
   zoo_set_debug_level(static_cast<ZooLogLevel>(max_level));
 }
 
 namespace detail {
 
-void log(LogLevel level, std::string_view message) {
-  std::shared_ptr<const Logger> logger;
-  {
-    std::lock_guard lock(logger_mutex);
-    logger = current_logger;
-  }
-  (*logger)(level, message);
+void log_dlock(LogLevel level, std::string_view text) {
+  if (level > state().max_level.load(std::memory_order_relaxed)) return;
+  deliver({level, LogSource::Dlock, text, {}});
 }
 
-void zookeeper_log_callback(const char* message) {
-  const std::string_view line = trim_newlines(message);
-  log(level_of(line), line);
-}
+void zookeeper_log_callback(const char* message) { log_client_line(message); }
 
 void install_log_bridge() {
   static std::once_flag once;
@@ -120,6 +152,8 @@ void install_log_bridge() {
     }
   });
 }
+
+void reset_client_log_limit(std::chrono::steady_clock::duration window) { state().client_lines.reset(window); }
 
 }  // namespace detail
 }  // namespace dlock

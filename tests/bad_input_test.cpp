@@ -96,10 +96,10 @@ std::optional<E> session_error(const SessionOptions& options, std::chrono::milli
 class CapturedWarnings {
  public:
   CapturedWarnings() {
-    set_logger([lines = lines_](LogLevel level, std::string_view text) {
-      if (level > LogLevel::Warn) return;
+    set_logger([lines = lines_](const LogRecord& record) {
+      if (record.level > LogLevel::Warn) return;
       std::lock_guard lock(lines->mutex);
-      lines->text.emplace_back(text);
+      lines->text.emplace_back(record.text);
     });
   }
   ~CapturedWarnings() { set_logger(log_to_stderr, LogLevel::Warn); }

@@ -9,9 +9,14 @@
 //     such as misuse of a lock by a thread that does not own it.
 //
 // The named subclasses are what callers normally catch. Their `what()` names the offending value
-// (the connect string, the path, ...) and the rule it broke.
+// (the connect string, the path, ...) and the rule it broke. It is exactly the message dlock
+// wrote: unlike a plain `std::system_error`, it does not end with ": " + `code().message()`
+// (which would repeat the category's text after every message); ask `code()` for that.
+//
+// Thread-safety: the exceptions are immutable; copying one never throws.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -45,7 +50,15 @@ inline std::error_code make_error_code(errc e) noexcept {
 // Base of every exception thrown by dlock.
 class Error : public std::system_error {
  public:
-  Error(std::error_code code, const std::string& what) : std::system_error(code, what) {}
+  Error(std::error_code code, const std::string& what) : std::system_error(code), message_(what) {}
+
+  // The message dlock wrote, without the ": <code().message()>" std::system_error would append.
+  const char* what() const noexcept override { return message_.what(); }
+
+ private:
+  // A std::runtime_error holds the text because its copy cannot throw (a std::string's can), as
+  // an exception's copy must not.
+  std::runtime_error message_;
 };
 
 // The Session could not connect: malformed connect string, or no server answered within

@@ -4,9 +4,18 @@
 // ...) are created on a session and live exactly as long as it does: ZooKeeper deletes a lock's
 // ephemeral node when the session that created it expires or is closed.
 //
-//   dlock::Session session({.connect = "127.0.0.1:2181", .session_timeout = std::chrono::seconds(10)});
-//   dlock::Mutex orders(session, "/locks/orders/42");
-//   std::scoped_lock guard(orders);
+//   int main() {
+//     dlock::Session session({.connect = "127.0.0.1:2181", .session_timeout = std::chrono::seconds(10)});
+//     dlock::Mutex orders(session, "/locks/orders/42");
+//     std::scoped_lock guard(orders);
+//     ...
+//   }
+//
+// Build the Session in main() or in an object main() owns, and hand it to what needs locks. A
+// namespace-scope Session works (dlock is usable during static initialization), but its
+// constructor would block the program's start for up to `connect_timeout`, a ConnectError thrown
+// there cannot be caught (the program terminates), and it would be destroyed after main()
+// returns, in no particular order with the objects that use it.
 //
 // Thread-safety: every member function may be called from any thread concurrently, including
 // `close()` from a state listener or a lock-lost `std::stop_callback` ("on Lost, shut down"). The
@@ -27,8 +36,9 @@
 // A Suspended session that reconnects in time returns to Connected with the same id.
 //
 // Errors: the constructor throws `dlock::ConnectError` (naming the connect string) when the
-// string is malformed or no server answers within `connect_timeout`, and `dlock::Error` with
-// `errc::invalid_argument` for a non-positive timeout.
+// string is malformed, its hosts do not resolve (naming the first that does not), or no server
+// answers within `connect_timeout`; and `dlock::Error` with `errc::invalid_argument` for a
+// non-positive timeout.
 #pragma once
 
 #include <chrono>
@@ -104,9 +114,11 @@ enum class SessionState {
 
 std::string_view to_string(SessionState state) noexcept;
 
-// Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process;
-// lines less severe than `max_level` are not even formatted. The default is `log_to_stderr` with
-// `LogLevel::Warn`. Thread-safe; may be called at any time.
+// Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process,
+// as `LogRecord`s; the C client's lines are rate-limited by kind first (see dlock/log.hpp). Lines
+// less severe than `max_level` are not delivered (the C client's are not even formatted). The
+// default is `log_to_stderr` with `LogLevel::Warn`; an empty `logger` drops every line.
+// Thread-safe; may be called at any time, also before main() and after it returns.
 void set_logger(Logger logger, LogLevel max_level = LogLevel::Warn);
 
 class Session {

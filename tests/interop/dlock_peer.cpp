@@ -464,8 +464,9 @@ int main(int argc, char** argv) {
   if (const char* level = std::getenv("DLOCK_PEER_LOG_LEVEL"); level != nullptr && *level != '\0') {
     const std::string l = level;
     dlock::set_logger(
-        [](dlock::LogLevel, std::string_view message) {
-          const std::string line = "dlock: " + std::string(message) + "\n";
+        [](const dlock::LogRecord& record) {
+          std::string line = "dlock: ";
+          line.append(record.text).append(record.where.empty() ? "" : " @").append(record.where).push_back('\n');
           std::fwrite(line.data(), 1, line.size(), stderr);
         },
         l == "debug" ? dlock::LogLevel::Debug : l == "info" ? dlock::LogLevel::Info

@@ -1,4 +1,5 @@
-// Test support: TCP sockets on 127.0.0.1, the only address the tests ever use.
+// Test support: TCP sockets on 127.0.0.1, where the suite's servers listen (ipv6_relay.hpp reaches
+// them from [::1]).
 #pragma once
 
 #include <chrono>
