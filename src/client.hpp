@@ -235,6 +235,7 @@ class Client {
   bool replace_requested_ = false;  // guarded by supervisor_mutex_
   std::thread supervisor_;         // joined by close_now (serialized by close_mutex_)
   std::thread closer_;             // guarded by supervisor_mutex_
+  int failed_renewals_ = 0;        // the supervisor's own
 
   std::atomic<SessionState> state_{SessionState::Suspended};
   std::atomic<std::int64_t> session_id_{0};
