@@ -1,6 +1,6 @@
 // Internal: which children of a lock directory are contenders, and in what order they queue.
 //
-// Understood names (the protocol facts in shared/protocol.md):
+// Understood names (the protocol facts in docs/PROTOCOL.md):
 //   Curator InterProcessMutex         `_c_<uuid>-lock-<seq>`      exclusive
 //   Curator InterProcessReadWriteLock `_c_<uuid>-__WRIT__<seq>`   write
 //                                     `_c_<uuid>-__READ__<seq>`   read
