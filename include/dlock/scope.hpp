@@ -132,6 +132,9 @@ class ScopedLock {
 
  private:
   friend class LockService;
+  // ScopedLocks binds its guards with one hook of its own (so they release in reverse order),
+  // which needs each guard's completion and its bound flag.
+  friend class ScopedLocks;
   explicit ScopedLock(std::shared_ptr<detail::ScopeState> state) noexcept;
   std::function<void()> completion() const;
   std::shared_ptr<detail::ScopeState> state_;
