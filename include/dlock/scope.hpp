@@ -35,6 +35,8 @@
 //                                               name.key(), name.path(), name.fencing_token()
 // `locks` is a LockService, or a view of one: `locks.with_timeout(2s)`, `locks.bound_to(tx)`, or
 // both chained. Sources are request structs with tagged fields or plain values (dlock/key.hpp).
+// Keys known only at run time (one per item of a cart) go through the functions behind the
+// macros, on the same views: `locks.bound_to(tx).lock_keys(LockMode::Exclusive, "stock", keys)`.
 //
 // Wire format: the locks are Mutex (exclusive) and SharedMutex (read/write) nodes, so Curator and
 // kazoo clients locking the same path exclude each other with these guards.
@@ -214,6 +216,10 @@ class LockService {
   std::chrono::milliseconds timeout_;
 };
 
+// A view of a LockService whose guards are bound to one transaction: each function takes its
+// lock(s) as the LockService function of the same name does, then binds them to the transaction
+// (ScopedLock::release_after) before returning. A cheap copy; it refers to the transaction, which
+// must outlive it.
 template <Transaction Tx>
 class LockService::Bound {
  public:
@@ -229,6 +235,19 @@ class LockService::Bound {
   template <class... Sources>
   ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guards = service_.lock_each(mode, ns, sources...);
+    guards.release_after(*tx_);
+    return guards;
+  }
+
+  // The same, from encoded keys: for keys known only at run time, such as one lock per item of
+  // a cart (`lock_keys(LockMode::Exclusive, "stock", item_keys)`), in canonical order.
+  ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const {
+    auto guard = service_.lock_key(mode, ns, std::move(key));
+    guard.release_after(*tx_);
+    return guard;
+  }
+  ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
+    auto guards = service_.lock_keys(mode, ns, std::move(keys));
     guards.release_after(*tx_);
     return guards;
   }
