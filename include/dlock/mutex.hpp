@@ -80,17 +80,17 @@ class Mutex {
 
   // One attempt: true if the lock was free (or already held by this thread), false otherwise.
   // Costs one ZooKeeper round trip (plus one delete when it fails).
-  bool try_lock();
+  [[nodiscard]] bool try_lock();
 
   // Waits at most `timeout`; false only once the time is up (a ZooKeeper failure throws).
   template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+  [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_until(std::chrono::steady_clock::now() + timeout);
   }
 
   // Waits until `when` (any clock); false only once that time has come.
   template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
+  [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
     const auto remaining = when - Clock::now();
     return try_lock_steady(std::chrono::steady_clock::now() +
                            std::chrono::ceil<std::chrono::steady_clock::duration>(remaining));

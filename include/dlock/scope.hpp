@@ -191,18 +191,18 @@ class LockService {
 
   // The guard for <base>/<ns>/<make_key(sources...)>.
   template <class... Sources>
-  ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     return lock_key(mode, ns, make_key(sources...));
   }
   // One guard per source, in canonical order.
   template <class... Sources>
-  ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     return lock_keys(mode, ns, {make_key(sources)...});
   }
 
   // The same, from encoded keys (as make_key or encode_key give them).
-  ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const;
-  ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
+  [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const;
+  [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
 
   // <base>/<ns>/<key>, after checking the namespace and the key.
   std::string path_for(std::string_view ns, std::string_view key) const;
@@ -227,13 +227,13 @@ class LockService::Bound {
   Bound with_timeout(std::chrono::milliseconds timeout) const { return Bound(service_.with_timeout(timeout), *tx_); }
 
   template <class... Sources>
-  ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guard = service_.lock(mode, ns, sources...);
     guard.release_after(*tx_);
     return guard;
   }
   template <class... Sources>
-  ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guards = service_.lock_each(mode, ns, sources...);
     guards.release_after(*tx_);
     return guards;
@@ -241,12 +241,12 @@ class LockService::Bound {
 
   // The same, from encoded keys: for keys known only at run time, such as one lock per item of
   // a cart (`lock_keys(LockMode::Exclusive, "stock", item_keys)`), in canonical order.
-  ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const {
+  [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const {
     auto guard = service_.lock_key(mode, ns, std::move(key));
     guard.release_after(*tx_);
     return guard;
   }
-  ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
+  [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
     auto guards = service_.lock_keys(mode, ns, std::move(keys));
     guards.release_after(*tx_);
     return guards;
