@@ -12,6 +12,8 @@
 // (the connect string, the path, ...) and the rule it broke.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <string>
 #include <system_error>
 

@@ -27,6 +27,8 @@
 // retried in the background until it succeeds or the session ends).
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <memory>

@@ -47,6 +47,8 @@
 // rule it breaks.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <memory>

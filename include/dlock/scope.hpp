@@ -54,6 +54,8 @@
 // after construction; its views are cheap copies). A guard is used by one thread at a time.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <algorithm>
 #include <chrono>
 #include <concepts>

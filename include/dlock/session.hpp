@@ -17,6 +17,8 @@
 // `errc::invalid_argument` for a non-positive timeout.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <functional>

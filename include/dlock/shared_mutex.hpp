@@ -51,6 +51,8 @@
 // `InvalidPath` naming the path and the rule it breaks.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <memory>

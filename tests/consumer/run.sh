@@ -7,5 +7,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/build" >/dev/null
+cmake --build "$work/build"
 "$work/build/consumer"
