@@ -17,9 +17,12 @@
 //
 // Why bind to the transaction. A lock released when the handler returns, while the transaction
 // around the handler commits afterwards, lets a second request in before the first one's rows are
-// visible: it reads "no account yet" and inserts a duplicate. A bound guard releases only once
-// the transaction has ended (commit or rollback), whichever of the guard and the transaction is
-// destroyed first.
+// visible: it reads "no account yet" and inserts a duplicate. A bound lock is released by the
+// transaction's completion hook, that is after its COMMIT has returned, after it rolled back, or
+// when the transaction is destroyed without either, whichever happens first. The guard's own
+// destruction (the end of the handler's scope) does not release a bound lock, whether it comes
+// before or after the transaction's end. (Should a transaction drop its hooks without running
+// them, the lock is released once both the guard and the hook are gone.)
 //
 // Macros (each declares a guard that lives to the end of the enclosing scope; several may stand
 // in one scope and are released in reverse order):
@@ -127,7 +130,8 @@ class ScopedLock {
   LockMode mode() const noexcept;
   bool bound() const noexcept { return bound_; }
 
-  // From now on the lock is released when `tx` ends, not when this guard is destroyed.
+  // From now on the lock is released by `tx`'s completion hook (after its commit or rollback,
+  // or its destruction without either), not when this guard is destroyed.
   template <Transaction Tx>
   void release_after(Tx& tx) {
     tx.on_complete(completion());
