@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Fails if a file tracked by git points outside the repository: at the sibling directory
-# "../shared/" (also written "shared/<name>.md") or at an absolute path of the machine it was
-# written on (anything under "/work/"). Everything a reader needs lives in the repository
-# (docs/); a pointer elsewhere is a dead link on every other machine. Takes well under a second.
+# Fails if a file tracked by git points outside the repository: at a sibling directory named
+# "shared" (by a relative path, or as a bare "shared/<name>.md") or at an absolute path of the
+# machine the project was written on (its work directory). Everything a reader needs lives in the
+# repository (docs/); a pointer elsewhere is a dead link on every other machine. Takes well under
+# a second.
 #
 # The patterns are spelled with brackets so that this file does not match itself.
 set -uo pipefail
