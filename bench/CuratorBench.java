@@ -1,4 +1,4 @@
-// CuratorBench: the workloads of /work/shared/workloads.md with Apache Curator 5.4 (Debian's jars):
+// CuratorBench: the workloads of docs/WORKLOADS.md with Apache Curator 5.4 (Debian's jars):
 // InterProcessMutex and InterProcessReadWriteLock. Same command line, phases and JSON fields as
 // the C++ programs (bench/common.hpp, bench/workloads.hpp); bench/README.md has the method.
 //

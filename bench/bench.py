@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs the workloads of /work/shared/workloads.md for every implementation in turn against one
+"""Runs the workloads of docs/WORKLOADS.md for every implementation in turn against one
 running ZooKeeper server, and appends one JSON line per (run, workload, implementation) to a
 results file. Standard library only; bench/run.sh starts the server and calls this.
 

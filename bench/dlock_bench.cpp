@@ -1,4 +1,4 @@
-// dlock_bench: the workloads of /work/shared/workloads.md with dlock::Mutex / dlock::SharedMutex.
+// dlock_bench: the workloads of docs/WORKLOADS.md with dlock::Mutex / dlock::SharedMutex.
 //
 //   dlock_bench --connect HOST:PORT --root /bench/... --workload W1|W2|W3|W4|W5|W6|W7worker
 //               [--seconds S] [--warmup S] [--variant sessions|threads (W6)]

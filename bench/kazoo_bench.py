@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""kazoo_bench: the workloads of /work/shared/workloads.md with kazoo 2.8 (Debian's python3-kazoo,
+"""kazoo_bench: the workloads of docs/WORKLOADS.md with kazoo 2.8 (Debian's python3-kazoo,
 importable only by /usr/bin/python3): Lock, and ReadLock/WriteLock for W4. Same command line,
 phases and JSON fields as the C++ programs (bench/common.hpp, bench/workloads.hpp).
 

@@ -4,7 +4,7 @@
 # Installs the Debian packages (scripts/install-deps.sh), builds the benchmark programs into
 # build-bench/ (-DDLOCK_BUILD_BENCH=ON, Release), starts one ZooKeeper server (standalone, default
 # configuration, fsync on) on a free 127.0.0.1 port in a temporary directory, runs every workload
-# of /work/shared/workloads.md for every implementation in turn against it (bench/bench.py), stops
+# of docs/WORKLOADS.md for every implementation in turn against it (bench/bench.py), stops
 # the server by PID (also on failure or Ctrl-C), and writes
 #   bench/results/<date>.jsonl   one JSON line per run, workload and implementation (appended)
 #   docs/bench.md                medians, ratios, targets (bench/report.py)

@@ -1,4 +1,4 @@
-// bench/workloads.hpp: W1..W4, W6 and the W7 worker of /work/shared/workloads.md, written once
+// bench/workloads.hpp: W1..W4, W6 and the W7 worker of docs/WORKLOADS.md, written once
 // for the two C++ programs over an adapter `Impl`:
 //
 //   struct Impl {

@@ -3,6 +3,8 @@
 # ZooKeeper server (started and stopped by the tests), then once more under ASan + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# First, since it takes no time: nothing tracked may point outside the repository.
+bash scripts/check-standalone.sh
 scripts/install-deps.sh
 jobs=$(nproc)
 

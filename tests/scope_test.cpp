@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "dlock/dlock.hpp"
 #include "test_env.hpp"
@@ -56,6 +58,38 @@ TEST(Scope, ABoundGuardOutlivesItsScopeUntilTheTransactionCommits) {
   EXPECT_FALSE(another_session_locks(path, 300ms)) << "released before the transaction ended";
   tx.commit();
   EXPECT_TRUE(another_session_locks(path, 5s)) << "not released after the commit";
+}
+
+// A key list known only at run time (a cart's items) bound to the transaction: every lock stays
+// held past the scope and is released by the commit.
+TEST(Scope, BoundLockKeysReleaseOnlyAfterTheTransactionCommits) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  const std::vector<std::string> cart = {make_key("pear"), make_key("apple"), make_key("fig")};
+  TestTransaction tx;
+  {
+    const ScopedLocks guards = locks.bound_to(tx).lock_keys(LockMode::Exclusive, "stock", cart);
+    EXPECT_EQ(guards.locks().size(), cart.size());
+  }
+  for (const auto& item : cart) {
+    EXPECT_FALSE(another_session_locks(test_root() + "/stock/" + item, 300ms))
+        << item << " was released before the transaction ended";
+  }
+  tx.commit();
+  for (const auto& item : cart) {
+    EXPECT_TRUE(another_session_locks(test_root() + "/stock/" + item, 5s)) << item << " not released after the commit";
+  }
+}
+
+TEST(Scope, ABoundLockKeyReleasesOnlyAfterTheTransactionCommits) {
+  Session session(session_options());
+  LockService locks(session, test_root());
+  const std::string key = make_key("order", 17);
+  TestTransaction tx;
+  { const ScopedLock guard = locks.bound_to(tx).lock_key(LockMode::Exclusive, "orders", key); }
+  EXPECT_FALSE(another_session_locks(test_root() + "/orders/" + key, 300ms)) << "released before the transaction ended";
+  tx.commit();
+  EXPECT_TRUE(another_session_locks(test_root() + "/orders/" + key, 5s)) << "not released after the commit";
 }
 
 TEST(Scope, NegativeControlAnUnboundGuardIsReleasedBeforeTheCommit) {

@@ -1,6 +1,8 @@
 // dlock/dlock.hpp: everything public, in one include.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include "dlock/error.hpp"
 #include "dlock/fencing.hpp"
 #include "dlock/key.hpp"

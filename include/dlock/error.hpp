@@ -16,6 +16,8 @@
 // Thread-safety: the exceptions are immutable; copying one never throws.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <stdexcept>
 #include <string>
 #include <system_error>

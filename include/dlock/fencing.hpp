@@ -20,6 +20,8 @@
 // Thread-safety: all member functions may be called concurrently.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <cstdint>
 #include <mutex>
 #include <optional>

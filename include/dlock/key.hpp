@@ -84,6 +84,8 @@
 // `const char*` part, and when `check_key_namespace` rejects a namespace.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <compare>
 #include <concepts>
 #include <cstddef>

@@ -8,6 +8,8 @@
 // reflection separate from the encoding, and this header free of key.hpp's declarations.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <algorithm>
 #include <array>
 #include <cstddef>

@@ -27,6 +27,8 @@
 // retried in the background until it succeeds or the session ends).
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -58,10 +60,10 @@ class LockHandle {
   LockHandle& operator=(const LockHandle&) = delete;
 
   // Blocks until the lock is held.
-  static LockHandle acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive);
+  [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive);
   // Waits at most `timeout`; returns an empty handle if the lock was not granted in time.
-  static LockHandle try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                    LockMode mode = LockMode::Exclusive);
+  [[nodiscard]] static LockHandle try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                                                  LockMode mode = LockMode::Exclusive);
 
   // True while the handle holds an acquisition (no ZooKeeper call).
   bool held() const noexcept { return state_ != nullptr; }

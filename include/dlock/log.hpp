@@ -26,6 +26,8 @@
 // Errors: a logger should not throw; if it does, the line is dropped and the exception ignored.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <functional>
 #include <string_view>
 

@@ -58,6 +58,8 @@
 // rule it breaks.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -94,19 +96,19 @@ class Mutex {
   // Costs one ZooKeeper round trip (plus one delete when it fails). While the session is
   // disconnected (Suspended) it returns false at once without sending anything (it cannot know
   // whether the lock is free); check `Session::state()` to tell an outage from contention.
-  bool try_lock();
+  [[nodiscard]] bool try_lock();
 
   // Waits at most `timeout`; false only once the time is up (a ZooKeeper failure throws).
   // Any duration type; one too large for the clock (`milliseconds::max()`) waits without limit.
   template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+  [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_steady(detail::steady_deadline_after(timeout));
   }
 
   // Waits until `when` (any clock); false only once that time has come. `time_point::max()` (or
   // a time beyond the steady clock's range) waits without limit.
   template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
+  [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
     return try_lock_steady(detail::steady_deadline_at(when));
   }
 

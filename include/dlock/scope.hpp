@@ -17,9 +17,12 @@
 //
 // Why bind to the transaction. A lock released when the handler returns, while the transaction
 // around the handler commits afterwards, lets a second request in before the first one's rows are
-// visible: it reads "no account yet" and inserts a duplicate. A bound guard releases only once
-// the transaction has ended (commit or rollback), whichever of the guard and the transaction is
-// destroyed first.
+// visible: it reads "no account yet" and inserts a duplicate. A bound lock is released by the
+// transaction's completion hook, that is after its COMMIT has returned, after it rolled back, or
+// when the transaction is destroyed without either, whichever happens first. The guard's own
+// destruction (the end of the handler's scope) does not release a bound lock, whether it comes
+// before or after the transaction's end. (Should a transaction drop its hooks without running
+// them, the lock is released once both the guard and the hook are gone.)
 //
 // Macros (each declares a guard that lives to the end of the enclosing scope; several may stand
 // in one scope and are released in reverse order):
@@ -35,6 +38,8 @@
 //                                               name.key(), name.path(), name.fencing_token()
 // `locks` is a LockService, or a view of one: `locks.with_timeout(2s)`, `locks.bound_to(tx)`, or
 // both chained. Sources are request structs with tagged fields or plain values (dlock/key.hpp).
+// Keys known only at run time (one per item of a cart) go through the functions behind the
+// macros, on the same views: `locks.bound_to(tx).lock_keys(LockMode::Exclusive, "stock", keys)`.
 //
 // Wire format: the locks are Mutex (exclusive) and SharedMutex (read/write) nodes, so Curator and
 // kazoo clients locking the same path exclude each other with these guards.
@@ -51,6 +56,8 @@
 // Thread-safety: a LockService may be used by any number of threads at once (it is immutable
 // after construction; its views are cheap copies). A guard is used by one thread at a time.
 #pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <algorithm>
 #include <chrono>
@@ -123,7 +130,8 @@ class ScopedLock {
   LockMode mode() const noexcept;
   bool bound() const noexcept { return bound_; }
 
-  // From now on the lock is released when `tx` ends, not when this guard is destroyed.
+  // From now on the lock is released by `tx`'s completion hook (after its commit or rollback,
+  // or its destruction without either), not when this guard is destroyed.
   template <Transaction Tx>
   void release_after(Tx& tx) {
     tx.on_complete(completion());
@@ -132,6 +140,9 @@ class ScopedLock {
 
  private:
   friend class LockService;
+  // ScopedLocks binds its guards with one hook of its own (so they release in reverse order),
+  // which needs each guard's completion and its bound flag.
+  friend class ScopedLocks;
   explicit ScopedLock(std::shared_ptr<detail::ScopeState> state) noexcept;
   std::function<void()> completion() const;
   std::shared_ptr<detail::ScopeState> state_;
@@ -186,18 +197,18 @@ class LockService {
 
   // The guard for <base>/<ns>/<make_key(sources...)>.
   template <class... Sources>
-  ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     return lock_key(mode, ns, make_key(sources...));
   }
   // One guard per source, in canonical order.
   template <class... Sources>
-  ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     return lock_keys(mode, ns, {make_key(sources)...});
   }
 
   // The same, from encoded keys (as make_key or encode_key give them).
-  ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const;
-  ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
+  [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const;
+  [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
 
   // <base>/<ns>/<key>, after checking the namespace and the key.
   std::string path_for(std::string_view ns, std::string_view key) const;
@@ -211,6 +222,10 @@ class LockService {
   std::chrono::milliseconds timeout_;
 };
 
+// A view of a LockService whose guards are bound to one transaction: each function takes its
+// lock(s) as the LockService function of the same name does, then binds them to the transaction
+// (ScopedLock::release_after) before returning. A cheap copy; it refers to the transaction, which
+// must outlive it.
 template <Transaction Tx>
 class LockService::Bound {
  public:
@@ -218,14 +233,27 @@ class LockService::Bound {
   Bound with_timeout(std::chrono::milliseconds timeout) const { return Bound(service_.with_timeout(timeout), *tx_); }
 
   template <class... Sources>
-  ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guard = service_.lock(mode, ns, sources...);
     guard.release_after(*tx_);
     return guard;
   }
   template <class... Sources>
-  ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guards = service_.lock_each(mode, ns, sources...);
+    guards.release_after(*tx_);
+    return guards;
+  }
+
+  // The same, from encoded keys: for keys known only at run time, such as one lock per item of
+  // a cart (`lock_keys(LockMode::Exclusive, "stock", item_keys)`), in canonical order.
+  [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const {
+    auto guard = service_.lock_key(mode, ns, std::move(key));
+    guard.release_after(*tx_);
+    return guard;
+  }
+  [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
+    auto guards = service_.lock_keys(mode, ns, std::move(keys));
     guards.release_after(*tx_);
     return guards;
   }

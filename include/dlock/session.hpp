@@ -41,6 +41,8 @@
 // non-positive timeout.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <functional>

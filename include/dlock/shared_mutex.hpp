@@ -58,6 +58,8 @@
 // `InvalidPath` naming the path and the rule it breaks.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -90,13 +92,13 @@ class SharedMutex {
   // Blocks until the calling thread holds the write side.
   void lock();
   // One attempt (one round trip): true if the write side was free or already held by this thread.
-  bool try_lock();
+  [[nodiscard]] bool try_lock();
   template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+  [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_steady(detail::steady_deadline_after(timeout), /*shared=*/false);
   }
   template <class Clock, class Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
+  [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
     return try_lock_steady(detail::steady_deadline_at(when), /*shared=*/false);
   }
   // Undoes one write-side lock of the calling thread (the last one deletes the write node, without
@@ -108,13 +110,13 @@ class SharedMutex {
   // Blocks until the calling thread holds the read side.
   void lock_shared();
   // One attempt: true if no writer was queued ahead (or this thread already reads or writes).
-  bool try_lock_shared();
+  [[nodiscard]] bool try_lock_shared();
   template <class Rep, class Period>
-  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
+  [[nodiscard]] bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_steady(detail::steady_deadline_after(timeout), /*shared=*/true);
   }
   template <class Clock, class Duration>
-  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& when) {
+  [[nodiscard]] bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& when) {
     return try_lock_steady(detail::steady_deadline_at(when), /*shared=*/true);
   }
   // Undoes one read-side lock of the calling thread.

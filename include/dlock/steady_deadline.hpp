@@ -11,6 +11,8 @@
 // to call them directly.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <chrono>
 #include <cmath>
 #include <ratio>

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Compiles every public header alone, as the only line of a translation unit, with the given
+# compiler and flags (-fsyntax-only: nothing is written). A header that leans on something an
+# earlier include happened to provide, or on a compiler's leniency (GCC checks a template's body
+# only where it is used, clang where it is defined), fails here with the compiler's own message.
+#
+#   headers_alone.sh <include dir> <compiler> <flags...>
+set -uo pipefail
+include_dir=$1
+compiler=$2
+shift 2
+if ! command -v "$compiler" >/dev/null; then
+  echo "headers_alone: compiler '$compiler' not found (scripts/install-deps.sh installs clang-14)" >&2
+  exit 1
+fi
+failed=0
+checked=0
+for header in "$include_dir"/dlock/*.hpp; do
+  name=dlock/$(basename "$header")
+  checked=$((checked + 1))
+  if output=$(printf '#include <%s>\n' "$name" | "$compiler" "$@" -x c++ - 2>&1); then
+    echo "ok    $name"
+  else
+    echo "FAIL  $name"
+    printf '%s\n' "$output" | sed 's/^/      /'
+    failed=$((failed + 1))
+  fi
+done
+echo "$checked public headers compiled alone with $(basename "$compiler"), $failed failed"
+[ "$checked" -gt 0 ] && [ "$failed" -eq 0 ]
