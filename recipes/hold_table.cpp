@@ -54,7 +54,12 @@ void release_leftovers(void* table_pointer) {
 pthread_key_t table_key() {
   static const pthread_key_t key = [] {
     pthread_key_t k;
-    pthread_key_create(&k, &release_leftovers);
+    if (const int rc = pthread_key_create(&k, &release_leftovers); rc != 0) {
+      // Out of keys (PTHREAD_KEYS_MAX): nothing can release a thread's leftovers at its exit;
+      // the session's end still does.
+      log(LogLevel::Error, "pthread_key_create failed (" + std::to_string(rc) +
+                               "): locks a thread leaves held at exit are released only when the session ends");
+    }
     return k;
   }();
   return key;

@@ -8,7 +8,7 @@
 // A thread that exits while holding locks releases them (with a warning): no other thread could
 // ever unlock them, and leaving them held would block every other contender until the session ends.
 // That happens after every thread_local object of the thread has been destroyed (the table lives
-// on the heap and is cleaned up by a pthread key destructor, which runs after them), so an
+// on the heap and is cleaned up by a pthread key destructor, which glibc runs after them), so an
 // application's thread_local whose destructor unlocks still finds its hold.
 #pragma once
 

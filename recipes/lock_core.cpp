@@ -68,8 +68,8 @@ void throw_if_abandoned(const Deadline& deadline, const std::string& what) {
 // a Session to the same ensemble) would never end.
 void throw_if_waiting_on_itself(const std::string& dir, std::span<const Contender> ahead, const std::string& what) {
   for (const auto& contender : ahead) {
-    const std::string node = dir + "/" + std::string(contender.name);
-    if (self_wait::held_by_this_thread(node)) {
+    if (self_wait::held_by_this_thread(contender.name)) {
+      const std::string node = dir + "/" + std::string(contender.name);
       throw WouldDeadlock(what + ": the calling thread already holds " + node +
                           ", ahead in this lock's queue (through another lock object, scope guard or "
                           "Session on the same ensemble), so it would wait on itself forever");
@@ -264,7 +264,16 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     }
     const auto index = static_cast<std::size_t>(ours - queue.begin());
     Verdict verdict = test_hooks::ignore_queue.load() ? Verdict{true, {}} : policy.decide(queue, index);
-    if (verdict.holds) return attempt.commit();
+    if (verdict.holds) {
+      // Our node reached the head, but on a handle the session has left behind (a renewal
+      // connected while we recovered, and the old session's node lingers until the server
+      // expires it): not a hold anyone can keep.
+      if (!client.owns_nodes_of(attempt.generation)) {
+        client.throw_if_gone(what);
+        throw_lock_lost(what + ": our lock node " + attempt.node + " went with an expired session while we waited");
+      }
+      return attempt.commit();
+    }
     if (deadline.passed()) return std::nullopt;  // try_lock(): "not free" is the answer, no wait
     if (!test_hooks::no_self_wait_check.load()) throw_if_waiting_on_itself(dir, std::span(queue).first(index), what);
     if (test_hooks::watch_head.load()) verdict.watch = queue.front().name;
@@ -301,14 +310,16 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
   // The write node must still be this session's: after an expiry it is gone (and another client
   // may hold the lock), and a read node beside it would sit at the head of the queue.
   const auto session = client.session_id();
-  Pending<StatResult> checked;
-  client.exists(beside, checked.callback());
-  const auto write_node = checked.get();
-  if (write_node.rc != ZOK && !transient(write_node.rc)) {
-    if (write_node.rc != ZNONODE) fail(client, write_node.rc, what + ": checking " + beside);
+  StatResult write_node;
+  for (;;) {
+    Pending<StatResult> checked;
+    client.exists(beside, checked.callback());
+    write_node = checked.get();
+    if (!transient(write_node.rc)) break;
+    if (!recover(client, deadline, what)) return std::nullopt;
   }
-  if ((write_node.rc == ZOK && write_node.stat.ephemeralOwner != session) || write_node.rc == ZNONODE ||
-      !client.owns_nodes_of(beside_generation)) {
+  if (write_node.rc != ZOK && write_node.rc != ZNONODE) fail(client, write_node.rc, what + ": checking " + beside);
+  if (write_node.rc == ZNONODE || write_node.stat.ephemeralOwner != session || !client.owns_nodes_of(beside_generation)) {
     throw_lock_lost(what + ": the write node " + beside +
                     " went with an expired session, so this thread no longer holds the write side; "
                     "unlock() it, then lock again");

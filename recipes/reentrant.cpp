@@ -24,12 +24,13 @@ const char* side(HoldMode mode) {
 // The thread's hold of `mode` is still backed by its node; LockLost (errc::lock_lost) if not.
 void check_still_backed(const LockSite& site, const Hold& hold, const char* doing) {
   if (site.client->owns_nodes_of(hold.generation)) return;
-  site.client->throw_if_gone("lock " + site.path);
-  // The session expired and was renewed since: the node went with the old session, and counting
-  // (or downgrading) would silently re-take a lock someone else may hold now.
+  // The session expired (and maybe was renewed since), or was closed: the node went with it, and
+  // counting (or downgrading) would silently re-take a lock someone else may hold now.
+  const auto state = site.client->state();
   throw LockLost(make_error_code(errc::lock_lost),
                  "lock " + site.path + ": " + doing + " refused: this thread's hold of the " + side(hold.mode) +
-                     " was lost when its session expired; unlock() it, then lock again");
+                     " was lost when its session " +
+                     (state == SessionState::Closed ? "was closed" : "expired") + "; unlock() it, then lock again");
 }
 
 // If the thread holds `mode` of `site`: one more level, true. Re-entry is the hot path: one atomic

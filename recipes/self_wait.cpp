@@ -9,9 +9,15 @@ namespace {
 
 std::atomic<std::uint64_t> next_token{1};
 
+// The name of a node: its path's last component.
+std::string_view name_of(std::string_view node) {
+  const auto slash = node.rfind('/');
+  return slash == std::string_view::npos ? node : node.substr(slash + 1);
+}
+
 struct Registry {
   std::mutex mutex;
-  std::unordered_map<std::string, std::uint64_t> holder_of;
+  std::unordered_map<std::string, std::uint64_t> holder_of;  // by node name
   std::atomic<std::size_t> size{0};  // lets the common case (nothing recorded) skip the mutex
 };
 
@@ -27,26 +33,26 @@ std::uint64_t this_thread_token() {
   return token;
 }
 
-void add(const std::string& node, std::uint64_t token) {
+void add(std::string_view node, std::uint64_t token) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);
-  r.holder_of[node] = token;
+  r.holder_of[std::string(name_of(node))] = token;
   r.size.store(r.holder_of.size());
 }
 
-void remove(const std::string& node) {
+void remove(std::string_view node) {
   auto& r = registry();
   if (r.size.load() == 0) return;
   std::lock_guard lock(r.mutex);
-  r.holder_of.erase(node);
+  r.holder_of.erase(std::string(name_of(node)));
   r.size.store(r.holder_of.size());
 }
 
-bool held_by_this_thread(const std::string& node) {
+bool held_by_this_thread(std::string_view name) {
   auto& r = registry();
   if (r.size.load() == 0) return false;
   std::lock_guard lock(r.mutex);
-  const auto it = r.holder_of.find(node);
+  const auto it = r.holder_of.find(std::string(name));
   return it != r.holder_of.end() && it->second == this_thread_token();
 }
 

@@ -4,7 +4,8 @@
 // A thread can reach the same lock directory through many doors: a Mutex and a SharedMutex side,
 // a scope guard, a second Session to the same ensemble (whose connect string may be spelled
 // differently). Node names carry a random per-attempt prefix, so a name recorded here identifies
-// one node of one ensemble whichever Session lists it. Holds that belong to a thread (Mutex,
+// one node of one ensemble whichever Session lists it; they are recorded by name (the last path
+// component), so that Sessions with different chroots match too. Holds that belong to a thread (Mutex,
 // SharedMutex, scope guards until they are released) are recorded; LockHandles are not: they
 // belong to no thread, and waiting for one that another thread may release is legitimate.
 //
@@ -21,11 +22,11 @@ namespace dlock::detail::self_wait {
 // The calling thread's token.
 std::uint64_t this_thread_token();
 
-// `node` (a full path) is held by the thread with `token`.
-void add(const std::string& node, std::uint64_t token);
+// `node` (a full path, or a name) is held by the thread with `token`.
+void add(std::string_view node, std::uint64_t token);
 // `node` is no longer held (released, or lost and forgotten). No-op if not recorded.
-void remove(const std::string& node);
-// Whether the calling thread holds `node`.
-bool held_by_this_thread(const std::string& node);
+void remove(std::string_view node);
+// Whether the calling thread holds the node named `name` (a path's last component).
+bool held_by_this_thread(std::string_view name);
 
 }  // namespace dlock::detail::self_wait

@@ -183,7 +183,7 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
     });
   }
   if (state_.load() != SessionState::Connected) {
-    close();
+    close_now();  // not close(): on a callback thread that would start a closer thread
     throw ConnectError(make_error_code(errc::connect_failed),
                        "cannot connect to ZooKeeper at \"" + options_.connect +
                            "\": no server answered within connect_timeout (" +
@@ -206,7 +206,7 @@ void Client::check_chroot() {
   exists("/", root.callback());
   const int rc = root.get().rc;
   if (rc == ZOK) return;
-  close();
+  close_now();
   throw ConnectError(make_error_code(errc::connect_failed),
                      "cannot connect to ZooKeeper at \"" + options_.connect + "\": " +
                          (rc == ZNONODE ? "its chroot \"" + std::string(chroot) +
@@ -246,13 +246,14 @@ void Client::supervise() {
   std::unique_lock lock(supervisor_mutex_);
   while (!stopping_) {
     if (replace_requested_) {
+      replace_requested_ = false;  // a request made while this one runs is kept
       lock.unlock();
       const bool done = replace_handle(options_.renew_expired_session);
       lock.lock();
       if (done) {
-        replace_requested_ = false;
         retry = kFirstRenewalRetry;
       } else {
+        replace_requested_ = true;
         supervisor_cv_.wait_for(lock, retry, [&] { return stopping_; });
         retry = std::min<Clock::duration>(retry * 2, kMaxRenewalRetry);
       }
@@ -285,8 +286,9 @@ std::optional<Clock::time_point> Client::local_expiry_due_locked() const {
 // learns that once it reconnects, which a partition can delay indefinitely.
 void Client::expire_locally() {
   const auto id = session_id();
-  set_state(SessionState::Lost, SessionState::Suspended);
-  if (state() != SessionState::Lost) return;  // reconnected meanwhile
+  // Only from Suspended: reconnected meanwhile, or already expired by the server (which then
+  // asked for the renewal itself), nothing to do.
+  if (!set_state(SessionState::Lost, SessionState::Suspended)) return;
   log(LogLevel::Warn, "no ZooKeeper server of " + options_.connect + " answered for the session timeout (" +
                           ms(std::chrono::milliseconds(negotiated_ms_.load())) + "): session " + hex_id(id) +
                           " is treated as expired; its locks are lost" +
@@ -372,9 +374,18 @@ void Client::close_in_background() {
 
 void Client::close_now() {
   const Client* outer = std::exchange(t_closing, this);
-  // One closer at a time: a second one returns once the first has finished, never while replies
-  // may still be completing.
-  std::lock_guard closing(close_mutex_);
+  {
+    // One closer at a time: a second one returns once the first has finished, never while replies
+    // may still be completing.
+    std::lock_guard closing(close_mutex_);
+    close_handle();
+  }
+  // Users' callbacks (stop_callbacks, listeners) for Closed run with no dlock lock held.
+  run_deferred_callbacks();
+  t_closing = outer;
+}
+
+void Client::close_handle() {
   {
     std::lock_guard lock(supervisor_mutex_);
     stopping_ = true;
@@ -391,14 +402,23 @@ void Client::close_now() {
   // deletes of their nodes on the closing handle, and the C client then often tore the connection
   // down before the server applied the close, leaving the session (and every lock it held) alive
   // until it expired.
-  set_state(SessionState::Closed);
+  set_state(SessionState::Closed, std::nullopt, 0, /*defer_callbacks=*/true);
   // Closing the session makes the server delete every ephemeral node it created, so releases
   // still queued in the janitor are moot.
   if (zh != nullptr) zookeeper_close(zh);
   // No completion runs any more; the C client dropped those whose replies came in while closing.
   inflight_.fail_all(ZCLOSING);
   if (janitor_) janitor_->stop();
-  t_closing = outer;
+}
+
+void Client::run_deferred_callbacks() {
+  bool signal = false;
+  {
+    std::lock_guard lock(state_mutex_);
+    signal = std::exchange(deferred_signal_, false);
+  }
+  if (signal) signal_holds_lost(SessionState::Closed);
+  dispatch_state_changes();
 }
 
 std::chrono::milliseconds Client::negotiated_timeout() const noexcept {
@@ -599,15 +619,15 @@ void Client::on_event(zhandle_t* zh, int type, int zk_state, const char* path, v
       if (const clientid_t* id = zoo_client_id(zh)) self->session_id_.store(id->client_id);
       self->negotiated_ms_.store(zoo_recv_timeout(zh));
     }
-    self->on_session_event(zk_state);
+    self->on_session_event(zk_state, handle->generation);
   } else if (path != nullptr) {
     self->on_node_event(path);
   }
 }
 
-void Client::on_session_event(int zk_state) {
+void Client::on_session_event(int zk_state, std::uint64_t generation) {
   if (zk_state == ZOO_CONNECTED_STATE || zk_state == ZOO_READONLY_STATE) {
-    set_state(SessionState::Connected);
+    set_state(SessionState::Connected, std::nullopt, generation);
   } else if (zk_state == ZOO_EXPIRED_SESSION_STATE) {
     on_session_expired();
   } else if (zk_state == ZOO_AUTH_FAILED_STATE) {
@@ -672,7 +692,7 @@ void Client::track_locked(const std::shared_ptr<std::stop_source>& source) {
   holds_.push_back(source);
 }
 
-void Client::signal_holds_lost() {
+void Client::signal_holds_lost(SessionState lost_to) {
   std::vector<std::shared_ptr<std::stop_source>> live;
   {
     std::lock_guard lock(holds_mutex_);
@@ -681,24 +701,32 @@ void Client::signal_holds_lost() {
     }
     holds_.clear();
     // A Suspended session may reconnect: later holds start trusted again. Lost and Closed are
-    // terminal: any hold tracked from now on starts signalled.
-    holds_untrusted_ = state_.load() != SessionState::Suspended;
+    // terminal for the holds of that session: any hold tracked from now on starts signalled,
+    // unless the state has moved on meanwhile (a renewed session connected while this thread was
+    // delayed: set_state(Connected) stores the state before it clears the flag under this mutex).
+    if (lost_to != SessionState::Suspended && state_.load() == lost_to) holds_untrusted_ = true;
   }
   for (auto& source : live) source->request_stop();  // runs users' stop_callbacks: no lock held
 }
 
-void Client::set_state(SessionState next, std::optional<SessionState> only_from) {
+bool Client::set_state(SessionState next, std::optional<SessionState> only_from, std::uint64_t event_generation,
+                       bool defer_callbacks) {
   SessionState previous;
   Clock::duration outage{};
   {
     std::lock_guard lock(state_mutex_);
     previous = state_.load();
-    if (previous == next || previous == SessionState::Closed) return;
-    if (only_from && previous != *only_from) return;
-    // Lost ends only in Closed, or in Connected once the renewed session's handle connects (the
-    // expired handle's own events are filtered out in on_event).
-    if (previous == SessionState::Lost && next == SessionState::Suspended) return;
-    if (next == SessionState::Suspended && !ever_connected_) return;
+    if (previous == next || previous == SessionState::Closed) return false;
+    if (only_from && previous != *only_from) return false;
+    // Lost ends only in Closed, or in Connected once a handle newer than the lost one connects:
+    // the lost handle itself may still reconnect (a session declared lost locally may be alive
+    // at the server) until it is closed, and must not bring the state back.
+    if (previous == SessionState::Lost && next == SessionState::Suspended) return false;
+    if (previous == SessionState::Lost && next == SessionState::Connected && event_generation <= lost_generation_) {
+      return false;
+    }
+    if (next == SessionState::Suspended && !ever_connected_) return false;
+    if (next == SessionState::Lost) lost_generation_ = std::max(lost_generation_, generation_.load());
     const auto now = Clock::now();
     if (previous == SessionState::Connected) disconnected_since_ = now;
     if (next == SessionState::Connected && ever_connected_) outage = now - disconnected_since_;
@@ -714,11 +742,16 @@ void Client::set_state(SessionState next, std::optional<SessionState> only_from)
     holds_untrusted_ = false;  // a renewed session: holds taken on it are trusted again
   }
   if (next == SessionState::Closed || next == SessionState::Lost) wake_all_waiters();
-  if (next != SessionState::Connected &&
-      (next != SessionState::Suspended || options_.loss_signal == LossSignal::OnSuspended)) {
-    signal_holds_lost();
+  const bool signal = next != SessionState::Connected &&
+                      (next != SessionState::Suspended || options_.loss_signal == LossSignal::OnSuspended);
+  if (defer_callbacks) {
+    std::lock_guard lock(state_mutex_);
+    deferred_signal_ = deferred_signal_ || signal;
+    return true;
   }
+  if (signal) signal_holds_lost(next);
   dispatch_state_changes();
+  return true;
 }
 
 // One line per change of the connection, so an outage reads as two lines, not hundreds.

@@ -197,22 +197,30 @@ class Client {
   void notify_supervisor();
 
   void close_now();
+  // close_now's part under close_mutex_: stops the supervisor, closes the handle.
+  void close_handle();
   void close_in_background();
 
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
-  void on_session_event(int zk_state);
+  void on_session_event(int zk_state, std::uint64_t generation);
   void on_node_event(const char* path);
   // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
-  // is not that), then wakes, signals and notifies whoever must know. Takes no lock while users'
-  // code (stop_callbacks, listeners) runs.
-  void set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt);
+  // is not that; a Connected event of handle `event_generation` does not end a Lost of that
+  // handle or a newer one), then wakes, signals and notifies whoever must know. False if the
+  // state did not change. Takes no lock while users' code (stop_callbacks, listeners) runs; with
+  // `defer_callbacks`, that code runs only at run_deferred_callbacks() (close_now's, once it has
+  // released close_mutex_).
+  bool set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt,
+                 std::uint64_t event_generation = 0, bool defer_callbacks = false);
+  void run_deferred_callbacks();
   void log_transition(SessionState from, SessionState to, Clock::duration outage);
   // Delivers queued state changes to the listeners, unless another thread is already doing so
   // (it will deliver these too, in order).
   void dispatch_state_changes();
   void deliver(const StateChange& change);
   void wake_all_waiters();
-  void signal_holds_lost();
+  // Signals every hold tracked so far; the session moved to `lost_to`.
+  void signal_holds_lost(SessionState lost_to);
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
   template <class Submit>
   int submit(Inflight::Request* request, Submit&& submit);
@@ -246,6 +254,8 @@ class Client {
   std::uint64_t state_changes_ = 0;        // guarded by state_mutex_
   std::deque<StateChange> undelivered_;    // guarded by state_mutex_
   bool delivering_ = false;                // guarded by state_mutex_
+  std::uint64_t lost_generation_ = 0;      // guarded by state_mutex_: the last handle declared Lost
+  bool deferred_signal_ = false;           // guarded by state_mutex_
 
   std::mutex waiters_mutex_;
   std::unordered_multimap<std::string, std::shared_ptr<Waiter>> waiters_;

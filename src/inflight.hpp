@@ -20,7 +20,7 @@ class Inflight {
     // Completes the request with `rc` and no result (refused, or dropped at close).
     virtual void fail(int rc) = 0;
     Inflight* owner = nullptr;
-    std::uint64_t generation = 0;  // the handle it was submitted on (see Client::renew_session)
+    std::uint64_t generation = 0;  // the handle it was submitted on (see Client::replace_handle)
   };
 
   void add(Request* request) {

@@ -9,6 +9,7 @@
 
 #include "dlock/dlock.hpp"
 #include "test_env.hpp"
+#include "test_transaction.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -20,18 +21,6 @@ struct LoginRequest {
   key<std::string, 2> app;
   std::string device;  // not part of the key
 };
-
-// A transaction as the Transaction concept describes it; commit/rollback only run the hooks here
-// (the end-to-end test binds guards to real PostgreSQL transactions).
-class TestTransaction {
- public:
-  void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
-  void commit() { hooks_.run(); }
-
- private:
-  CompletionHooks hooks_;
-};
-static_assert(Transaction<TestTransaction>);
 
 TEST(Scope, TheKeyComesFromTheTaggedFieldsAndTheLockIsAMutexOnThatPath) {
   Session session(session_options());

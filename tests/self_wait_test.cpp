@@ -10,21 +10,13 @@
 #include "eventually.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
+#include "test_transaction.hpp"
 #include "test_hooks.hpp"
 
 namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-class TestTransaction {
- public:
-  void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
-  void commit() { hooks_.run(); }
-
- private:
-  CompletionHooks hooks_;
-};
 
 // Item 13: one ensemble, two spellings of its connect string.
 TEST(SelfWait, AGuardOnTheSamePathThroughASessionSpelledDifferentlyIsRefusedAtOnce) {

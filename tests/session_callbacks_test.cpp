@@ -11,6 +11,7 @@
 #include "dlock/dlock.hpp"
 #include "eventually.hpp"
 #include "fault_proxy.hpp"
+#include "loopback.hpp"
 #include "raw_zk.hpp"
 #include "run_with_deadline.hpp"
 #include "test_env.hpp"
@@ -71,6 +72,33 @@ TEST(SessionCallbacks, ALockLostStopCallbackMayCloseTheSession) {
     EXPECT_TRUE(waiter.get()) << "the waiter was granted on a closed session";
     EXPECT_NO_THROW(mutex.unlock());
   }
+}
+
+// Review finding: a listener that builds a replacement Session, which fails to connect, gets a
+// ConnectError (the constructor closes its handle itself rather than through a closer thread).
+TEST(SessionCallbacks, AListenerMayBuildASessionThatFailsToConnect) {
+  FaultProxy proxy(zk_server().port());
+  Session session(through(proxy));
+  std::atomic<int> outcome{0};  // 1: ConnectError, 2: connected, 3: something else
+  auto replacement = session.subscribe([&](SessionState state) {
+    if (state != SessionState::Suspended || outcome.load() != 0) return;
+    try {
+      Session another({.connect = "127.0.0.1:" + std::to_string(free_port()), .connect_timeout = 300ms});
+      outcome = 2;
+    } catch (const ConnectError&) {
+      outcome = 1;
+    } catch (...) {
+      outcome = 3;
+    }
+  });
+  Mutex mutex(session, test_root());
+  proxy.drop_reply_to_request(ZOO_GETCHILDREN_OP);
+  try {
+    (void)mutex.participants();
+  } catch (const Error&) {
+  }
+  EXPECT_TRUE(eventually([&] { return outcome.load() != 0; }));
+  EXPECT_EQ(outcome.load(), 1);
 }
 
 // Item 3: a short stop_callback that takes an application mutex, while the thread holding that

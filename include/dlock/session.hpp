@@ -21,6 +21,8 @@
 // `close()` from a state listener or a lock-lost `std::stop_callback` ("on Lost, shut down"). The
 // destructor must not race with other calls on the same object, and must not run on a thread
 // dlock calls back on (a state listener, a stop_callback, a logger): close() there instead.
+// close() and the destructor wait for dlock's threads (the C client's, the supervisor), so do not
+// call them while holding a mutex that one of your listeners or stop_callbacks takes.
 //
 // States (see SessionState):
 //

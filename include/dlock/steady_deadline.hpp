@@ -37,9 +37,11 @@ std::chrono::steady_clock::time_point steady_deadline_after(const std::chrono::d
 template <class Clock, class Duration>
 std::chrono::steady_clock::time_point steady_deadline_at(const std::chrono::time_point<Clock, Duration>& when) {
   if (when == std::chrono::time_point<Clock, Duration>::max()) return std::chrono::steady_clock::time_point::max();
-  const auto now = Clock::now();
-  if (when <= now) return std::chrono::steady_clock::now();
-  return steady_deadline_after(when - now);
+  // In long double: `when - now` in the common (finer) unit can overflow for a far-off `when`
+  // with a coarse unit (days since the epoch in the year 9999).
+  using precise = std::chrono::duration<long double, std::nano>;
+  const auto remaining = precise(when.time_since_epoch()) - precise(Clock::now().time_since_epoch());
+  return steady_deadline_after(remaining);
 }
 
 }  // namespace dlock::detail
