@@ -19,16 +19,6 @@
 namespace dlock::testing {
 namespace {
 
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 std::int32_t big_endian_int(const char* p) {
   std::uint32_t v;
   std::memcpy(&v, p, 4);

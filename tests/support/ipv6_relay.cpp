@@ -11,20 +11,6 @@
 #include "loopback.hpp"
 
 namespace dlock::testing {
-namespace {
-
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::send(fd, data, size, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
-
 Ipv6LoopbackRelay::Ipv6LoopbackRelay(int upstream_port) : upstream_port_(upstream_port) {
   listen_fd_ = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in6 addr{};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 
 namespace dlock::testing {
 
@@ -14,5 +15,8 @@ int listen_loopback(int& port);
 
 // A port on 127.0.0.1 that was free a moment ago.
 int free_port();
+
+// Sends all of `data` (no SIGPIPE); false once the peer is gone.
+bool write_all(int fd, const char* data, std::size_t size);
 
 }  // namespace dlock::testing
