@@ -45,11 +45,17 @@
 // kazoo clients locking the same path exclude each other with these guards.
 //
 // Ownership: a guard owns its acquisition (a LockHandle), not its thread, so a transaction may
-// complete, and release it, on any thread. Guards are not reentrant: a thread that already holds a
-// guard on a path (through any LockService on a session to the same ensemble) and asks for a
-// guard on it again gets `WouldDeadlock` at once instead of waiting on itself.
+// complete, and release it, on any thread. Until it is released, though, the guard counts as held
+// by the thread that took it: guards are not reentrant, and a thread that already holds the path
+// (a guard through any LockService on a session to the same ensemble, however its connect
+// string is spelled, or a Mutex / SharedMutex side) and asks for a guard on it gets
+// `WouldDeadlock` at once instead of waiting on itself; so does a Mutex asked for while the
+// thread holds a guard on its path. (The node is known by its unique name, not by the thread id,
+// so a new thread that inherits a recycled id is not taken for the holder.)
 //
-// Errors: `LockTimeout` (naming the path and the timeout) when the lock is not granted in time;
+// Errors: `LockTimeout` (naming the path and the timeout) when the lock is not granted in time,
+// with the code `errc::disconnected` and a message saying for how long when the session had no
+// connection at that moment (an outage, not contention);
 // `InvalidKey` for a bad namespace or key; `WouldDeadlock` as above; `LockLost` / `Error` like
 // Mutex. On every error nothing is left held or on the server.
 //
