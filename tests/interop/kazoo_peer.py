@@ -52,6 +52,20 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+
+def acquire(lock, **kwargs):
+    """lock.acquire(), again after the lock directory was reaped: kazoo 2.8 makes sure the
+    directory exists once per Lock object, but dlock and Curator create it as a CONTAINER node,
+    which the server deletes whenever it is empty, so a later create can fail with NoNodeError."""
+    from kazoo.exceptions import NoNodeError
+    for attempt in range(10):
+        try:
+            return lock.acquire(**kwargs)
+        except NoNodeError:
+            if attempt == 9:
+                raise
+            lock.assured_path = False
+
 def _int_at_least(minimum, maximum=None):
     def parse(text):
         try:
@@ -182,7 +196,7 @@ def command_run(args):
                     for _ in range(args.cycles):
                         if failures:
                             return
-                        lock.acquire()
+                        acquire(lock)
                         try:
                             enter_ns = time.monotonic_ns()
                             fencing = token(client, lock)
@@ -225,7 +239,7 @@ def command_hold(args):
     client = connect(args.connect)
     try:
         lock = new_lock(client, args.path, "kazoo_peer hold", args.node_name)
-        lock.acquire()
+        acquire(lock)
         try:
             print("HELD %d" % token(client, lock), flush=True)
             sys.stdin.readline()
@@ -246,7 +260,7 @@ def command_probe(args):
         # kazoo 2.8 either raises LockTimeout (the predecessor watch did not fire in time) or
         # returns False (its retry deadline passed); in both cases it deletes its own node first.
         try:
-            acquired = lock.acquire(timeout=args.timeout_ms / 1000.0)
+            acquired = acquire(lock, timeout=args.timeout_ms / 1000.0)
         except LockTimeout:
             acquired = False
         if not acquired:
