@@ -1,9 +1,7 @@
 #include "client.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -225,7 +223,6 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
     test_hooks::fail_session_opens.fetch_sub(1);
     return nullptr;
   }
-  errno = 0;
   // The C client gives up a handshake after 2/3 of the requested timeout, and its arithmetic
   // overflows for huge ones: requests outside [1 s, 1 h] are sent clamped. The server clamps
   // them further into its own range; the constructor warns when the granted timeout differs.
