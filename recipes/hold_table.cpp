@@ -45,8 +45,8 @@ void release_leftovers(void* table_pointer) {
   for (auto& [key, hold] : table->holds) {
     log(LogLevel::Warn, "a thread exited holding lock " + hold.site->path + " (" + std::to_string(hold.count) +
                             " level(s)); releasing it");
-    self_wait::remove(hold.node);
-    hold.site->client->release_node(hold.node);
+    self_wait::remove(hold.grant.node, self_wait::this_thread_token());
+    release(hold);
   }
   delete table;
 }
@@ -91,23 +91,23 @@ Hold* find(std::uint64_t site_id, HoldMode mode) {
 Hold& add(Hold hold) {
   const Key key{hold.site->id, hold.mode};
   hold.count = 1;
-  self_wait::add(hold.node, self_wait::this_thread_token());
+  self_wait::add(hold.grant.node, self_wait::this_thread_token());
   Hold& added = table().holds.insert_or_assign(key, std::move(hold)).first->second;
   last = {key, &added};
   return added;
 }
 
-std::string remove(std::uint64_t site_id, HoldMode mode) {
+std::optional<Hold> remove(std::uint64_t site_id, HoldMode mode) {
   const Key key{site_id, mode};
   if (last.key == key) last = {};
-  if (current == nullptr) return {};
+  if (current == nullptr) return std::nullopt;
   auto& holds = current->holds;
   const auto it = holds.find(key);
-  if (it == holds.end()) return {};
-  std::string node = std::move(it->second.node);
+  if (it == holds.end()) return std::nullopt;
+  Hold hold = std::move(it->second);
   holds.erase(it);
-  self_wait::remove(node);
-  return node;
+  self_wait::remove(hold.grant.node, self_wait::this_thread_token());
+  return hold;
 }
 
 }  // namespace dlock::detail::holds

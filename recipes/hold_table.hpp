@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -26,15 +27,25 @@ namespace dlock::detail {
 // read/write lock, so one may not stand in for the other.
 enum class HoldMode : std::uint8_t { Exclusive, Write, Shared };
 
+inline NodeKind node_kind(HoldMode mode) {
+  switch (mode) {
+    case HoldMode::Write: return NodeKind::Write;
+    case HoldMode::Shared: return NodeKind::Read;
+    case HoldMode::Exclusive: break;
+  }
+  return NodeKind::Exclusive;
+}
+
 struct Hold {
   std::shared_ptr<LockSite> site;
   HoldMode mode = HoldMode::Exclusive;
-  std::string node;          // full path of the lock node
-  std::int64_t token = 0;    // fencing token
+  Grant grant;               // the node, its fencing token and handle, and its cohort's share
   std::uint64_t count = 0;   // nesting depth
   std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
-  std::uint64_t generation = 0;            // the handle (session) that created `node`
 };
+
+// Gives the hold's node back to its cohort (which passes it on, keeps it, or deletes it).
+inline void release(const Hold& hold) { hold.site->cohort(node_kind(hold.mode)).release(hold.grant); }
 
 namespace holds {
 
@@ -42,8 +53,8 @@ namespace holds {
 Hold* find(std::uint64_t site_id, HoldMode mode);
 // Records a new hold (count 1) for the calling thread.
 Hold& add(Hold hold);
-// Forgets the calling thread's hold of (site, mode); returns the node it held.
-std::string remove(std::uint64_t site_id, HoldMode mode);
+// Forgets the calling thread's hold of (site, mode) and returns it (nullopt if none).
+std::optional<Hold> remove(std::uint64_t site_id, HoldMode mode);
 
 }  // namespace holds
 }  // namespace dlock::detail

@@ -87,14 +87,14 @@ bool recover(Client& client, const Deadline& deadline, const std::string& what) 
 }
 
 // Lists `dir`, retrying transient errors until the deadline (nullopt once it passed).
-std::optional<std::vector<std::string>> list(Client& client, const std::string& dir,
-                                             const Deadline& deadline, const std::string& what) {
+std::optional<ChildrenResult> list(Client& client, const std::string& dir, const Deadline& deadline,
+                                   const std::string& what, DirectoryWatch watch = DirectoryWatch::Off) {
   for (;;) {
     Pending<ChildrenResult> listed;
-    client.children(dir, listed.callback());
+    client.children(dir, listed.callback(), watch == DirectoryWatch::On);
     auto result = listed.get();
-    if (result.rc == ZOK) return std::move(result.names);
-    if (result.rc == ZNONODE) return std::vector<std::string>{};
+    if (result.rc == ZOK) return result;
+    if (result.rc == ZNONODE) return ChildrenResult{ZOK, {}, result.event_mark};
     if (!transient(result.rc)) fail(client, result.rc, what + ": listing " + dir);
     if (!recover(client, deadline, what)) return std::nullopt;
   }
@@ -134,7 +134,7 @@ class Attempt {
   const std::string& prefix() const { return prefix_; }
   Acquired commit() {
     committed_ = true;
-    return {node, token, generation};
+    return {node, token, generation, {}, 0};
   }
 
   std::string node;
@@ -153,20 +153,21 @@ class Attempt {
 // After a lost create reply: adopts the node carrying our prefix if the server made it.
 // Only on the same session (CURATOR-498): a node of an earlier session is not ours to adopt, and
 // is gone with that session anyway. Returns the sorted listing when it adopted, else nullopt.
-std::optional<std::vector<std::string>> adopt_lost_create(Client& client, const std::string& dir,
-                                                          Attempt& attempt, const Deadline& deadline,
-                                                          const std::string& what) {
+std::optional<ChildrenResult> adopt_lost_create(Client& client, const std::string& dir, Attempt& attempt,
+                                                const Deadline& deadline, const std::string& what,
+                                                DirectoryWatch watch) {
   // The lost create may have been applied by the leader but not yet by the server we are now
   // connected to: sync so that the listing below shows it. (If the sync itself fails, the
   // listing still runs; a node it missed is deleted once seen, in acquire().)
   Pending<int> synced;
   client.sync(dir, synced.callback());
   (void)synced.get();
-  auto names = list(client, dir, deadline, what);
-  if (!names) return std::nullopt;
-  const auto mine = std::find_if(names->begin(), names->end(),
+  auto listed = list(client, dir, deadline, what, watch);
+  if (!listed) return std::nullopt;
+  const auto& names = listed->names;
+  const auto mine = std::find_if(names.begin(), names.end(),
                                  [&](const std::string& n) { return n.starts_with(attempt.prefix()); });
-  if (mine == names->end()) return std::nullopt;
+  if (mine == names.end()) return std::nullopt;
   const std::string node = dir + "/" + *mine;
   Pending<StatResult> stat;
   client.exists(node, stat.callback());
@@ -175,14 +176,14 @@ std::optional<std::vector<std::string>> adopt_lost_create(Client& client, const 
   attempt.node = node;
   attempt.token = result.stat.czxid;
   attempt.generation = client.generation();  // same session as the lost create (checked by the caller)
-  return names;
+  return listed;
 }
 
-// Creates our node. Returns the directory listing sent right behind the create (empty if that
+// Creates our node. Returns the directory listing sent right behind the create (no names if that
 // listing failed), or nullopt when the deadline passed during recovery from a lost connection.
-std::optional<std::vector<std::string>> create_node(Client& client, const std::string& dir,
-                                                    const LockPolicy& policy, Attempt& attempt,
-                                                    const Deadline& deadline, const std::string& what) {
+std::optional<ChildrenResult> create_node(Client& client, const std::string& dir, const LockPolicy& policy,
+                                          Attempt& attempt, const Deadline& deadline, const std::string& what,
+                                          DirectoryWatch watch) {
   const std::string base = dir + "/" + attempt.prefix() + std::string(policy.marker);
   const std::string data = holder_info_json();
   const auto session = client.session_id();
@@ -191,14 +192,15 @@ std::optional<std::vector<std::string>> create_node(Client& client, const std::s
     Pending<ChildrenResult> listed;
     attempt.maybe_created = true;
     client.create(base, data, ZOO_EPHEMERAL_SEQUENTIAL, created.callback());
-    client.children(dir, listed.callback());
+    client.children(dir, listed.callback(), watch == DirectoryWatch::On);
     auto result = created.get();
     auto listing = listed.get();
     if (result.rc == ZOK) {
       attempt.node = std::move(result.path);
       attempt.token = result.czxid;
       attempt.generation = result.generation;
-      return listing.rc == ZOK ? std::move(listing.names) : std::vector<std::string>{};
+      if (listing.rc != ZOK) listing.names.clear();
+      return listing;
     }
     if (result.rc == ZNONODE) {
       attempt.maybe_created = false;
@@ -212,7 +214,7 @@ std::optional<std::vector<std::string>> create_node(Client& client, const std::s
     attempt.lost_reply = true;
     if (!recover(client, deadline, what)) return std::nullopt;
     if (client.session_id() == session && !test_hooks::skip_adoption.load()) {
-      if (auto names = adopt_lost_create(client, dir, attempt, deadline, what)) return names;
+      if (auto listed = adopt_lost_create(client, dir, attempt, deadline, what, watch)) return listed;
     }
   }
 }
@@ -220,7 +222,7 @@ std::optional<std::vector<std::string>> create_node(Client& client, const std::s
 }  // namespace
 
 std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
-                                const Deadline& deadline) {
+                                const Deadline& deadline, DirectoryWatch watch) {
   const std::string what = "lock " + dir;
   client.throw_if_gone(what);
   // While disconnected, a create would sit in the C client's queue until the connection is back
@@ -231,17 +233,19 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
   }
   throw_if_abandoned(deadline, what);
   Attempt attempt(client, dir);
-  auto first_listing = create_node(client, dir, policy, attempt, deadline, what);
+  auto first_listing = create_node(client, dir, policy, attempt, deadline, what, watch);
   if (!first_listing) return std::nullopt;
-  std::vector<std::string> names = std::move(*first_listing);
+  std::vector<std::string> names = std::move(first_listing->names);
+  std::uint64_t names_mark = first_listing->event_mark;
   const std::string_view our_name = std::string_view(attempt.node).substr(dir.size() + 1);
 
   for (;;) {
     throw_if_abandoned(deadline, what);
     if (names.empty()) {
-      auto listed = list(client, dir, deadline, what);
+      auto listed = list(client, dir, deadline, what, watch);
       if (!listed) return std::nullopt;
-      names = std::move(*listed);
+      names = std::move(listed->names);
+      names_mark = listed->event_mark;
     }
     // Another node with our prefix is an earlier create of this attempt whose reply was lost
     // and which the adoption listing did not show (a server behind the leader answered it). It is
@@ -272,7 +276,10 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
         client.throw_if_gone(what);
         throw_lock_lost(what + ": our lock node " + attempt.node + " went with an expired session while we waited");
       }
-      return attempt.commit();
+      auto acquired = attempt.commit();
+      acquired.listing = std::move(names);
+      acquired.listing_mark = names_mark;
+      return acquired;
     }
     if (deadline.passed()) return std::nullopt;  // try_lock(): "not free" is the answer, no wait
     if (!test_hooks::no_self_wait_check.load()) throw_if_waiting_on_itself(dir, std::span(queue).first(index), what);
@@ -364,9 +371,9 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
 std::vector<std::string> participants(Client& client, const std::string& dir) {
   const std::string what = "participants of " + dir;
   client.throw_if_gone(what);
-  auto names = list(client, dir, Deadline::never(), what);
+  auto listed = list(client, dir, Deadline::never(), what);
   std::vector<std::string> ordered;
-  for (const auto& contender : queue_of(*names)) ordered.emplace_back(contender.name);
+  for (const auto& contender : queue_of(listed->names)) ordered.emplace_back(contender.name);
   return ordered;
 }
 

@@ -32,13 +32,26 @@ struct LockPolicy {
   std::string_view marker;  // node name marker: "lock-", "__READ__", "__WRIT__"
   // Decides from the queue and our index in it.
   Verdict (*decide)(std::span<const Contender> queue, std::size_t ours);
+  // Whether a contender queued behind ours waits for ours to go (hand-off: another client wants
+  // the lock). Asked only while ours holds.
+  bool (*blocks_others)(std::span<const Contender> queue, std::size_t ours);
+  // Whether holders of one node of this kind hold it together (readers) or one at a time.
+  bool shared = false;
 };
 
 struct Acquired {
   std::string node;              // full path of our node
-  std::int64_t token = 0;        // its creation zxid: the fencing token
+  std::int64_t czxid = 0;        // its creation zxid (fencing.hpp makes the token of it)
   std::uint64_t generation = 0;  // the handle (session) that created it: Client::generation()
+  // The listing that granted the lock (empty for acquire_beside), and where its reply fell among
+  // child events (ChildrenResult::event_mark).
+  std::vector<std::string> listing;
+  std::uint64_t listing_mark = 0;
 };
+
+// Whether an acquisition arms a child watch on the lock directory with each of its listings (so
+// that a local hand-off notices other clients; see cohort.hpp).
+enum class DirectoryWatch : bool { Off, On };
 
 // Takes the lock described by `policy` in `dir`, waiting until `deadline`. Returns nullopt when
 // the deadline passes first (nothing left behind). Throws LockLost when the session ends or our
@@ -47,7 +60,7 @@ struct Acquired {
 // (contender.hpp's order_defect); Error for other ZooKeeper failures. Nothing is left behind
 // whenever it throws.
 std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
-                                const Deadline& deadline);
+                                const Deadline& deadline, DirectoryWatch watch = DirectoryWatch::Off);
 
 // Downgrade: creates an EPHEMERAL (not sequential) node `<dir>/_c_<uuid>-<marker><sequence>`
 // that queues level with the caller's existing node `beside` (of that sequence, created on handle

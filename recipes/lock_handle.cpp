@@ -1,30 +1,27 @@
 #include "dlock/lock_handle.hpp"
 
-#include "lock_core.hpp"
 #include "lock_site.hpp"
 #include "path.hpp"
-#include "policies.hpp"
 #include "session_access.hpp"
 
 namespace dlock {
 
 struct LockHandle::State {
   std::shared_ptr<detail::LockSite> site;
-  std::string node;
-  std::int64_t token = 0;
+  detail::Grant grant;
   LockMode mode = LockMode::Exclusive;
   std::shared_ptr<std::stop_source> lost;
 };
 
 namespace {
 
-const detail::LockPolicy& policy_for(LockMode mode) {
+detail::NodeKind node_kind(LockMode mode) {
   switch (mode) {
-    case LockMode::Read: return detail::kReadPolicy;
-    case LockMode::Write: return detail::kWritePolicy;
+    case LockMode::Read: return detail::NodeKind::Read;
+    case LockMode::Write: return detail::NodeKind::Write;
     case LockMode::Exclusive: break;
   }
-  return detail::kExclusivePolicy;
+  return detail::NodeKind::Exclusive;
 }
 
 const std::string kEmpty;
@@ -50,13 +47,12 @@ LockHandle::~LockHandle() {
 LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
-  auto site = client->site(path, client);
+  auto site = detail::site_of(client, path);
   auto tracking = client->track_hold();
-  auto acquired = detail::acquire(*client, site->path, policy_for(mode), deadline);
-  if (!acquired) return LockHandle();
-  auto lost = client->confirm_hold(std::move(tracking), acquired->generation);
-  return LockHandle(std::make_unique<State>(
-      State{std::move(site), std::move(acquired->node), acquired->token, mode, std::move(lost)}));
+  auto granted = site->cohort(node_kind(mode)).acquire(deadline);
+  if (!granted) return LockHandle();
+  auto lost = client->confirm_hold(std::move(tracking), granted->generation);
+  return LockHandle(std::make_unique<State>(State{std::move(site), std::move(*granted), mode, std::move(lost)}));
 }
 
 LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
@@ -71,12 +67,12 @@ LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode
 void LockHandle::release() {
   if (!state_) throw NotOwner("release() of an empty LockHandle");
   const auto state = std::move(state_);
-  state->site->client->release_node(state->node);
+  state->site->cohort(node_kind(state->mode)).release(state->grant);
 }
 
 std::int64_t LockHandle::fencing_token() const {
   if (!state_) throw NotOwner("fencing_token() of an empty LockHandle");
-  return state_->token;
+  return state_->grant.token;
 }
 
 std::stop_token LockHandle::stop_token() const noexcept { return state_ ? state_->lost->get_token() : std::stop_token(); }
@@ -84,7 +80,7 @@ std::stop_token LockHandle::stop_token() const noexcept { return state_ ? state_
 bool LockHandle::still_held() const noexcept { return state_ && !state_->lost->stop_requested(); }
 
 const std::string& LockHandle::path() const noexcept { return state_ ? state_->site->path : kEmpty; }
-const std::string& LockHandle::node() const noexcept { return state_ ? state_->node : kEmpty; }
+const std::string& LockHandle::node() const noexcept { return state_ ? state_->grant.node : kEmpty; }
 LockMode LockHandle::mode() const noexcept { return state_ ? state_->mode : LockMode::Exclusive; }
 
 }  // namespace dlock

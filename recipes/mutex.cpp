@@ -3,7 +3,6 @@
 #include "call_gate.hpp"
 #include "lock_site.hpp"
 #include "path.hpp"
-#include "policies.hpp"
 #include "reentrant.hpp"
 #include "session_access.hpp"
 
@@ -14,13 +13,13 @@ using detail::HoldMode;
 Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
-  site_ = client->site(path, client);
+  site_ = detail::site_of(client, path);
 }
 
 Mutex::~Mutex() { calls_->close(); }
 
 bool Mutex::acquire(const detail::Deadline& deadline) {
-  return detail::reentrant::lock_exclusive(site_, HoldMode::Exclusive, detail::kExclusivePolicy, deadline, *calls_);
+  return detail::reentrant::lock_exclusive(site_, HoldMode::Exclusive, deadline, *calls_);
 }
 
 void Mutex::lock() { acquire(detail::Deadline::never()); }
@@ -44,6 +43,8 @@ bool Mutex::still_held() const { return detail::reentrant::still_held(*site_, Ho
 std::vector<std::string> Mutex::participants() const {
   return detail::participants(*site_->client, site_->path);
 }
+
+std::size_t Mutex::local_waiters() const { return site_->local_waiters(); }
 
 const std::string& Mutex::path() const noexcept { return site_->path; }
 

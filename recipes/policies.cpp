@@ -18,10 +18,21 @@ Verdict decide_read(std::span<const Contender> queue, std::size_t ours) {
   return {true, {}};
 }
 
+// Every contender behind an exclusive holder waits for it.
+bool blocks_behind_exclusive(std::span<const Contender> queue, std::size_t ours) { return ours + 1 < queue.size(); }
+
+// Readers behind a reader hold beside it; writers (and exclusive contenders) behind it wait.
+bool blocks_behind_read(std::span<const Contender> queue, std::size_t ours) {
+  for (std::size_t i = ours + 1; i < queue.size(); ++i) {
+    if (queue[i].kind != ContenderKind::Read) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-const LockPolicy kExclusivePolicy{"lock-", &decide_exclusive};
-const LockPolicy kWritePolicy{"__WRIT__", &decide_exclusive};
-const LockPolicy kReadPolicy{"__READ__", &decide_read};
+const LockPolicy kExclusivePolicy{"lock-", &decide_exclusive, &blocks_behind_exclusive, false};
+const LockPolicy kWritePolicy{"__WRIT__", &decide_exclusive, &blocks_behind_exclusive, false};
+const LockPolicy kReadPolicy{"__READ__", &decide_read, &blocks_behind_read, true};
 
 }  // namespace dlock::detail

@@ -1,6 +1,7 @@
 #include "reentrant.hpp"
 
 #include "contender.hpp"
+#include "dlock/fencing.hpp"
 #include "policies.hpp"
 #include "test_hooks.hpp"
 
@@ -8,9 +9,9 @@ namespace dlock::detail::reentrant {
 namespace {
 
 // For the downgrade test's negative control only: a read node that holds wherever it queues.
-const LockPolicy kLegacyDowngradePolicy{"__READ__", [](std::span<const Contender>, std::size_t) {
-                                          return Verdict{true, {}};
-                                        }};
+const LockPolicy kLegacyDowngradePolicy{
+    "__READ__", [](std::span<const Contender>, std::size_t) { return Verdict{true, {}}; },
+    [](std::span<const Contender>, std::size_t) { return false; }, true};
 
 const char* side(HoldMode mode) {
   switch (mode) {
@@ -23,7 +24,7 @@ const char* side(HoldMode mode) {
 
 // The thread's hold of `mode` is still backed by its node; LockLost (errc::lock_lost) if not.
 void check_still_backed(const LockSite& site, const Hold& hold, const char* doing) {
-  if (site.client->owns_nodes_of(hold.generation)) return;
+  if (site.client->owns_nodes_of(hold.grant.generation)) return;
   // The session expired (and maybe was renewed since), or was closed: the node went with it, and
   // counting (or downgrading) would silently re-take a lock someone else may hold now.
   const auto state = site.client->state();
@@ -57,8 +58,8 @@ void refuse_if_other_exclusive_held(const LockSite& site, HoldMode wanted) {
 
 }  // namespace
 
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const LockPolicy& policy,
-                    const Deadline& deadline, CallGate& calls) {
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
+                    CallGate& calls) {
   if (reenter(*site, mode)) return true;
   refuse_if_other_exclusive_held(*site, mode);
   if (holds::find(site->id, HoldMode::Shared) != nullptr) {
@@ -70,11 +71,11 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const 
   const CallGate::Call call(calls);
   auto tracking = site->client->track_hold();
   if (test_hooks::after_tracking) test_hooks::after_tracking();
-  auto acquired = acquire(*site->client, site->path, policy, call.bound(deadline));
-  if (!acquired) return false;
+  auto granted = site->cohort(node_kind(mode)).acquire(call.bound(deadline));
+  if (!granted) return false;
   if (test_hooks::after_grant) test_hooks::after_grant();
-  auto lost = site->client->confirm_hold(std::move(tracking), acquired->generation);
-  holds::add({site, mode, std::move(acquired->node), acquired->token, 1, std::move(lost), acquired->generation});
+  auto lost = site->client->confirm_hold(std::move(tracking), granted->generation);
+  holds::add({site, mode, std::move(*granted), 1, std::move(lost)});
   return true;
 }
 
@@ -90,21 +91,30 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, C
   const CallGate::Call call(calls);
   const Deadline deadline = call.bound(given);
   auto tracking = site->client->track_hold();
-  std::optional<Acquired> acquired;
-  if (write != nullptr && test_hooks::legacy_downgrade.load()) {
-    acquired = acquire(*site->client, site->path, kLegacyDowngradePolicy, deadline);
-  } else if (write != nullptr) {
-    acquired = acquire_beside(*site->client, site->path, kReadPolicy.marker, write->node, write->generation, deadline);
-    // The read hold comes before every writer that queued behind the write node, so it takes the
-    // write node's token: a later create's zxid could exceed theirs and fence them out.
-    if (acquired && !test_hooks::downgrade_token_from_create.load()) acquired->token = write->token;
+  std::optional<Grant> granted;
+  if (write != nullptr) {
+    // A node of its own, level with the write node (not the read cohort's): only this thread
+    // holds before the writers queued behind the write node.
+    const auto acquired =
+        test_hooks::legacy_downgrade.load()
+            ? acquire(*site->client, site->path, kLegacyDowngradePolicy, deadline)
+            : acquire_beside(*site->client, site->path, kReadPolicy.marker, write->grant.node,
+                             write->grant.generation, deadline);
+    if (acquired) {
+      // The read hold comes before every writer that queued behind the write node, so it takes
+      // the write hold's token: a later create's zxid could exceed theirs and fence them out.
+      const auto token = test_hooks::downgrade_token_from_create.load() ? fencing_token_of(acquired->czxid)
+                                                                         : write->grant.token;
+      granted = Grant{acquired->node, token, acquired->generation, nullptr};
+      // No other local writer may take the write node over while this reader sits beside it.
+      site->cohort(NodeKind::Write).stop_passing(write->grant);
+    }
   } else {
-    acquired = acquire(*site->client, site->path, kReadPolicy, deadline);
+    granted = site->cohort(NodeKind::Read).acquire(deadline);
   }
-  if (!acquired) return false;
-  auto lost = site->client->confirm_hold(std::move(tracking), acquired->generation);
-  holds::add({site, HoldMode::Shared, std::move(acquired->node), acquired->token, 1, std::move(lost),
-              acquired->generation});
+  if (!granted) return false;
+  auto lost = site->client->confirm_hold(std::move(tracking), granted->generation);
+  holds::add({site, HoldMode::Shared, std::move(*granted), 1, std::move(lost)});
   return true;
 }
 
@@ -115,7 +125,7 @@ void unlock(const LockSite& site, HoldMode mode) {
                    " by a thread that does not hold it");
   }
   if (--hold->count > 0) return;
-  site.client->release_node(holds::remove(site.id, mode));
+  if (auto removed = holds::remove(site.id, mode)) release(*removed);
 }
 
 bool held(const LockSite& site, HoldMode mode) { return holds::find(site.id, mode) != nullptr; }
@@ -140,7 +150,7 @@ std::int64_t token(const LockSite& site, HoldMode mode) {
     throw NotOwner(std::string("fencing token of the ") + side(mode) + " of " + site.path +
                    " asked by a thread that does not hold it");
   }
-  return hold->token;
+  return hold->grant.token;
 }
 
 }  // namespace dlock::detail::reentrant

@@ -28,11 +28,11 @@
 namespace dlock::detail::reentrant {
 
 // Takes or re-enters `mode` (Exclusive: a Mutex, Write: a SharedMutex's write side) of `site`,
-// creating `policy`'s nodes. False once the deadline passed (nothing left behind). Re-entry, the
+// through the site's cohort of that kind (cohort.hpp). False once the deadline passed (nothing left behind). Re-entry, the
 // hot path, only counts; an attempt runs as a call of `calls` (the lock object's gate), abandoned
 // when the object is destroyed.
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const LockPolicy& policy,
-                    const Deadline& deadline, CallGate& calls);
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
+                    CallGate& calls);
 // Takes or re-enters the shared side of `site`, downgrading when the thread holds its write side.
 bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline, CallGate& calls);
 // Undoes one level; the last deletes the node. NotOwner if the thread does not hold `mode`.

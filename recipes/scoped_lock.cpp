@@ -26,7 +26,7 @@ const char* describe(LockMode mode) {
 
 struct ScopeState {
   ScopeState(LockHandle h, std::string k) : handle(std::move(h)), key(std::move(k)) {
-    self_wait::add(handle.node(), self_wait::this_thread_token());
+    self_wait::add(handle.node(), holder);
   }
   ~ScopeState() { release(); }
 
@@ -34,7 +34,7 @@ struct ScopeState {
   void release() noexcept {
     std::lock_guard lock(mutex);
     if (!handle) return;
-    self_wait::remove(handle.node());
+    self_wait::remove(handle.node(), holder);
     try {
       handle.release();
     } catch (...) {  // release() only throws NotOwner for an empty handle, excluded above
@@ -43,6 +43,7 @@ struct ScopeState {
 
   std::mutex mutex;
   LockHandle handle;
+  const std::uint64_t holder = self_wait::this_thread_token();
   const std::string key;
   const std::string path = handle.path();
   const std::int64_t token = handle.fencing_token();

@@ -1,8 +1,10 @@
 #include "self_wait.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace dlock::detail::self_wait {
 namespace {
@@ -17,7 +19,7 @@ std::string_view name_of(std::string_view node) {
 
 struct Registry {
   std::mutex mutex;
-  std::unordered_map<std::string, std::uint64_t> holder_of;  // by node name
+  std::unordered_map<std::string, std::vector<std::uint64_t>> holders_of;  // by node name
   std::atomic<std::size_t> size{0};  // lets the common case (nothing recorded) skip the mutex
 };
 
@@ -36,24 +38,29 @@ std::uint64_t this_thread_token() {
 void add(std::string_view node, std::uint64_t token) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);
-  r.holder_of[std::string(name_of(node))] = token;
-  r.size.store(r.holder_of.size());
+  r.holders_of[std::string(name_of(node))].push_back(token);
+  r.size.store(r.holders_of.size());
 }
 
-void remove(std::string_view node) {
+void remove(std::string_view node, std::uint64_t token) {
   auto& r = registry();
   if (r.size.load() == 0) return;
   std::lock_guard lock(r.mutex);
-  r.holder_of.erase(std::string(name_of(node)));
-  r.size.store(r.holder_of.size());
+  const auto it = r.holders_of.find(std::string(name_of(node)));
+  if (it == r.holders_of.end()) return;
+  auto& tokens = it->second;
+  if (const auto at = std::find(tokens.begin(), tokens.end(), token); at != tokens.end()) tokens.erase(at);
+  if (tokens.empty()) r.holders_of.erase(it);
+  r.size.store(r.holders_of.size());
 }
 
 bool held_by_this_thread(std::string_view name) {
   auto& r = registry();
   if (r.size.load() == 0) return false;
   std::lock_guard lock(r.mutex);
-  const auto it = r.holder_of.find(std::string(name));
-  return it != r.holder_of.end() && it->second == this_thread_token();
+  const auto it = r.holders_of.find(std::string(name));
+  return it != r.holders_of.end() &&
+         std::find(it->second.begin(), it->second.end(), this_thread_token()) != it->second.end();
 }
 
 }  // namespace dlock::detail::self_wait

@@ -22,10 +22,12 @@ namespace dlock::detail::self_wait {
 // The calling thread's token.
 std::uint64_t this_thread_token();
 
-// `node` (a full path, or a name) is held by the thread with `token`.
+// `node` (a full path, or a name) is held by the thread with `token`. Several threads may hold
+// one node at once (readers sharing a read node through local hand-off), and one thread may hold
+// it more than once (a Mutex and a scope guard): each add() needs its own remove().
 void add(std::string_view node, std::uint64_t token);
-// `node` is no longer held (released, or lost and forgotten). No-op if not recorded.
-void remove(std::string_view node);
+// One add(node, token) is undone (released, or lost and forgotten). No-op if not recorded.
+void remove(std::string_view node, std::uint64_t token);
 // Whether the calling thread holds the node named `name` (a path's last component).
 bool held_by_this_thread(std::string_view name);
 

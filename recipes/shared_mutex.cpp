@@ -3,7 +3,6 @@
 #include "call_gate.hpp"
 #include "lock_site.hpp"
 #include "path.hpp"
-#include "policies.hpp"
 #include "reentrant.hpp"
 #include "session_access.hpp"
 
@@ -15,14 +14,14 @@ using detail::HoldMode;
 SharedMutex::SharedMutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
-  site_ = client->site(path, client);
+  site_ = detail::site_of(client, path);
 }
 
 SharedMutex::~SharedMutex() { calls_->close(); }
 
 bool SharedMutex::acquire(const Deadline& deadline, bool shared) {
   return shared ? detail::reentrant::lock_shared(site_, deadline, *calls_)
-                : detail::reentrant::lock_exclusive(site_, HoldMode::Write, detail::kWritePolicy, deadline, *calls_);
+                : detail::reentrant::lock_exclusive(site_, HoldMode::Write, deadline, *calls_);
 }
 
 void SharedMutex::lock() { acquire(Deadline::never(), false); }
@@ -60,6 +59,8 @@ bool SharedMutex::still_held_shared() const { return detail::reentrant::still_he
 std::vector<std::string> SharedMutex::participants() const {
   return detail::participants(*site_->client, site_->path);
 }
+
+std::size_t SharedMutex::local_waiters() const { return site_->local_waiters(); }
 
 const std::string& SharedMutex::path() const noexcept { return site_->path; }
 

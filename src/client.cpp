@@ -7,15 +7,12 @@
 
 #include "connect_string.hpp"
 #include "janitor.hpp"
-#include "lock_site.hpp"
 #include "log_bridge.hpp"
 #include "pending.hpp"
 #include "test_hooks.hpp"
 
 namespace dlock::detail {
 namespace {
-
-std::atomic<std::uint64_t> next_site_id{1};
 
 // Set on the threads that run dlock's callbacks: the C client's completion threads and the
 // supervisor. close() called there must not close the handle itself (the C client cannot close a
@@ -70,10 +67,14 @@ void on_created(int rc, const char* path, const Stat* stat, const void* data) {
   request->done(std::move(result));
 }
 
+// Child events delivered so far, by every Client: a reply and an event of one Client are
+// delivered in the server's order on one thread, so comparing marks orders them.
+std::atomic<std::uint64_t> child_events{0};
+
 void on_children(int rc, const String_vector* strings, const void* data) {
   auto request = claim<ChildrenResult>(data);
   if (!request) return;
-  ChildrenResult result{rc, {}};
+  ChildrenResult result{rc, {}, child_events.load()};
   if (rc == ZOK && strings) {
     result.names.reserve(static_cast<std::size_t>(strings->count));
     for (int i = 0; i < strings->count; ++i) result.names.emplace_back(strings->data[i]);
@@ -491,10 +492,29 @@ void Client::create(const std::string& path, std::string_view data, int mode, Cr
   });
 }
 
-void Client::children(const std::string& path, ChildrenCallback done) {
+void Client::children(const std::string& path, ChildrenCallback done, bool watch) {
   queue_request<ChildrenResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, [&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), 0, on_children, ctx); });
+    return submit(request,
+                  [&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), watch ? 1 : 0, on_children, ctx); });
   });
+}
+
+std::uint64_t Client::watch_children(const std::string& path, ChildEventCallback callback) {
+  std::lock_guard lock(child_watches_mutex_);
+  const auto id = next_child_watch_++;
+  child_watches_[path].emplace(id, std::move(callback));
+  child_watch_paths_.emplace(id, path);
+  return id;
+}
+
+void Client::unwatch_children(std::uint64_t id) {
+  std::lock_guard lock(child_watches_mutex_);
+  const auto it = child_watch_paths_.find(id);
+  if (it == child_watch_paths_.end()) return;
+  const auto of_path = child_watches_.find(it->second);
+  of_path->second.erase(id);
+  if (of_path->second.empty()) child_watches_.erase(of_path);
+  child_watch_paths_.erase(it);
 }
 
 void Client::exists(const std::string& path, StatCallback done) {
@@ -564,21 +584,6 @@ void Client::release_prefixed(const std::string& dir, const std::string& prefix)
   janitor_->delete_prefixed(dir, prefix);
 }
 
-std::shared_ptr<LockSite> Client::site(const std::string& path, const std::shared_ptr<Client>& self) {
-  std::lock_guard lock(sites_mutex_);
-  auto& slot = sites_[path];
-  if (auto existing = slot.lock()) return existing;
-  auto created = std::make_shared<LockSite>(next_site_id.fetch_add(1), path, self);
-  slot = created;
-  return created;
-}
-
-void Client::forget_site(const std::string& path) {
-  std::lock_guard lock(sites_mutex_);
-  // Only if expired: another thread may already have replaced the entry with a live site.
-  if (auto it = sites_.find(path); it != sites_.end() && it->second.expired()) sites_.erase(it);
-}
-
 std::uint64_t Client::subscribe(std::function<void(SessionState)> listener) {
   std::lock_guard lock(listeners_mutex_);
   auto entry = std::make_shared<Listener>();
@@ -618,6 +623,7 @@ void Client::on_event(zhandle_t* zh, int type, int zk_state, const char* path, v
     }
     self->on_session_event(zk_state, handle->generation);
   } else if (path != nullptr) {
+    if (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT) self->on_child_event(path);
     self->on_node_event(path);
   }
 }
@@ -646,6 +652,16 @@ void Client::on_node_event(const char* path) {
   }
   watch_wakeups_.fetch_add(woken.size(), std::memory_order_relaxed);
   for (auto& waiter : woken) waiter->wake();
+}
+
+void Client::on_child_event(const char* path) {
+  const auto mark = child_events.fetch_add(1) + 1;
+  std::lock_guard lock(child_watches_mutex_);
+  const auto of_path = child_watches_.find(path);
+  if (of_path == child_watches_.end()) return;
+  // A copy: a callback may unwatch itself.
+  const auto callbacks = of_path->second;
+  for (const auto& [id, callback] : callbacks) callback(mark);
 }
 
 void Client::wake_all_waiters() {

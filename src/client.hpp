@@ -37,7 +37,6 @@
 namespace dlock::detail {
 
 class Janitor;
-struct LockSite;
 
 // A thread blocked until a watched node changes, the session changes state, its deadline, or
 // its deadline is abandoned.
@@ -63,6 +62,9 @@ struct CreateResult {
 struct ChildrenResult {
   int rc = ZOK;
   std::vector<std::string> names;
+  // Where the reply falls among child events (see Client::watch_children): a child event with a
+  // larger mark was delivered after this reply, so it reports a change the listing did not show.
+  std::uint64_t event_mark = 0;
 };
 struct StatResult {
   int rc = ZOK;
@@ -113,7 +115,9 @@ class Client {
   // with the C client's error code, when the request could not be queued; or with ZCLOSING from
   // close() when the C client dropped it while closing.
   void create(const std::string& path, std::string_view data, int mode, CreateCallback done);
-  void children(const std::string& path, ChildrenCallback done);
+  // Lists `path`'s children; with `watch`, also arms a child watch on `path` (see
+  // watch_children).
+  void children(const std::string& path, ChildrenCallback done, bool watch = false);
   void exists(const std::string& path, StatCallback done);
   void remove(const std::string& path, RcCallback done);
   // Brings the server this session talks to up to date with the leader (ZooKeeper's sync):
@@ -124,6 +128,15 @@ class Client {
   // `path` (add_waiter) is woken once and unregistered.
   void watch(const std::string& path, RcCallback done);
 
+  // Child watches. Each child event on `path` (a watch armed by children(path, ..., true) fired:
+  // a child was created or deleted, or `path` itself was) calls every callback registered for
+  // `path` with the event's mark (ChildrenResult::event_mark). Callbacks run on the C client's
+  // completion thread, in order with the replies: they must not block. Registered until
+  // unwatch_children(id), which returns once the callback is not running (unless called from it).
+  using ChildEventCallback = std::function<void(std::uint64_t mark)>;
+  std::uint64_t watch_children(const std::string& path, ChildEventCallback callback);
+  void unwatch_children(std::uint64_t id);
+
   void add_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
   void remove_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
 
@@ -133,10 +146,6 @@ class Client {
   // Deletes, in the background, every child of `dir` whose name starts with `prefix`: the
   // recovery for a create whose answer was lost.
   void release_prefixed(const std::string& dir, const std::string& prefix);
-
-  // The per-(session, path) identity used for reentrancy; see hold_table.hpp.
-  std::shared_ptr<LockSite> site(const std::string& path, const std::shared_ptr<Client>& self);
-  void forget_site(const std::string& path);
 
   // A stop source for one hold, requested when the session's state means the hold can no
   // longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). Requested at
@@ -160,6 +169,7 @@ class Client {
   void unsubscribe(std::uint64_t id);
 
   Session::Stats stats() const noexcept;
+  const SessionOptions& options() const noexcept { return options_; }
 
  private:
   // What the C client hands back to on_event: which Client, and which of its handles (a handle
@@ -204,6 +214,7 @@ class Client {
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   void on_session_event(int zk_state, std::uint64_t generation);
   void on_node_event(const char* path);
+  void on_child_event(const char* path);
   // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
   // is not that; a Connected event of handle `event_generation` does not end a Lost of that
   // handle or a newer one), then wakes, signals and notifies whoever must know. False if the
@@ -260,6 +271,13 @@ class Client {
   std::mutex waiters_mutex_;
   std::unordered_multimap<std::string, std::shared_ptr<Waiter>> waiters_;
 
+  // Held while child-event callbacks run (they do not block; a callback may unwatch itself,
+  // hence recursive): so unwatch_children() returns only once none runs.
+  std::recursive_mutex child_watches_mutex_;
+  std::unordered_map<std::string, std::map<std::uint64_t, ChildEventCallback>> child_watches_;  // by path
+  std::unordered_map<std::uint64_t, std::string> child_watch_paths_;                            // by id
+  std::uint64_t next_child_watch_ = 1;
+
   std::mutex listeners_mutex_;  // never held while a listener runs
   std::condition_variable listener_returned_;
   std::map<std::uint64_t, std::shared_ptr<Listener>> listeners_;
@@ -272,9 +290,6 @@ class Client {
   std::mutex holds_mutex_;
   std::vector<std::weak_ptr<std::stop_source>> holds_;  // expired entries pruned as it grows
   bool holds_untrusted_ = false;                         // guarded by holds_mutex_
-
-  std::mutex sites_mutex_;
-  std::unordered_map<std::string, std::weak_ptr<LockSite>> sites_;
 
   Inflight inflight_;
   std::atomic<std::uint64_t> requests_{0};

@@ -21,6 +21,7 @@ class DlockCategory final : public std::error_category {
       case errc::lock_destroyed: return "the lock object was destroyed while this thread waited on it";
       case errc::disconnected: return "the session was disconnected from ZooKeeper";
       case errc::sequence_exhausted: return "the lock directory's sequence counter ran out";
+      case errc::token_exhausted: return "the lock node's zxid is too large for a fencing token";
     }
     return "unknown dlock error " + std::to_string(value);
   }

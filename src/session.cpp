@@ -16,8 +16,24 @@ std::string_view to_string(SessionState state) noexcept {
   return "Unknown";
 }
 
+namespace {
+
+// Hand-off options are the locks' business, but a bad value should fail where it is given.
+SessionOptions checked(SessionOptions options) {
+  const auto& handoff = options.handoff;
+  for (const auto& [name, value] : {std::pair{"handoff.max_time", handoff.max_time}, std::pair{"handoff.linger", handoff.linger}}) {
+    if (value < std::chrono::milliseconds::zero()) {
+      throw Error(make_error_code(errc::invalid_argument),
+                  std::string(name) + " must not be negative, got " + std::to_string(value.count()) + " ms");
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
 Session::Session(SessionOptions options)
-    : client_(std::make_shared<detail::Client>(std::move(options))) {}
+    : client_(std::make_shared<detail::Client>(checked(std::move(options)))) {}
 
 Session::~Session() { client_->close(); }
 

@@ -40,6 +40,16 @@ extern std::atomic<bool> downgrade_token_from_create;
 // as Curator and kazoo do: the order breaks when a directory's counter runs out.
 extern std::atomic<bool> ignore_order_defects;
 
+// Local hand-off: an exclusive node is joined by every local thread at once, like a read node
+// (breaks mutual exclusion among the threads of one process).
+extern std::atomic<bool> handoff_share_exclusive;
+// Local hand-off never notices other clients queued behind the node: passes are unbounded and
+// new local readers keep joining a read node a writer waits behind (breaks fairness).
+extern std::atomic<bool> handoff_ignore_other_clients;
+// A pass's token is the node's czxid plus the pass number, unscaled: a later pass can exceed the
+// token of another client that queued meanwhile (breaks token order across clients).
+extern std::atomic<bool> handoff_unscaled_tokens;
+
 // Fault injection (not guarantees switched off: faults the tests cannot provoke on demand).
 // The next N openings of a session handle (a renewal after expiry) fail, as a name-resolution
 // failure of the connect string's host makes zookeeper_init fail.

@@ -415,7 +415,9 @@ DestroyOutcome destroy_under_waiters() {
       }
     }));
   }
-  EXPECT_TRUE(eventually([&] { return held.participants().size() == 5; })) << "the waiters did not queue";
+  // Queued in ZooKeeper, or behind this session's own node in the local hand-off queue.
+  EXPECT_TRUE(eventually([&] { return held.participants().size() + mutex->local_waiters() == 5; }))
+      << "the waiters did not queue";
   auto destroyed = std::async(std::launch::async, [&] {
     mutex.reset();
     shared.reset();
@@ -556,14 +558,18 @@ std::chrono::milliseconds close_under_waiters(std::chrono::milliseconds waiter_s
       }
     }).detach();
   }
-  // Everyone queued: 1 holder + 3 waiters on one path, 1 + 4 on the other.
+  // Everyone queued: 1 holder + 3 waiters on one path, 1 + 4 on the other (in ZooKeeper, or
+  // behind this session's own node in the local hand-off queue).
+  const auto queued = [&](const auto& holder, const std::string& path) {
+    return holder.participants().size() + Mutex(*session, path).local_waiters();
+  };
   const auto queued_by = std::chrono::steady_clock::now() + 10s;
-  while ((held_exclusive.participants().size() < 4 || held_shared.participants().size() < 5) &&
+  while ((queued(held_exclusive, exclusive_path) < 4 || queued(held_shared, shared_path) < 5) &&
          std::chrono::steady_clock::now() < queued_by) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_EQ(held_exclusive.participants().size(), 4u);
-  EXPECT_EQ(held_shared.participants().size(), 5u);
+  EXPECT_EQ(queued(held_exclusive, exclusive_path), 4u);
+  EXPECT_EQ(queued(held_shared, shared_path), 5u);
 
   const auto closed_at = std::chrono::steady_clock::now();
   session->close();

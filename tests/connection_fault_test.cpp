@@ -33,7 +33,7 @@ TEST(LostCreateReply, TheNodeIsAdoptedNotOrphanedTwentyTimesOver) {
     EXPECT_EQ(std::stoi(queue[0].substr(queue[0].size() - 10)), i + 1) << queue[0];
     const auto stat = zk.stat(test_root() + "/" + queue[0]);
     ASSERT_TRUE(stat.has_value());
-    EXPECT_EQ(mutex.fencing_token(), stat->czxid);
+    EXPECT_EQ(mutex.fencing_token(), fencing_token_of(stat->czxid));
     mutex.unlock();
   }
   EXPECT_EQ(proxy.drops(), 20);

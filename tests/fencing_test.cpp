@@ -35,14 +35,14 @@ TEST(Fencing, TokensStrictlyIncreaseOverOneHundredHoldersFromFourSessions) {
   }
 }
 
-TEST(Fencing, TheTokenIsTheCreationZxidOfTheHoldersNode) {
+TEST(Fencing, TheFirstHoldsTokenIsTheCreationZxidOfItsNodeTimes1024) {
   Session session(session_options());
   Mutex mutex(session, test_root());
   std::scoped_lock guard(mutex);
   RawZk zk(zk_connect());
   const auto stat = zk.stat(test_root() + "/" + mutex.participants().at(0));
   ASSERT_TRUE(stat.has_value());
-  EXPECT_EQ(mutex.fencing_token(), stat->czxid);
+  EXPECT_EQ(mutex.fencing_token(), fencing_token_of(stat->czxid));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// One release wakes one waiter: each waiter watches only its predecessor.
+// One release wakes one waiter: each waiter watches only its predecessor. (With local hand-off,
+// threads of one session do not even queue in ZooKeeper: one node, one watch for them all.)
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -24,13 +25,15 @@ int server_watch_count() {
 
 // Queues kWaiters behind a holder (each on its own session, or all on one), then lets the lock
 // pass down the queue. Returns the watch wake-ups delivered in all, over kWaiters releases.
-std::uint64_t wakeups_for_handoffs(const std::string& path, bool session_per_waiter) {
+std::uint64_t wakeups_for_handoffs(const std::string& path, bool session_per_waiter, bool local_handoff = false) {
   Session holder_session(session_options());
   Mutex holder(holder_session, path);
   holder.lock();
   std::vector<std::unique_ptr<Session>> sessions;
   for (int i = 0; i < (session_per_waiter ? kWaiters : 1); ++i) {
-    sessions.push_back(std::make_unique<Session>(session_options()));
+    auto options = session_options();
+    options.handoff.local = local_handoff;  // off: a node per thread, the queue algorithm alone
+    sessions.push_back(std::make_unique<Session>(options));
   }
   std::vector<std::thread> waiters;
   for (int i = 0; i < kWaiters; ++i) {
@@ -40,8 +43,13 @@ std::uint64_t wakeups_for_handoffs(const std::string& path, bool session_per_wai
     });
   }
   // Every waiter has queued and set its watch (the server's count of watches says so).
-  while (holder.participants().size() < kWaiters + 1) std::this_thread::sleep_for(20ms);
-  while (server_watch_count() < kWaiters) std::this_thread::sleep_for(20ms);
+  const std::size_t nodes = local_handoff ? 2 : kWaiters + 1;
+  while (holder.participants().size() < nodes) std::this_thread::sleep_for(20ms);
+  if (local_handoff) {
+    Mutex view(*sessions[0], path);
+    while (view.local_waiters() < kWaiters - 1) std::this_thread::sleep_for(20ms);
+  }
+  while (server_watch_count() < static_cast<int>(nodes) - 1) std::this_thread::sleep_for(20ms);
   holder.unlock();
   for (auto& waiter : waiters) waiter.join();
   std::uint64_t wakeups = 0;
@@ -55,6 +63,10 @@ TEST(Herd, OneWakeUpPerReleaseAcrossSessions) {
 
 TEST(Herd, OneWakeUpPerReleaseAmongThreadsOfOneSession) {
   EXPECT_EQ(wakeups_for_handoffs(test_root(), false), static_cast<std::uint64_t>(kWaiters));
+}
+
+TEST(Herd, WithLocalHandOffThreadsOfOneSessionQueueOneNodeAndWakeOnce) {
+  EXPECT_EQ(wakeups_for_handoffs(test_root(), false, true), 1u);
 }
 
 TEST(Herd, NegativeControlWatchingTheHeadWakesTheHerd) {

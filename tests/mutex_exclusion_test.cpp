@@ -48,10 +48,27 @@ TEST(MutualExclusion, NegativeControlWithoutTheLockIncrementsAreLost) {
 }
 
 TEST(MutualExclusion, NegativeControlABrokenQueueIsCaught) {
-  // With the queue ignored every contender "holds" at once: the same check must notice.
-  Session session(session_options());
+  // With the queue ignored every contender "holds" at once: the same check must notice. (Hand-off
+  // off: with it, the threads of one session do not meet in the ZooKeeper queue at all.)
+  auto options = session_options();
+  options.handoff.local = false;
+  Session session(options);
   ScopedHook broken(detail::test_hooks::ignore_queue);
   EXPECT_LT(run_increments(session, test_root(), 8, 50, true), 8 * 50);
+}
+
+TEST(MutualExclusion, NegativeControlABrokenLocalHandOffIsCaught) {
+  // Hand-off on (the default), its local exclusion broken: every thread joins the node at once.
+  Session session(session_options());
+  ScopedHook broken(detail::test_hooks::handoff_share_exclusive);
+  EXPECT_LT(run_increments(session, test_root(), 8, 50, true), 8 * 50);
+}
+
+TEST(MutualExclusion, WithoutHandOffEightThreadsLoseNoIncrement) {
+  auto options = session_options();
+  options.handoff.local = false;
+  Session session(options);
+  EXPECT_EQ(run_increments(session, test_root(), 8, 100, true), 8 * 100);
 }
 
 TEST(MutualExclusion, TwoSessionsOnOneThreadExcludeEachOther) {

@@ -21,8 +21,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-SessionOptions through(const FaultProxy& proxy) {
-  return {.connect = proxy.connect_string(), .session_timeout = 4s, .connect_timeout = 10s};
+SessionOptions through(const FaultProxy& proxy, bool local_handoff = true) {
+  SessionOptions options{.connect = proxy.connect_string(), .session_timeout = 4s, .connect_timeout = 10s};
+  options.handoff.local = local_handoff;
+  return options;
 }
 
 // Item 2: the listener runs on the C client's completion thread, with completions of the same
@@ -44,7 +46,8 @@ TEST(SessionCallbacks, AStateListenerMayCloseTheSessionWhileACreateIsInFlight) {
 TEST(SessionCallbacks, ALockLostStopCallbackMayCloseTheSession) {
   for (int round = 0; round < 5; ++round) {
     FaultProxy proxy(zk_server().port());
-    Session session(through(proxy));
+    // Hand-off off: the waiter below must have its own node, and a request in flight.
+    Session session(through(proxy, false));
     // A session closed while disconnected lives on at the server until it expires, and so does
     // its node: each round on its own path.
     const std::string path = test_root() + "/" + std::to_string(round);

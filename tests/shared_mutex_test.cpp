@@ -210,7 +210,7 @@ TEST_F(Downgrade, TheReadNodeIsEphemeralAndNamedWithTheWriteSequence) {
   EXPECT_EQ(stat->ephemeralOwner, session.id());
   // The read hold carries the write node's token: it holds before every writer queued behind it.
   EXPECT_EQ(lock.fencing_token(), lock.shared_fencing_token());
-  EXPECT_LT(lock.fencing_token(), stat->czxid);
+  EXPECT_LT(lock.fencing_token(), fencing_token_of(stat->czxid));
   lock.unlock();
   lock.unlock_shared();
 }

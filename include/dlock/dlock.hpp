@@ -5,6 +5,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/fencing.hpp"
+#include "dlock/handoff.hpp"
 #include "dlock/key.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/log.hpp"

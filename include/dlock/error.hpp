@@ -39,6 +39,7 @@ enum class errc {
   lock_destroyed,      // The lock object was destroyed while this thread waited on it.
   disconnected,        // A lock was not granted in time while the session was disconnected.
   sequence_exhausted,  // A lock directory's sequence counter ran out; its queue order is unknown.
+  token_exhausted,     // A lock node's zxid is too large for a fencing token (dlock/fencing.hpp).
 };
 
 const std::error_category& dlock_category() noexcept;

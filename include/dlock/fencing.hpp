@@ -3,9 +3,20 @@
 // A lock alone cannot stop a holder that stalled (a GC pause, a swapped-out process, a partition)
 // past its session timeout: ZooKeeper has expired its session and granted the lock to someone
 // else, but the stalled holder wakes up still believing it holds the lock and writes. The
-// resource must reject that write. Every acquisition carries a fencing token (the creation zxid
-// of the lock node), larger than every earlier holder's on the same path; a resource that
-// remembers the newest token per key and refuses smaller ones is safe against stale holders.
+// resource must reject that write. Every acquisition carries a fencing token, larger than every
+// earlier holder's on the same path; a resource that remembers the newest token per key and
+// refuses smaller ones is safe against stale holders.
+//
+// The encoding: `czxid * 1024 + pass` (fencing_token_of below), where czxid is the creation zxid
+// of the holder's lock node and `pass` counts the holds one node has carried through local
+// hand-off (dlock/handoff.hpp): 0 for the first, 1 for the next thread of the process it passed
+// to, and so on up to 1023, after which the node is re-created. A contender of another client
+// that queued behind the node created its own node later, so its czxid is larger and its token
+// exceeds every pass of the node ahead of it. Other clients on the same path (Curator, kazoo,
+// your own code) compute the same integer from the czxid of the node they hold: `czxid * 1024`.
+// Limits: zxids are `epoch << 32 | counter`; the product fits a signed 64-bit integer while the
+// ensemble's epoch (its count of leader elections) is below 2^21 = 2,097,152. Past that dlock
+// refuses to grant (Error, errc::token_exhausted) rather than hand out a token that wraps.
 //
 //   dlock::FencingGate gate;                         // in the resource (one per process/store)
 //   if (!gate.admit("order/42", token)) throw Stale(); // before applying a write
@@ -30,6 +41,17 @@
 #include <unordered_map>
 
 namespace dlock {
+
+// Holds one lock node can carry (local passes included) before it is re-created.
+inline constexpr std::int64_t kHoldsPerNode = 1024;
+
+// The fencing token of the `pass`-th hold (from 0) of a lock node created at `czxid`. Requires
+// 0 <= pass < kHoldsPerNode and 0 <= czxid <= max_fenced_czxid().
+constexpr std::int64_t fencing_token_of(std::int64_t czxid, std::int64_t pass = 0) noexcept {
+  return czxid * kHoldsPerNode + pass;
+}
+// The largest creation zxid whose tokens fit.
+constexpr std::int64_t max_fenced_czxid() noexcept { return (INT64_MAX - (kHoldsPerNode - 1)) / kHoldsPerNode; }
 
 class FencingGate {
  public:

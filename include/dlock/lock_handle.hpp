@@ -16,7 +16,9 @@
 // thread can never silently re-enter a lock that an earlier task leaked; `try_acquire_for` then
 // times out. The wire format is the one Mutex (mode Exclusive) and SharedMutex (modes Read and
 // Write) use, so handles, Mutexes, SharedMutexes, Curator and kazoo clients on the same path all
-// exclude each other.
+// exclude each other. With local hand-off (dlock/handoff.hpp) a handle takes part in its
+// process's shared node like a Mutex does: it may receive the node from, and pass it to, another
+// handle or Mutex of the same Session; readers share one read node.
 //
 // Thread-safety: like std::unique_ptr. One handle is used by one thread at a time; different
 // handles are independent; moving a handle between threads is fine.
@@ -73,8 +75,8 @@ class LockHandle {
   // empty afterwards. Any thread may call it. Throws `NotOwner` on an empty handle.
   void release();
 
-  // The creation zxid of the handle's node: larger than any earlier holder's token on the path.
-  // Throws `NotOwner` on an empty handle.
+  // The hold's fencing token (dlock/fencing.hpp): larger than any earlier holder's token on the
+  // path. Throws `NotOwner` on an empty handle.
   std::int64_t fencing_token() const;
   // Lock-lost signal, as Mutex::stop_token() describes; a default (never requested) token for an
   // empty handle.

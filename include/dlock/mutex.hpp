@@ -19,6 +19,12 @@
 // directory that no known client wrote are ignored. Never create other nodes inside a lock
 // directory: Curator's waiters would wait on them.
 //
+// Local hand-off (on by default, SessionOptions::handoff; see dlock/handoff.hpp): threads of one
+// process share one node. The first creates and queues it; the others wait in a local FIFO and
+// receive it on unlock() without a ZooKeeper request, until another client queues behind it
+// (then at most `max_passes` more passes, or `max_time`). Each hold still has its own fencing
+// token, larger than the previous holder's.
+//
 // Reentrancy: ownership belongs to a thread on a session. The owning thread may lock the same
 // path again (through this or any other Mutex object on the same Session): that only counts,
 // without a ZooKeeper call, and the lock is released when unlock() has been called as many times.
@@ -123,9 +129,9 @@ class Mutex {
   // True if the calling thread holds this lock (on this Session). No ZooKeeper call.
   bool held_by_this_thread() const;
 
-  // The fencing token of the calling thread's hold: the creation zxid of its lock node, which is
-  // larger than every earlier holder's token on this path. Throws `NotOwner` if the calling
-  // thread does not hold the lock.
+  // The fencing token of the calling thread's hold: larger than every earlier holder's token on
+  // this path, local passes included (dlock/fencing.hpp: the node's creation zxid * 1024 plus the
+  // pass number). Throws `NotOwner` if the calling thread does not hold the lock.
   std::int64_t fencing_token() const;
 
   // Lock-lost signal. The token is requested when the calling thread's hold can no longer be
@@ -144,8 +150,14 @@ class Mutex {
   bool still_held() const;
 
   // The contender nodes in the lock directory, in queue order (the first one holds), including
-  // those of Curator and kazoo clients. One ZooKeeper call.
+  // those of Curator and kazoo clients. One ZooKeeper call. With local hand-off a node stands for
+  // a process, not a thread: this process's threads waiting behind its node are not in it (see
+  // local_waiters()).
   std::vector<std::string> participants() const;
+  // Threads of this process waiting for this path's lock in the local hand-off queue (every kind
+  // of lock on the path, through every lock object of this Session), not counting a thread whose
+  // acquisition is queued in ZooKeeper. No ZooKeeper call.
+  std::size_t local_waiters() const;
 
   const std::string& path() const noexcept;
 

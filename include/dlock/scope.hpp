@@ -129,7 +129,7 @@ class ScopedLock {
 
   const std::string& key() const noexcept;   // the encoded key (one znode name)
   const std::string& path() const noexcept;  // <base>/<namespace>/<key>
-  std::int64_t fencing_token() const;        // the creation zxid of the lock node
+  std::int64_t fencing_token() const;        // the hold's fencing token (dlock/fencing.hpp)
   // Lock-lost signal and query, as Mutex::stop_token() / still_held() describe.
   std::stop_token stop_token() const noexcept;
   bool still_held() const noexcept;

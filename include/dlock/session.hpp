@@ -40,7 +40,7 @@
 // Errors: the constructor throws `dlock::ConnectError` (naming the connect string) when the
 // string is malformed, its hosts do not resolve (naming the first that does not), or no server
 // answers within `connect_timeout`; and `dlock::Error` with `errc::invalid_argument` for a
-// non-positive timeout.
+// non-positive timeout or a negative `handoff.max_time` or `handoff.linger`.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -53,6 +53,7 @@
 #include <string_view>
 
 #include "dlock/error.hpp"
+#include "dlock/handoff.hpp"
 #include "dlock/log.hpp"
 
 namespace dlock {
@@ -96,6 +97,10 @@ struct SessionOptions {
   // on the expired session stay lost: their stop tokens were requested, re-entering them throws
   // LockLost, and unlock() cleans up quietly. False: Lost is final, as with Curator.
   bool renew_expired_session = true;
+  // Local hand-off: threads of this process share one lock node per lock (see dlock/handoff.hpp
+  // for what it does, what other clients see, and the trade-off). Default: on, 8 passes or
+  // 10 ms once another client waits, no lingering.
+  HandoffOptions handoff{};
 };
 
 // The life of a session, as the locks on it see it.

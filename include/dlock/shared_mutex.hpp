@@ -126,9 +126,10 @@ class SharedMutex {
 
   bool held_by_this_thread() const;         // write side
   bool held_shared_by_this_thread() const;  // read side
-  // The creation zxid of the calling thread's write node / read node: larger than the token of
-  // any node created earlier on this path, so a resource can reject a stale holder. Throw
-  // `NotOwner` if the thread does not hold that side.
+  // The fencing token of the calling thread's write / read hold (dlock/fencing.hpp): larger than
+  // the token of every write hold before it on this path, so a resource can reject a stale
+  // holder. Readers that share one node through local hand-off share its token; a downgraded
+  // read hold keeps its write hold's token. Throw `NotOwner` if the thread does not hold that side.
   std::int64_t fencing_token() const;
   std::int64_t shared_fencing_token() const;
   // Lock-lost signals of the calling thread's write / read hold, as Mutex::stop_token() and
@@ -137,8 +138,11 @@ class SharedMutex {
   std::stop_token shared_stop_token() const;
   bool still_held() const;
   bool still_held_shared() const;
-  // The contender nodes in queue order, readers and writers together. One ZooKeeper call.
+  // The contender nodes in queue order, readers and writers together. One ZooKeeper call. With
+  // local hand-off one node stands for all of this process's readers (or its writers in turn).
   std::vector<std::string> participants() const;
+  // Threads of this process waiting locally for either side (Mutex::local_waiters()).
+  std::size_t local_waiters() const;
   const std::string& path() const noexcept;
 
  private:

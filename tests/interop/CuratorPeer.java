@@ -197,13 +197,16 @@ public final class CuratorPeer {
     return client;
   }
 
-  /** The creation zxid of the lock node the calling thread holds: the hold's fencing token. */
+  /**
+   * The hold's fencing token in dlock's encoding (include/dlock/fencing.hpp): the creation zxid of
+   * the lock node the calling thread holds, times 1024 (a node Curator creates carries one hold).
+   */
   private static long token(CuratorFramework client, NodeLock lock) throws Exception {
     String node = lock.node();
     if (node == null) throw new IllegalStateException("Curator reports no lock node for a held lock");
     Stat stat = client.checkExists().forPath(node);
     if (stat == null) throw new IllegalStateException("held lock node " + node + " does not exist");
-    return stat.getCzxid();
+    return stat.getCzxid() * 1024;
   }
 
   private static String sessionHex(CuratorFramework client) throws Exception {

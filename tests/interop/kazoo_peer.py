@@ -143,14 +143,14 @@ def new_lock(client, path, identifier, node_name):
 
 
 def token(client, lock):
-    """The creation zxid of the node this hold owns: its fencing token."""
+    """The hold's fencing token in dlock's encoding: its node's creation zxid times 1024."""
     if not lock.node:
         raise RuntimeError("kazoo reports no lock node for a held lock")
     node = lock.path + "/" + lock.node
     stat = client.exists(node)
     if stat is None:
         raise RuntimeError("held lock node %s does not exist" % node)
-    return stat.czxid
+    return stat.czxid * 1024
 
 
 def read_counter(file):

@@ -1,0 +1,61 @@
+// dlock/handoff.hpp: local hand-off, the threads of one process sharing one lock node.
+//
+// Without hand-off every acquisition costs ZooKeeper two quorum writes (the create and the delete
+// of a lock node, each fsync'd on a majority) plus a notification and a listing, even when the
+// next holder is another thread of the same process. With hand-off (the default), threads of one
+// process that contend for one lock (the same Session and path, through any Mutex, either side of
+// a SharedMutex, a LockHandle or a scope guard) share one lock node:
+//
+//   * The first thread creates and queues the node as always. Others of the process wait in a
+//     process-local FIFO. On release the node passes to the next local waiter with no ZooKeeper
+//     request, as long as no other client waits.
+//   * Other clients are noticed through a child watch on the lock directory, armed by the listing
+//     every acquisition already makes (no extra request while nobody else contends). Once another
+//     client waits, at most `max_passes` more local passes happen, within `max_time` of noticing
+//     it; then the node is deleted and the remaining local waiters queue a new node behind that
+//     client, so clients take turns in the order they queued.
+//   * Readers of one process share one read node while no writer (of any client, this process's
+//     included) waits behind it; once one does, new local readers queue a new read node behind the
+//     writer, so writers are not starved.
+//   * With `linger` > 0 the node outlives the last local release by up to that long, so the next
+//     local acquisition costs nothing; it is deleted at once when another client queues, when the
+//     connection drops, or when the Session closes.
+//
+// What other clients observe: one lock node per process (not per thread) in the lock directory,
+// held through several of this process's critical sections in a row; with `linger`, a lock that
+// stays held up to `linger` after the process's last unlock while no other client wants it.
+// Curator and kazoo clients on the same path need nothing special: the node is a normal one.
+//
+// The trade-off: a pass costs nothing and takes microseconds where a ZooKeeper round costs two
+// fsync'd writes and milliseconds, so a hot key's throughput is that of a local mutex; the price
+// is that another client waits up to about `max_passes` of this process's critical sections (or
+// `max_time`, whichever ends first) longer than it would without hand-off, plus the time it takes
+// to notice it (one ZooKeeper round trip).
+//
+// Fencing tokens stay strictly increasing in hold order across passes and across clients: see
+// dlock/fencing.hpp for the encoding (the node's creation zxid times 1024, plus the pass number;
+// a node carries at most 1024 holds before it is re-created).
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <chrono>
+
+namespace dlock {
+
+struct HandoffOptions {
+  // Share one lock node among the threads of this process. False: every acquisition creates and
+  // deletes its own node (dlock before hand-off, and what Curator does). Default: true.
+  bool local = true;
+  // Once another client waits, at most this many further local passes before the node is given
+  // up (0: give it up at the next release). Default: 8.
+  unsigned max_passes = 8;
+  // Once another client waits, no local pass later than this after it was noticed. Must not be
+  // negative. Default: 10 ms.
+  std::chrono::milliseconds max_time{10};
+  // How long a node outlives the last local release, waiting for the next local acquisition
+  // (0: deleted at the last release). Must not be negative. Default: 0.
+  std::chrono::milliseconds linger{0};
+};
+
+}  // namespace dlock

@@ -1,0 +1,365 @@
+#include "cohort.hpp"
+
+#include <algorithm>
+
+#include "contender.hpp"
+#include "dlock/fencing.hpp"
+#include "linger_timer.hpp"
+#include "self_wait.hpp"
+#include "test_hooks.hpp"
+
+namespace dlock::detail {
+namespace {
+
+[[noreturn]] void throw_token_exhausted(const std::string& dir, std::int64_t czxid) {
+  throw Error(make_error_code(errc::token_exhausted),
+              "lock " + dir + ": its node's creation zxid " + std::to_string(czxid) + " exceeds " +
+                  std::to_string(max_fenced_czxid()) +
+                  ", the largest whose fencing tokens (czxid * 1024 + pass) fit 64 bits: the ensemble's "
+                  "epoch has reached 2^21 leader elections");
+}
+
+}  // namespace
+
+Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy)
+    : client_(std::move(client)),
+      dir_(std::move(dir)),
+      policy_(policy),
+      options_(client_->options().handoff),
+      // Never the path of a node, so no watch event on the directory wakes local waiters.
+      waiter_key_(dir_ + "/\n" + std::string(policy.marker)) {}
+
+void Cohort::start() {
+  if (!options_.local) return;
+  std::weak_ptr<Cohort> weak = weak_from_this();
+  child_watch_ = client_->watch_children(dir_, [weak](std::uint64_t mark) {
+    if (auto self = weak.lock()) self->on_directory_changed(mark);
+  });
+  state_listener_ = client_->subscribe([weak](SessionState state) {
+    if (auto self = weak.lock()) self->on_session_state(state);
+  });
+}
+
+Cohort::~Cohort() {
+  if (child_watch_ != 0) client_->unwatch_children(child_watch_);
+  if (state_listener_ != 0) client_->unsubscribe(state_listener_);
+  // Every hold and waiter keeps the lock site (and so this) alive: only a lingering node is left.
+  if (current_ && current_->holders == 0) client_->release_node(current_->path);
+}
+
+std::optional<Grant> Cohort::acquire(const Deadline& deadline) {
+  if (!options_.local) {
+    auto acquired = detail::acquire(*client_, dir_, policy_, deadline);
+    if (!acquired) return std::nullopt;
+    if (acquired->czxid > max_fenced_czxid()) {
+      client_->release_node(acquired->node);
+      throw_token_exhausted(dir_, acquired->czxid);
+    }
+    return Grant{std::move(acquired->node), fencing_token_of(acquired->czxid), acquired->generation, nullptr};
+  }
+  std::unique_lock lock(mutex_);
+  if (current_ && !client_->owns_nodes_of(current_->generation)) {
+    fail_waiters_locked();
+    retire_current_locked(false);
+  }
+  if (joinable_locked()) return grant_locked(current_);
+  if (!policy_.shared && current_ && self_wait::held_by_this_thread(current_->name) &&
+      !test_hooks::no_self_wait_check.load()) {
+    throw WouldDeadlock("lock " + dir_ + ": the calling thread already holds its node " + current_->path +
+                        " (through another lock object or scope guard on the same Session), so it would "
+                        "wait on itself forever");
+  }
+  if (!driving_ && waiting_.empty() && (!current_ || policy_.shared)) {
+    // Readers: a current node that new readers may not join (a writer waits behind it) drains
+    // on its own; this thread queues a new one behind the writer.
+    if (current_) {
+      current_->closed = true;
+      current_.reset();
+    }
+    driving_ = true;
+    return drive(lock, deadline);
+  }
+  return wait_as_member(lock, deadline);
+}
+
+std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+  lock.unlock();
+  std::optional<Acquired> acquired;
+  try {
+    acquired = detail::acquire(*client_, dir_, policy_, deadline, DirectoryWatch::On);
+  } catch (...) {
+    lock.lock();
+    driving_ = false;
+    hand_driving_on_locked();
+    throw;
+  }
+  lock.lock();
+  driving_ = false;
+  if (!acquired) {
+    hand_driving_on_locked();
+    return std::nullopt;
+  }
+  if (acquired->czxid > max_fenced_czxid()) {
+    client_->release_node(acquired->node);
+    hand_driving_on_locked();
+    throw_token_exhausted(dir_, acquired->czxid);
+  }
+  auto node = std::make_shared<CohortNode>();
+  node->path = std::move(acquired->node);
+  node->name = node->path.substr(dir_.size() + 1);
+  node->czxid = acquired->czxid;
+  node->generation = acquired->generation;
+  current_ = node;
+  note_listing_locked(*node, acquired->listing);
+  Grant grant = grant_locked(node);
+  if (policy_.shared) {
+    // Readers that waited for this node hold it together, unless a writer already waits behind
+    // it: then they queue a new node behind that writer.
+    hand_driving_on_locked();
+  }
+  // A child event after the granting listing was served reports a change that listing missed.
+  const bool missed_change = last_event_mark_ > acquired->listing_mark && !node->others_waiting && !relist_in_flight_;
+  if (missed_change) relist_in_flight_ = true;
+  lock.unlock();
+  if (missed_change) relist(node);
+  return grant;
+}
+
+std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+  if (deadline.passed()) return std::nullopt;  // try_lock(): another local thread has it
+  Member member;
+  waiting_.push_back(&member);
+  const auto leave = [&] {
+    if (const auto it = std::find(waiting_.begin(), waiting_.end(), &member); it != waiting_.end()) waiting_.erase(it);
+  };
+  for (;;) {
+    if (member.granted) return std::move(member.granted);
+    if (member.failed) {
+      throw LockLost(make_error_code(errc::lock_lost),
+                     "lock " + dir_ + ": the lock node this thread waited for (held by another thread of this "
+                                      "process) went with an expired or closed session");
+    }
+    if (member.drive) return drive(lock, deadline);
+    if (current_ && !client_->owns_nodes_of(current_->generation)) {
+      fail_waiters_locked();
+      retire_current_locked(false);
+      continue;
+    }
+    if (deadline.abandoned()) {
+      leave();
+      throw Error(make_error_code(errc::lock_destroyed),
+                  "lock " + dir_ + ": the lock object was destroyed by another thread while this thread waited on it");
+    }
+    if (deadline.passed()) {
+      leave();
+      return std::nullopt;
+    }
+    auto waiter = std::make_shared<Waiter>();
+    member.waiter = waiter;
+    // Woken by a grant, by an order to drive, and by every change of the session's state.
+    client_->add_waiter(waiter_key_, waiter);
+    lock.unlock();
+    waiter->wait(deadline);
+    client_->remove_waiter(waiter_key_, waiter);
+    lock.lock();
+    member.waiter.reset();
+  }
+}
+
+Grant Cohort::grant_locked(const std::shared_ptr<CohortNode>& node) {
+  node->lingering = false;
+  const std::int64_t token = test_hooks::handoff_unscaled_tokens.load() ? node->czxid + node->holds_granted
+                                                                       : fencing_token_of(node->czxid, node->holds_granted);
+  ++node->holds_granted;
+  ++node->holders;
+  return Grant{node->path, token, node->generation, node};
+}
+
+bool Cohort::joinable_locked() const {
+  if (!current_ || current_->closed || current_->others_waiting) return false;
+  if (policy_.shared || test_hooks::handoff_share_exclusive.load()) return true;
+  // Exclusive: only a lingering node is free to take; a held one is waited for, in turn.
+  return current_->holders == 0 && waiting_.empty() && current_->holds_granted < kHoldsPerNode;
+}
+
+bool Cohort::may_pass_locked(const CohortNode& node) const {
+  if (node.closed || node.holds_granted >= kHoldsPerNode) return false;
+  if (!node.others_waiting) return true;
+  return node.holds_granted - node.holds_at_seen < static_cast<std::int64_t>(options_.max_passes) &&
+         Clock::now() - node.others_seen < options_.max_time;
+}
+
+void Cohort::release(const Grant& grant) noexcept {
+  if (!grant.shared) {
+    client_->release_node(grant.node);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  const auto& node = grant.shared;
+  --node->holders;
+  if (node != current_) {
+    // Given up, lost, or left to drain: the last holder deletes it.
+    if (node->holders == 0) client_->release_node(node->path);
+    return;
+  }
+  if (!client_->owns_nodes_of(node->generation)) {
+    fail_waiters_locked();
+    retire_current_locked(node->holders == 0);
+    return;
+  }
+  if (node->holders > 0) return;  // readers still hold it
+  if (!policy_.shared && !waiting_.empty()) {
+    if (may_pass_locked(*node)) {
+      Member* next = waiting_.front();
+      waiting_.pop_front();
+      next->granted = grant_locked(node);
+      wake(*next);
+    } else {
+      retire_current_locked(true);  // the next local waiter queues a new node
+    }
+    return;
+  }
+  const bool linger = options_.linger.count() > 0 && !node->closed && !node->others_waiting &&
+                      node->holds_granted < kHoldsPerNode && client_->state() == SessionState::Connected;
+  if (linger) {
+    linger_locked(node);
+  } else {
+    retire_current_locked(true);
+  }
+}
+
+void Cohort::stop_passing(const Grant& grant) noexcept {
+  if (!grant.shared) return;
+  std::lock_guard lock(mutex_);
+  grant.shared->closed = true;
+}
+
+std::size_t Cohort::local_waiters() const {
+  std::lock_guard lock(mutex_);
+  return waiting_.size();
+}
+
+void Cohort::retire_current_locked(bool delete_node) {
+  if (!current_) return;
+  current_->closed = true;
+  current_->lingering = false;
+  if (delete_node && current_->holders == 0) client_->release_node(current_->path);
+  current_.reset();
+  hand_driving_on_locked();
+}
+
+void Cohort::fail_waiters_locked() {
+  // Only those waiting for the lost node: a thread driving an acquisition finds out by itself.
+  for (Member* member : waiting_) {
+    member->failed = true;
+    wake(*member);
+  }
+  waiting_.clear();
+}
+
+void Cohort::hand_driving_on_locked() {
+  if (driving_ || waiting_.empty()) return;
+  if (policy_.shared && joinable_locked()) {
+    for (Member* member : waiting_) {
+      member->granted = grant_locked(current_);
+      wake(*member);
+    }
+    waiting_.clear();
+    return;
+  }
+  Member* next = waiting_.front();
+  waiting_.pop_front();
+  next->drive = true;
+  driving_ = true;
+  wake(*next);
+}
+
+void Cohort::wake(Member& member) {
+  if (member.waiter) member.waiter->wake();
+}
+
+void Cohort::linger_locked(const std::shared_ptr<CohortNode>& node) {
+  node->lingering = true;
+  const auto ticket = next_linger_ticket_++;
+  node->linger_ticket = ticket;
+  std::weak_ptr<Cohort> weak = weak_from_this();
+  linger_timer::run_at(Clock::now() + options_.linger, [weak, ticket] {
+    if (auto self = weak.lock()) self->on_linger_expired(ticket);
+  });
+}
+
+void Cohort::on_linger_expired(std::uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  if (current_ && current_->lingering && current_->linger_ticket == ticket) retire_current_locked(true);
+}
+
+void Cohort::on_directory_changed(std::uint64_t mark) {
+  std::shared_ptr<CohortNode> node;
+  {
+    std::lock_guard lock(mutex_);
+    last_event_mark_ = mark;
+    if (!current_ || current_->others_waiting) return;
+    if (relist_in_flight_) {
+      relist_again_ = true;
+      return;
+    }
+    relist_in_flight_ = true;
+    node = current_;
+  }
+  relist(node);
+}
+
+void Cohort::relist(const std::shared_ptr<CohortNode>& node) {
+  std::weak_ptr<Cohort> weak = weak_from_this();
+  client_->children(
+      dir_,
+      [weak, node](ChildrenResult listed) {
+        if (auto self = weak.lock()) self->on_relisted(node, listed);
+      },
+      /*watch=*/true);
+}
+
+void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const ChildrenResult& listed) {
+  std::shared_ptr<CohortNode> again;
+  {
+    std::lock_guard lock(mutex_);
+    relist_in_flight_ = false;
+    if (listed.rc == ZOK && node == current_) note_listing_locked(*node, listed.names);
+    if (std::exchange(relist_again_, false) && current_ && !current_->others_waiting) {
+      relist_in_flight_ = true;
+      again = current_;
+    }
+  }
+  if (again) relist(again);
+}
+
+void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string>& names) {
+  if (node.others_waiting || test_hooks::handoff_ignore_other_clients.load()) return;
+  const auto queue = queue_of(names);
+  const auto ours = std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == node.name; });
+  if (ours == queue.end()) return;
+  if (!policy_.blocks_others(queue, static_cast<std::size_t>(ours - queue.begin()))) return;
+  node.others_waiting = true;
+  node.others_seen = Clock::now();
+  node.holds_at_seen = node.holds_granted;
+  if (node.lingering && current_.get() == &node) retire_current_locked(true);
+}
+
+void Cohort::on_session_state(SessionState state) {
+  std::shared_ptr<CohortNode> relist_node;
+  {
+    std::lock_guard lock(mutex_);
+    if (!current_) return;
+    if (state == SessionState::Suspended && current_->lingering) {
+      // Nobody holds it, and while disconnected nobody can tell whether it still exists.
+      retire_current_locked(true);
+    } else if (state == SessionState::Connected && !current_->others_waiting && !relist_in_flight_) {
+      // A listing that failed with the connection armed no watch: look again.
+      relist_in_flight_ = true;
+      relist_node = current_;
+    }
+  }
+  if (relist_node) relist(relist_node);
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,146 @@
+// Internal: local hand-off, the threads of one process sharing one lock node (dlock/handoff.hpp).
+//
+// A Cohort is one kind of lock (one LockPolicy) on one LockSite (session, path). It sits between
+// the lock objects and the queue algorithm (lock_core): a thread that finds no usable node drives
+// an acquisition through lock_core as before; threads arriving meanwhile, or while the node is
+// held, wait in a local FIFO. A release passes the node to the next local waiter (exclusive
+// kinds) with no ZooKeeper request; readers join a held read node. A child watch on the lock
+// directory, armed by lock_core's listings, tells when another client queues behind the node;
+// from then on passes are bounded (HandoffOptions::max_passes, max_time), after which the node is
+// deleted and the first local waiter drives a new acquisition behind that client.
+//
+// States of the current node (exclusive kinds; readers differ only in that any number hold it):
+//
+//   state \ event   release,          release,             release,      other client   session
+//                   local waiters,    local waiters,       no waiters    queues         loses node
+//                   pass allowed      bound reached
+//   none            -                 -                    -             -              -
+//   held            held (passed)     none (deleted; the   lingering     held, bound    holders
+//                                     next waiter drives)  or none       counts         signalled,
+//                                                                                       waiters fail
+//   lingering       -                 -                    -             none (deleted) none
+//
+// A lingering node (linger > 0) is taken by the next local acquisition, deleted when the linger
+// time runs out, another client queues, or the connection drops.
+//
+// Fencing: the n-th hold (from 0) of a node created at czxid gets fencing_token_of(czxid, n);
+// a node carries at most kHoldsPerNode holds and is then re-created.
+//
+// Thread-safety: all members may be called from any thread; release() of a grant from any thread
+// (LockHandles are thread-free).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "client.hpp"
+#include "deadline.hpp"
+#include "lock_core.hpp"
+
+namespace dlock::detail {
+
+class Cohort;
+
+// One lock node, shared by the local holds granted on it.
+struct CohortNode {
+  std::string path;
+  std::string name;  // the last path component
+  std::int64_t czxid = 0;
+  std::uint64_t generation = 0;  // the handle that created it
+  std::int64_t holds_granted = 0;  // holds granted on it so far (the next one's pass number)
+  int holders = 0;                 // holds granted and not yet released
+  bool closed = false;             // no further local holds: given up, lost, or downgraded beside
+  bool others_waiting = false;     // another client queued behind it
+  Clock::time_point others_seen;   // when others_waiting was first seen
+  std::int64_t holds_at_seen = 0;  // holds_granted then
+  bool lingering = false;
+  std::uint64_t linger_ticket = 0;  // identifies the linger timer that may delete it
+};
+
+// One local hold: what a lock object keeps, and gives back to Cohort::release.
+struct Grant {
+  std::string node;
+  std::int64_t token = 0;
+  std::uint64_t generation = 0;
+  std::shared_ptr<CohortNode> shared;  // null: a node of its own (hand-off off, or a downgrade)
+};
+
+class Cohort : public std::enable_shared_from_this<Cohort> {
+ public:
+  Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy);
+  // Starts the child watch and state listener; call once, right after construction.
+  void start();
+  // Deletes a lingering node.
+  ~Cohort();
+  Cohort(const Cohort&) = delete;
+  Cohort& operator=(const Cohort&) = delete;
+
+  // Takes a hold: joins or waits for the local node, or drives an acquisition of a new one.
+  // Nullopt once the deadline passed (nothing left behind). Throws like lock_core's acquire();
+  // LockLost (errc::lock_lost) when the node this thread waited for was lost with the session;
+  // WouldDeadlock when it would wait for a node the calling thread holds itself.
+  std::optional<Grant> acquire(const Deadline& deadline);
+  // Gives back a hold (any thread). Never throws; never waits for ZooKeeper.
+  void release(const Grant& grant) noexcept;
+  // No further local holds on `grant`'s node (a downgrade queued a read node level with it: a
+  // local pass would let a writer in beside that reader).
+  void stop_passing(const Grant& grant) noexcept;
+
+  // Threads of this process waiting for this lock (not counting one that drives a ZooKeeper
+  // acquisition).
+  std::size_t local_waiters() const;
+
+ private:
+  struct Member {
+    std::shared_ptr<Waiter> waiter;
+    std::optional<Grant> granted;
+    bool drive = false;   // told to drive the next acquisition
+    bool failed = false;  // the node it waited for was lost
+  };
+
+  std::optional<Grant> drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
+  std::optional<Grant> wait_as_member(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
+  // A hold on current_ for the calling or a waiting thread. Needs mutex_.
+  Grant grant_locked(const std::shared_ptr<CohortNode>& node);
+  // Whether a new local hold may use current_ now. Needs mutex_.
+  bool joinable_locked() const;
+  bool may_pass_locked(const CohortNode& node) const;
+  // current_ is gone (deleted or lost); the first waiter drives next. Needs mutex_.
+  void retire_current_locked(bool delete_node);
+  // current_ went with its session: waiters fail. Needs mutex_.
+  void fail_waiters_locked();
+  void hand_driving_on_locked();
+  void wake(Member& member);
+  void linger_locked(const std::shared_ptr<CohortNode>& node);
+  void on_linger_expired(std::uint64_t ticket);
+  void on_directory_changed(std::uint64_t mark);
+  void relist(const std::shared_ptr<CohortNode>& node);
+  void on_relisted(const std::shared_ptr<CohortNode>& node, const ChildrenResult& listed);
+  // Marks others_waiting from a listing. Needs mutex_.
+  void note_listing_locked(CohortNode& node, const std::vector<std::string>& names);
+  void on_session_state(SessionState state);
+
+  const std::shared_ptr<Client> client_;
+  const std::string dir_;
+  const LockPolicy& policy_;
+  const HandoffOptions options_;
+  const std::string waiter_key_;  // the key local waiters register under with the Client
+
+  mutable std::mutex mutex_;
+  std::shared_ptr<CohortNode> current_;  // the node new local holds use
+  bool driving_ = false;                 // a thread is acquiring a new node
+  std::deque<Member*> waiting_;          // local waiters, first come first served
+  std::uint64_t last_event_mark_ = 0;    // of the latest child event on dir_
+  bool relist_in_flight_ = false;
+  bool relist_again_ = false;
+  std::uint64_t next_linger_ticket_ = 1;
+  std::uint64_t child_watch_ = 0;
+  std::uint64_t state_listener_ = 0;
+};
+
+}  // namespace dlock::detail

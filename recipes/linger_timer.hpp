@@ -1,0 +1,18 @@
+// Internal: runs small tasks at a given time on one process-wide thread (hand-off's lingering
+// nodes, cohort.hpp). Tasks must not block: they take a cohort's mutex briefly and queue a
+// ZooKeeper delete without waiting for it.
+//
+// The thread starts with the first task and is never joined (it may still be needed while
+// static objects are destroyed); a task scheduled for after the process exits simply never runs,
+// and its node goes with the session.
+#pragma once
+
+#include <functional>
+
+#include "deadline.hpp"
+
+namespace dlock::detail::linger_timer {
+
+void run_at(Clock::time_point when, std::function<void()> task);
+
+}  // namespace dlock::detail::linger_timer

@@ -1,0 +1,76 @@
+#include "lock_site.hpp"
+
+#include <atomic>
+#include <map>
+#include <utility>
+
+#include "policies.hpp"
+
+namespace dlock::detail {
+namespace {
+
+std::atomic<std::uint64_t> next_site_id{1};
+
+// Live sites by (client, path). A live site keeps its Client alive, so a Client's address is not
+// reused while an entry for it can still be locked.
+struct Registry {
+  std::mutex mutex;
+  std::map<std::pair<const Client*, std::string>, std::weak_ptr<LockSite>> sites;
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry;  // never destroyed: sites may die after main()
+  return *instance;
+}
+
+const LockPolicy& policy_of(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Write: return kWritePolicy;
+    case NodeKind::Read: return kReadPolicy;
+    case NodeKind::Exclusive: break;
+  }
+  return kExclusivePolicy;
+}
+
+}  // namespace
+
+LockSite::~LockSite() {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  // Only if expired: another thread may already have replaced the entry with a live site.
+  const auto it = r.sites.find({client.get(), path});
+  if (it != r.sites.end() && it->second.expired()) r.sites.erase(it);
+}
+
+Cohort& LockSite::cohort(NodeKind kind) {
+  std::lock_guard lock(mutex_);
+  auto& slot = cohorts_[static_cast<int>(kind)];
+  if (!slot) {
+    slot = std::make_shared<Cohort>(client, path, policy_of(kind));
+    // Before anyone uses it: its child watch must see every event after its first listing. (It
+    // subscribes to the session; no listener takes this mutex.)
+    slot->start();
+  }
+  return *slot;
+}
+
+std::size_t LockSite::local_waiters() const {
+  std::size_t total = 0;
+  std::lock_guard lock(mutex_);
+  for (const auto& cohort : cohorts_) {
+    if (cohort) total += cohort->local_waiters();
+  }
+  return total;
+}
+
+std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto& slot = r.sites[{client.get(), path}];
+  if (auto existing = slot.lock()) return existing;
+  auto created = std::make_shared<LockSite>(next_site_id.fetch_add(1), path, client);
+  slot = created;
+  return created;
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,46 @@
+// Internal: the identity of one lock path on one session, and the local hand-off state of it.
+//
+// Every lock object on the same (session, path) shares one LockSite, so a thread re-entering the
+// path through another Mutex object finds its hold (hold_table.hpp), and threads using different
+// objects share one lock node (cohort.hpp). Ids come from a process-wide counter and are never
+// reused, so two sessions (or a session and its successor) never share one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "client.hpp"
+#include "cohort.hpp"
+
+namespace dlock::detail {
+
+// Which kind of node a hold creates: a Mutex's, a SharedMutex's write side, its read side.
+enum class NodeKind : std::uint8_t { Exclusive, Write, Read };
+
+struct LockSite {
+  LockSite(std::uint64_t id_, std::string path_, std::shared_ptr<Client> client_)
+      : id(id_), path(std::move(path_)), client(std::move(client_)) {}
+  ~LockSite();
+  LockSite(const LockSite&) = delete;
+  LockSite& operator=(const LockSite&) = delete;
+
+  // The cohort of `kind` (created on first use).
+  Cohort& cohort(NodeKind kind);
+  // Threads of this process waiting for this path's lock, of every kind.
+  std::size_t local_waiters() const;
+
+  const std::uint64_t id;
+  const std::string path;  // the lock directory
+  const std::shared_ptr<Client> client;
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<Cohort> cohorts_[3];
+};
+
+// The site of (client, path), shared by every lock object on it while any exists.
+std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path);
+
+}  // namespace dlock::detail

@@ -1,0 +1,338 @@
+// Local hand-off (dlock/handoff.hpp): threads of one Session share one lock node, hand it over
+// without ZooKeeper requests, stay fair to other clients, keep fencing tokens in order, and fail
+// together when the node is lost. Each guarantee has its negative control.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "eventually.hpp"
+#include "test_env.hpp"
+#include "test_hooks.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Ms = std::chrono::milliseconds;
+
+SessionOptions with_handoff(bool local, Ms linger = 0ms) {
+  auto options = session_options();
+  options.handoff.local = local;
+  options.handoff.linger = linger;
+  return options;
+}
+
+struct Outcome {
+  std::uint64_t uses = 0;
+  std::uint64_t requests = 0;
+  int overlaps = 0;
+};
+
+// `threads` threads of one session each lock `cycles` times; counts ZooKeeper requests and
+// overlapping critical sections.
+Outcome hammer(const SessionOptions& options, const std::string& path, int threads, int cycles) {
+  Session session(options);
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  const auto before = session.stats().requests;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      Mutex mutex(session, path);
+      for (int i = 0; i < cycles; ++i) {
+        std::scoped_lock guard(mutex);
+        if (inside.fetch_add(1) != 0) ++overlaps;
+        std::this_thread::sleep_for(20us);
+        inside.fetch_sub(1);
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  return {static_cast<std::uint64_t>(threads * cycles), session.stats().requests - before, overlaps.load()};
+}
+
+TEST(HandOff, EightThreadsOfOneSessionShareOneNodeAndPassItWithoutRequests) {
+  const Outcome on = hammer(with_handoff(true), test_root() + "/on", 8, 100);
+  // The control: a node per acquisition costs a create, a listing and a delete at least.
+  const Outcome off = hammer(with_handoff(false), test_root() + "/off", 8, 100);
+  EXPECT_EQ(on.overlaps, 0);
+  EXPECT_EQ(off.overlaps, 0);
+  EXPECT_GE(off.requests, 3 * off.uses) << "the request count cannot tell hand-off from none";
+  EXPECT_LT(on.requests * 10, on.uses) << on.requests << " requests for " << on.uses << " uses";
+}
+
+TEST(HandOff, TokensStrictlyIncreaseAcrossLocalPassesAndAcrossClients) {
+  // Two clients (Sessions) of four threads each; tokens recorded inside the lock, in hold order.
+  std::mutex record;
+  std::vector<std::int64_t> tokens;
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int s = 0; s < 2; ++s) sessions.push_back(std::make_unique<Session>(session_options()));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 8; ++t) {
+    workers.emplace_back([&, s = sessions[t % 2].get()] {
+      Mutex mutex(*s, test_root());
+      for (int i = 0; i < 40; ++i) {
+        std::scoped_lock guard(mutex);
+        std::lock_guard lock(record);
+        tokens.push_back(mutex.fencing_token());
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  ASSERT_EQ(tokens.size(), 320u);
+  int passes = 0;
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    EXPECT_LT(tokens[i - 1], tokens[i]) << "hold " << i;
+    if (tokens[i] / kHoldsPerNode == tokens[i - 1] / kHoldsPerNode) ++passes;
+  }
+  EXPECT_GT(passes, 0) << "no local pass happened: the test shows nothing about them";
+}
+
+TEST(HandOff, NegativeControlUnscaledPassTokensOvertakeTheNextClient) {
+  // czxid + pass (the trap): a pass's token exceeds that of a client that queued meanwhile.
+  ScopedHook trap(detail::test_hooks::handoff_unscaled_tokens);
+  Session a(session_options()), b(session_options());
+  Mutex first(a, test_root());
+  std::vector<std::int64_t> tokens;
+  std::mutex record;
+  first.lock();
+  // Three more threads of A wait locally; B queues behind A's node.
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 3; ++t) {
+    workers.emplace_back([&] {
+      Mutex mutex(a, test_root());
+      std::scoped_lock guard(mutex);
+      std::lock_guard lock(record);
+      tokens.push_back(mutex.fencing_token());
+    });
+  }
+  ASSERT_TRUE(eventually([&] { return first.local_waiters() == 3; }));
+  auto other = std::async(std::launch::async, [&] {
+    Mutex mutex(b, test_root());
+    std::scoped_lock guard(mutex);
+    std::lock_guard lock(record);
+    tokens.push_back(mutex.fencing_token());
+  });
+  ASSERT_TRUE(eventually([&] { return first.participants().size() == 2; }));
+  tokens.push_back(first.fencing_token());
+  first.unlock();
+  for (auto& worker : workers) worker.join();
+  other.get();
+  bool disorder = false;
+  for (std::size_t i = 1; i < tokens.size(); ++i) disorder |= tokens[i - 1] >= tokens[i];
+  EXPECT_TRUE(disorder) << "the order check cannot catch the trap";
+}
+
+// A hammers with 4 threads; B takes the lock 10 times; returns B's longest wait.
+Ms longest_wait_of_another_client(const std::string& path) {
+  Session a(session_options()), b(session_options());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hammers;
+  for (int t = 0; t < 4; ++t) {
+    hammers.emplace_back([&] {
+      Mutex mutex(a, path);
+      while (!stop) {
+        std::scoped_lock guard(mutex);
+        std::this_thread::sleep_for(1ms);
+      }
+    });
+  }
+  Mutex probe(b, path);
+  Ms longest{0};
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(20ms);
+    const auto start = std::chrono::steady_clock::now();
+    if (!probe.try_lock_for(3s)) {
+      longest = 3s;
+      break;
+    }
+    longest = std::max(longest, std::chrono::duration_cast<Ms>(std::chrono::steady_clock::now() - start));
+    probe.unlock();
+    if (longest >= 500ms) break;  // starved once is enough to tell
+  }
+  stop = true;
+  for (auto& hammer : hammers) hammer.join();
+  return longest;
+}
+
+TEST(HandOff, AnotherClientWaitsNoLongerThanTheBoundedPasses) {
+  // 8 passes of ~1 ms or 10 ms, plus a round trip to notice and the hammer's queue ahead of it.
+  EXPECT_LT(longest_wait_of_another_client(test_root()), 500ms);
+}
+
+TEST(HandOff, NegativeControlIgnoringOtherClientsStarvesThem) {
+  // Passes unbounded: the node changes hands only when it has carried 1024 holds (~1 s here).
+  ScopedHook unfair(detail::test_hooks::handoff_ignore_other_clients);
+  EXPECT_GE(longest_wait_of_another_client(test_root()), 500ms);
+}
+
+TEST(HandOff, ATimedOutLocalWaiterLeavesNothingBehind) {
+  Session session(session_options());
+  Mutex holder(session, test_root());
+  holder.lock();
+  const auto before = session.stats().requests;
+  auto waiter = std::async(std::launch::async, [&] { return Mutex(session, test_root()).try_lock_for(100ms); });
+  EXPECT_FALSE(waiter.get());
+  EXPECT_EQ(session.stats().requests, before) << "a local waiter sent requests";
+  EXPECT_EQ(holder.local_waiters(), 0u);
+  EXPECT_EQ(holder.participants().size(), 1u);
+  holder.unlock();
+  EXPECT_TRUE(eventually([&] { return holder.participants().empty(); }));
+  EXPECT_TRUE(another_session_locks(test_root(), 5s));
+}
+
+TEST(HandOff, ReadersOfOneSessionShareOneReadNode) {
+  Session session(session_options());
+  std::vector<std::unique_ptr<SharedMutex>> readers;
+  for (int i = 0; i < 4; ++i) readers.push_back(std::make_unique<SharedMutex>(session, test_root()));
+  std::vector<std::thread> threads;
+  std::atomic<int> holding{0};
+  std::atomic<bool> release{false};
+  for (auto& reader : readers) {
+    threads.emplace_back([&, r = reader.get()] {
+      std::shared_lock guard(*r);
+      ++holding;
+      while (!release) std::this_thread::sleep_for(1ms);
+    });
+  }
+  EXPECT_TRUE(eventually([&] { return holding == 4; }));
+  EXPECT_EQ(readers[0]->participants().size(), 1u);
+  release = true;
+  for (auto& thread : threads) thread.join();
+}
+
+// A reader of session A holds; a writer of session B queues; returns whether another reader of A
+// could still join (polling until the writer is noticed, or 1 s).
+bool reader_joins_beside_a_queued_writer() {
+  Session a(session_options()), b(session_options());
+  SharedMutex held(a, test_root());
+  held.lock_shared();
+  auto writer = std::async(std::launch::async, [&] {
+    SharedMutex w(b, test_root());
+    std::scoped_lock guard(w);
+  });
+  EXPECT_TRUE(eventually([&] { return held.participants().size() == 2; }));
+  bool joined = true;
+  const auto until = std::chrono::steady_clock::now() + 1s;
+  while (joined && std::chrono::steady_clock::now() < until) {
+    joined = std::async(std::launch::async, [&] {
+               SharedMutex other(a, test_root());
+               if (!other.try_lock_shared()) return false;
+               other.unlock_shared();
+               return true;
+             }).get();
+    std::this_thread::sleep_for(10ms);
+  }
+  held.unlock_shared();
+  writer.get();
+  return joined;
+}
+
+TEST(HandOff, AQueuedWriterStopsNewLocalReadersFromJoining) { EXPECT_FALSE(reader_joins_beside_a_queued_writer()); }
+
+TEST(HandOff, NegativeControlReadersIgnoringTheWriterKeepJoining) {
+  ScopedHook unfair(detail::test_hooks::handoff_ignore_other_clients);
+  EXPECT_TRUE(reader_joins_beside_a_queued_writer());
+}
+
+TEST(HandOff, ALostNodeSignalsItsHolderAndFailsEveryLocalWaiter) {
+  Session session(session_options());
+  Mutex holder(session, test_root());
+  holder.lock();
+  const auto lost = holder.stop_token();
+  std::vector<std::future<bool>> waiters;  // true: LockLost
+  for (int i = 0; i < 3; ++i) {
+    waiters.push_back(std::async(std::launch::async, [&] {
+      Mutex mutex(session, test_root());
+      try {
+        mutex.lock();
+        mutex.unlock();
+        return false;
+      } catch (const LockLost& e) {
+        return e.code() == make_error_code(errc::lock_lost);
+      }
+    }));
+  }
+  ASSERT_TRUE(eventually([&] { return holder.local_waiters() == 3; }));
+  ASSERT_TRUE(expire_until_lost(session));
+  EXPECT_TRUE(lost.stop_requested());
+  for (auto& waiter : waiters) {
+    ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "a local waiter still waits";
+    EXPECT_TRUE(waiter.get()) << "a local waiter of the lost node got it, or failed otherwise";
+  }
+  EXPECT_FALSE(holder.still_held());
+  holder.unlock();
+  // The renewed session locks again.
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }));
+  Mutex again(session, test_root());
+  EXPECT_TRUE(again.try_lock_for(5s));
+  again.unlock();
+}
+
+TEST(HandOff, LingeringKeepsTheNodeForTheNextLocalUseAndYieldsToAnotherClient) {
+  Session session(with_handoff(true, 10s));
+  Mutex mutex(session, test_root());
+  mutex.lock();
+  mutex.unlock();
+  EXPECT_EQ(mutex.participants().size(), 1u) << "the node did not linger";
+  const auto before = session.stats().requests;
+  for (int i = 0; i < 100; ++i) {
+    mutex.lock();
+    mutex.unlock();
+  }
+  EXPECT_EQ(session.stats().requests, before) << "re-locking a lingering node sent requests";
+  // Another client queues: the node goes at once, not after 10 s.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(another_session_locks(test_root(), 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST(HandOff, NegativeControlWithoutLingerTheNodeGoesAtRelease) {
+  Session session(with_handoff(true, 0ms));
+  Mutex mutex(session, test_root());
+  mutex.lock();
+  mutex.unlock();
+  EXPECT_TRUE(eventually([&] { return mutex.participants().empty(); }));
+}
+
+TEST(HandOff, ALingeringNodeIsDeletedWhenItsTimeRunsOut) {
+  Session session(with_handoff(true, 200ms));
+  Mutex mutex(session, test_root());
+  mutex.lock();
+  mutex.unlock();
+  EXPECT_EQ(mutex.participants().size(), 1u);
+  EXPECT_TRUE(eventually([&] { return mutex.participants().empty(); }, 3s));
+}
+
+TEST(HandOff, ALockHandleReleasedOnAnotherThreadPassesTheNodeOn) {
+  Session session(session_options());
+  auto handle = LockHandle::acquire(session, test_root());
+  const auto first = handle.fencing_token();
+  auto next = std::async(std::launch::async, [&] { return LockHandle::acquire(session, test_root()); });
+  ASSERT_TRUE(eventually([&] { return Mutex(session, test_root()).local_waiters() == 1; }));
+  std::thread([h = std::move(handle)]() mutable { h.release(); }).join();
+  auto second = next.get();
+  EXPECT_EQ(second.fencing_token(), first + 1) << "not a local pass of the same node";
+}
+
+TEST(HandOff, BadOptionsAreRejectedNamingTheOptionAndTheValue) {
+  auto options = session_options();
+  options.handoff.linger = -5ms;
+  try {
+    Session session(options);
+    ADD_FAILURE() << "a negative linger was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+    EXPECT_NE(std::string(e.what()).find("handoff.linger must not be negative, got -5 ms"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dlock::testing
