@@ -128,6 +128,9 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
 std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
   if (deadline.passed()) return std::nullopt;  // try_lock(): another local thread has it
   Member member;
+  // The session this thread began to wait on: like a waiter queued in ZooKeeper, whose node goes
+  // with it, a local waiter fails when that session ends.
+  const auto generation = client_->generation();
   waiting_.push_back(&member);
   const auto leave = [&] {
     if (const auto it = std::find(waiting_.begin(), waiting_.end(), &member); it != waiting_.end()) waiting_.erase(it);
@@ -138,6 +141,16 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
       throw LockLost(make_error_code(errc::lock_lost),
                      "lock " + dir_ + ": the lock node this thread waited for (held by another thread of this "
                                       "process) went with an expired or closed session");
+    }
+    if (!client_->owns_nodes_of(generation)) {
+      leave();
+      if (std::exchange(member.drive, false)) {
+        driving_ = false;
+        hand_driving_on_locked();
+      }
+      throw LockLost(make_error_code(errc::lock_lost),
+                     "lock " + dir_ + ": the session this thread waited on " +
+                         (client_->state() == SessionState::Closed ? "was closed" : "expired") + " while it waited");
     }
     if (member.drive) return drive(lock, deadline);
     if (current_ && !client_->owns_nodes_of(current_->generation)) {

@@ -4,6 +4,7 @@
 // Command line (shared with kazoo_peer.py; see tests/interop/CMakeLists.txt for the launcher):
 //   curator_peer run   --connect HOST:PORT --path P --lock mutex|read|write --cycles N --threads T
 //                      --client NAME --log FILE [--counter FILE] [--hold-us U]
+//                      [--pause-us U: sleep between a release and the next acquire]
 //                      [--start-at-ns CLOCK_MONOTONIC ns to begin the cycles at]
 //   curator_peer hold  --connect HOST:PORT --path P --lock mutex|read|write
 //   curator_peer probe --connect HOST:PORT --path P --lock mutex|read|write --timeout-ms T
@@ -43,7 +44,7 @@ public final class CuratorPeer {
   private static final String USAGE = String.join("\n",
       "usage:",
       "  curator_peer run   --connect HOST:PORT --path P --lock mutex|read|write --cycles N --threads T",
-      "                     --client NAME --log FILE [--counter FILE] [--hold-us U]",
+      "                     --client NAME --log FILE [--counter FILE] [--hold-us U] [--pause-us U]",
       "  curator_peer hold  --connect HOST:PORT --path P --lock mutex|read|write",
       "  curator_peer probe --connect HOST:PORT --path P --lock mutex|read|write --timeout-ms T");
 
@@ -130,7 +131,7 @@ public final class CuratorPeer {
     switch (options.command) {
       case "run":
         required = List.of("connect", "path", "lock", "cycles", "threads", "client", "log");
-        optional = Set.of("counter", "hold-us", "start-at-ns");
+        optional = Set.of("counter", "hold-us", "start-at-ns", "pause-us");
         break;
       case "hold":
         required = List.of("connect", "path", "lock");
@@ -280,6 +281,7 @@ public final class CuratorPeer {
     final int threads = (int) options.number("threads", 1, 1024);
     final String name = options.get("client");
     final long holdMicros = options.values.containsKey("hold-us") ? options.number("hold-us", 0, Long.MAX_VALUE / 1000) : 0;
+    final long pauseMicros = options.values.containsKey("pause-us") ? options.number("pause-us", 0, Long.MAX_VALUE / 1000) : 0;
     final Path counter =
         options.values.containsKey("counter") && !kind.equals("read") ? Path.of(options.get("counter")) : null;
     final String mode = mode(kind);
@@ -302,6 +304,8 @@ public final class CuratorPeer {
           try {
             NodeLock lock = newLock(client, path, kind);
             for (long i = 0; i < cycles && failure.get() == null; ++i) {
+              if (i > 0) sleepMicros(pauseMicros);
+              final long asked = System.nanoTime();
               lock.acquire();
               long enter;
               long exit;
@@ -323,7 +327,7 @@ public final class CuratorPeer {
                 lock.release();
               }
               String line = "{\"client\":" + label + ",\"session\":\"" + session + "\",\"mode\":\"" + mode
-                  + "\",\"token\":" + token + ",\"enter_ns\":" + enter + ",\"exit_ns\":" + exit + "}\n";
+                  + "\",\"token\":" + token + ",\"asked_ns\":" + asked + ",\"enter_ns\":" + enter + ",\"exit_ns\":" + exit + "}\n";
               synchronized (log) {
                 log.write(line);
                 log.flush();

@@ -7,6 +7,7 @@
 //                  [--start-at-ns NS]   (begin the cycles at this CLOCK_MONOTONIC instant)
 //                  [--session-timeout-ms MS]   (default 10000)
 //                  [--loss-signal on-suspended|on-lost]   (SessionOptions::loss_signal)
+//                  [--max-passes N] [--max-time-ms MS] [--handoff on|off]   (SessionOptions::handoff)
 //                  [--attempt-timeout-ms MS]   (try_lock_for instead of lock; a timeout is
 //                                               logged as a "timeout" event and retried)
 //                  [--tolerate-loss]   (a cycle whose acquisition throws LockLost or Error is
@@ -65,6 +66,7 @@ struct Options {
   std::int64_t start_at_ns = 0;
   bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false;
   dlock::LossSignal loss_signal = dlock::LossSignal::OnSuspended;
+  dlock::HandoffOptions handoff{};
 };
 
 std::int64_t monotonic_ns() {
@@ -144,6 +146,11 @@ Options parse(int argc, char** argv) {
   if (values.count("--counter")) o.counter = values["--counter"];
   if (values.count("--hold-us")) o.hold_us = positive("--hold-us", values["--hold-us"], 0);
   if (values.count("--start-at-ns")) o.start_at_ns = std::stoll(values["--start-at-ns"]);
+  if (values.count("--max-passes")) o.handoff.max_passes = static_cast<unsigned>(positive("--max-passes", values["--max-passes"], 0));
+  if (values.count("--max-time-ms")) {
+    o.handoff.max_time = std::chrono::milliseconds(positive("--max-time-ms", values["--max-time-ms"], 0));
+  }
+  if (values.count("--handoff")) o.handoff.local = values["--handoff"] != "off";
   if (values.count("--attempt-timeout-ms")) {
     o.attempt_timeout_ms = positive("--attempt-timeout-ms", values["--attempt-timeout-ms"], 1);
   }
@@ -152,7 +159,8 @@ Options parse(int argc, char** argv) {
 
 dlock::SessionOptions session_options(const Options& o) {
   return {.connect = o.connect, .session_timeout = std::chrono::milliseconds(o.session_timeout_ms),
-          .connect_timeout = std::chrono::seconds(20), .loss_signal = o.loss_signal};
+          .connect_timeout = std::chrono::seconds(20), .loss_signal = o.loss_signal, .renew_expired_session = true,
+          .handoff = o.handoff};
 }
 
 std::string hex(std::int64_t id) {

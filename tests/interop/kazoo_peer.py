@@ -5,7 +5,7 @@ can check that dlock, Curator and kazoo exclude each other on the same lock path
 Run it with Debian's /usr/bin/python3 (the only interpreter that imports kazoo here).
 
   kazoo_peer run   --connect HOST:PORT --path P --lock mutex --cycles N --threads T
-                   --client NAME --log FILE [--counter FILE] [--hold-us U] [--start-at-ns NS]
+                   --client NAME --log FILE [--counter FILE] [--hold-us U] [--pause-us U] [--start-at-ns NS]
   kazoo_peer hold  --connect HOST:PORT --path P --lock mutex
   kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T
   any of them: [--node-name kazoo|curator]  (nodes `<hex>__lock__<seq>`, or `<hex>-lock-<seq>`
@@ -99,6 +99,7 @@ def parse_args(argv):
     run.add_argument("--log", required=True)
     run.add_argument("--counter")
     run.add_argument("--hold-us", dest="hold_us", type=_int_at_least(0), default=0)
+    run.add_argument("--pause-us", dest="pause_us", type=_int_at_least(0), default=0)
     run.add_argument("--start-at-ns", dest="start_at_ns", type=_int_at_least(0), default=0)
     common("hold")
     probe = common("probe")
@@ -193,9 +194,12 @@ def command_run(args):
                 label = "%s#%d" % (args.client, index)
                 try:
                     lock = new_lock(client, args.path, label, args.node_name)
-                    for _ in range(args.cycles):
+                    for cycle in range(args.cycles):
                         if failures:
                             return
+                        if cycle > 0:
+                            sleep_us(args.pause_us)
+                        asked_ns = time.monotonic_ns()
                         acquire(lock)
                         try:
                             enter_ns = time.monotonic_ns()
@@ -211,7 +215,8 @@ def command_run(args):
                         finally:
                             lock.release()
                         line = json.dumps({"client": label, "session": session, "mode": mode,
-                                           "token": fencing, "enter_ns": enter_ns, "exit_ns": exit_ns},
+                                           "token": fencing, "asked_ns": asked_ns, "enter_ns": enter_ns,
+                                           "exit_ns": exit_ns},
                                           separators=(",", ":"))
                         with log_lock:
                             log.write(line + "\n")

@@ -1,6 +1,8 @@
 // Mutex against real Curator (InterProcessMutex) and kazoo (Lock) clients on the same path.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "dlock/dlock.hpp"
 #include "peers.hpp"
 
@@ -38,6 +40,59 @@ TEST(InteropMutex, DlockAndStockKazooLockExcludeEachOther) {
   EXPECT_EQ(outcome.report.token_disorders, 0u) << outcome.report.summary();
   EXPECT_EQ(outcome.counter, 200);
   EXPECT_TRUE(outcome.left_behind.empty());
+}
+
+// Local hand-off's fairness to other clients: 8 dlock threads of one Session hammer the lock
+// (0.5 ms holds) while a Curator and a kazoo peer each take it every 50 ms. Returns the peers'
+// longest wait for the lock while dlock hammered.
+struct PeerWaits {
+  std::chrono::milliseconds longest{0};
+  int probes = 0;  // peer acquisitions asked for while dlock hammered
+};
+
+PeerWaits peers_longest_wait_beside_hammering_dlock(std::vector<std::string> dlock_extra) {
+  const std::vector<PeerRun> runs{
+      {"dlock_peer", "dlock", "mutex", 8, 250, std::move(dlock_extra)},
+      {"curator_peer", "curator", "mutex", 1, 12, {"--pause-us", "50000"}},
+      {"kazoo_peer", "kazoo", "mutex", 1, 12, {"--pause-us", "50000", "--node-name", "curator"}},
+  };
+  const auto outcome = run_together(runs, 500);
+  EXPECT_EQ(outcome.report.exclusive_overlaps, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.report.token_disorders, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.counter, 2000 + 24);
+  EXPECT_TRUE(outcome.left_behind.empty());
+  std::int64_t dlock_from = INT64_MAX, dlock_to = 0;
+  for (const auto& h : outcome.holds) {
+    if (!h.client.starts_with("dlock")) continue;
+    dlock_from = std::min(dlock_from, h.enter_ns);
+    dlock_to = std::max(dlock_to, h.exit_ns);
+  }
+  std::int64_t longest = 0;
+  int probes = 0;
+  for (const auto& h : outcome.holds) {
+    if (h.client.starts_with("dlock") || h.asked_ns < dlock_from || h.asked_ns > dlock_to) continue;
+    ++probes;
+    longest = std::max(longest, h.enter_ns - h.asked_ns);
+  }
+  const auto waits = PeerWaits{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(longest)), probes};
+  std::printf("[handoff] peers' longest wait %lld ms over %d acquisitions beside 8 dlock threads\n",
+              static_cast<long long>(waits.longest.count()), probes);
+  return waits;
+}
+
+TEST(InteropMutex, WithHandOffCuratorAndKazooPeersWaitWithinTheBoundBesideEightHammeringThreads) {
+  // The bound (dlock/handoff.hpp): noticing (a round trip) + min(8 passes, 10 ms) + the critical
+  // section under way + a delete and a notification: ~15 ms on loopback. 250 ms leaves room for
+  // a loaded CI machine and a JVM's pauses, and is still far below the unbounded case below.
+  const auto waits = peers_longest_wait_beside_hammering_dlock({});
+  EXPECT_GE(waits.probes, 6) << "too few peer acquisitions happened while dlock hammered";
+  EXPECT_LT(waits.longest, std::chrono::milliseconds(250)) << "a peer waited " << waits.longest.count() << " ms";
+}
+
+TEST(InteropMutex, NegativeControlUnboundedPassesMakeThePeersWait) {
+  // Passes bounded only by the 1,024 holds a node carries: the peers wait for ~1,000 holds.
+  const auto waits = peers_longest_wait_beside_hammering_dlock({"--max-passes", "1000000", "--max-time-ms", "1000000"});
+  EXPECT_GE(waits.longest, std::chrono::milliseconds(250)) << "the wait check cannot tell bounded passes from unbounded";
 }
 
 TEST(InteropMutex, NegativeControlAClientIgnoringTheLockIsCaughtByTheChecker) {

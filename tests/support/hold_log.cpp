@@ -86,7 +86,8 @@ std::vector<HoldRecord> read_hold_log(const std::string& file) {
     if (j.is_object() && j.contains("event")) return;  // an event line, not a hold
     try {
       holds.push_back({j.at("client"), j.at("session"), j.at("mode"), j.at("token"), j.at("enter_ns"),
-                       j.at("exit_ns"), j.value("lost", false), j.value("lost_at_enter", false)});
+                       j.at("exit_ns"), j.value("lost", false), j.value("lost_at_enter", false),
+                       j.value("asked_ns", std::int64_t{0})});
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(file + ":" + std::to_string(number) + ": malformed hold record (" + e.what() +
                                "): " + line);

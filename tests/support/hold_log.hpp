@@ -36,6 +36,7 @@ struct HoldRecord {
   std::int64_t exit_ns = 0;
   bool lost = false;           // the hold's stop token was requested by the time it exited
   bool lost_at_enter = false;  // ... already when it was granted
+  std::int64_t asked_ns = 0;   // when the peer began to acquire (0: not logged)
 
   bool excludes() const { return mode != "read"; }
 };
