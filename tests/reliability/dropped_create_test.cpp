@@ -83,7 +83,9 @@ TEST(DroppedCreates, ConnectionsDroppedRightAfterCreatesAreForwardedLeaveNoOrpha
   expect_clean(outcome, "DroppedCreates");
   EXPECT_EQ(outcome.report.lost_holds, 0u) << "no session should expire here: " << outcome.report.summary();
   EXPECT_EQ(outcome.report.stale_overlaps, 0u) << outcome.report.summary();
-  EXPECT_GE(drops, static_cast<int>(outcome.expected_holds / 20)) << "too few faults were injected to mean anything";
+  // (With local hand-off a process creates a node only when the lock comes back to it from
+  // another process, so a run makes fewer creates to drop than holds / 20.)
+  EXPECT_GE(drops, static_cast<int>(outcome.expected_holds / 30)) << "too few faults were injected to mean anything";
   // The drops that matter most: the server made the node, the client never heard (adoption).
   EXPECT_GE(fired_after, drops / 4) << "too few creates were applied with their reply lost";
   report("DroppedCreates", outcome,

@@ -1,0 +1,151 @@
+// Scenario 8: local hand-off's shared node is lost. Six threads of one Session pass one lock node
+// among themselves (local hand-off, the default) while another Session contends; the first
+// Session is expired from the server while one of its threads holds the node and the others wait
+// for it locally. The holder's stop token is requested; every local waiter fails with LockLost;
+// no hold of the expired session continues trusted beside the other Session's; tokens stay in
+// order among trusted holds; nothing is left behind. Repeated for several rounds.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "hold_log.hpp"
+#include "raw_zk.hpp"
+#include "reliability_support.hpp"
+
+namespace dlock::testing::reliability {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+struct Round {
+  std::vector<HoldRecord> holds;
+  int waiters_failed_lock_lost = 0;
+  int waiters_failed_otherwise = 0;
+  int holders_signalled = 0;
+  std::size_t left_behind = 0;
+};
+
+Round lose_shared_node(TestEnsemble& ensemble, const std::string& path) {
+  Round round;
+  std::mutex record;
+  auto log = [&](const std::string& client, std::int64_t session, std::int64_t token, std::int64_t enter,
+                 std::int64_t exit, bool lost_at_enter, bool lost) {
+    std::lock_guard lock(record);
+    round.holds.push_back({client, std::to_string(session), "exclusive", token, enter, exit, lost, lost_at_enter});
+  };
+  Session shared(ensemble_session_options(ensemble.connect()));
+  Session other(ensemble_session_options(ensemble.connect()));
+  std::atomic<bool> stop{false};
+  std::atomic<int> holding{0};
+  const auto lock_session = shared.id();
+  // The other client: takes the lock every 20 ms.
+  auto other_client = std::async(std::launch::async, [&] {
+    Mutex mutex(other, path);
+    for (int i = 0; !stop; ++i) {
+      std::this_thread::sleep_for(20ms);
+      if (!mutex.try_lock_for(20s)) continue;
+      const auto enter = now_ns();
+      std::this_thread::sleep_for(2ms);
+      log("other#0", other.id(), mutex.fencing_token(), enter, now_ns(), false, !mutex.still_held());
+      mutex.unlock();
+    }
+  });
+  // The hand-off cohort: 6 threads, 5 ms critical sections, so one holds while the others wait.
+  std::vector<std::future<int>> threads;  // 1: failed with LockLost while waiting, 2: otherwise
+  std::atomic<int> signalled{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.push_back(std::async(std::launch::async, [&, t] {
+      Mutex mutex(shared, path);
+      try {
+        while (!stop) {
+          mutex.lock();
+          const auto enter = now_ns();
+          const bool lost_at_enter = !mutex.still_held();
+          ++holding;
+          std::this_thread::sleep_for(5ms);
+          --holding;
+          const bool lost = !mutex.still_held();
+          if (lost) ++signalled;
+          log("shared#" + std::to_string(t), lock_session, mutex.fencing_token(), enter, now_ns(), lost_at_enter, lost);
+          mutex.unlock();
+          if (lost) return 0;  // this thread's session is gone: it stops, as an application would
+        }
+        return 0;
+      } catch (const LockLost&) {
+        return 1;
+      } catch (const std::exception&) {
+        return 2;
+      }
+    }));
+  }
+  std::this_thread::sleep_for(300ms);  // passes and the other client's turns interleave
+  // Expire while a thread of the shared session holds.
+  const auto by = Clock::now() + 5s;
+  while (holding.load() == 0 && Clock::now() < by) std::this_thread::yield();
+  EXPECT_TRUE(expire_until_lost(shared, ensemble.connect(), 10s)) << "the shared session never reported Lost";
+  std::this_thread::sleep_for(300ms);  // the other client takes the lock meanwhile
+  stop = true;
+  for (auto& thread : threads) {
+    EXPECT_EQ(thread.wait_for(30s), std::future_status::ready) << "a thread of the expired session still waits";
+    const int outcome = thread.get();
+    if (outcome == 1) ++round.waiters_failed_lock_lost;
+    if (outcome == 2) ++round.waiters_failed_otherwise;
+  }
+  other_client.get();
+  round.holders_signalled = signalled.load();
+  RawZk raw(ensemble.connect());
+  round.left_behind = wait_for_no_ephemeral_nodes(raw, path, 30s).size();
+  return round;
+}
+
+TEST(SharedNodeLost, EveryLocalHolderIsSignalledAndEveryLocalWaiterFails) {
+  TestEnsemble ensemble;
+  const int rounds = scaled_rounds(3);
+  int failed_lock_lost = 0, failed_otherwise = 0, signalled = 0, waiters_or_holders_hit = 0;
+  std::size_t left = 0, holds = 0, overlaps = 0, disorders = 0, lost_holds = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const auto round = lose_shared_node(ensemble, "/dlock-reliability/shared-node-" + std::to_string(r));
+    const auto report = check_holds(round.holds);
+    EXPECT_EQ(report.exclusive_overlaps, 0u) << report.summary();
+    EXPECT_EQ(report.token_disorders, 0u) << report.summary();
+    EXPECT_EQ(round.waiters_failed_otherwise, 0) << "a thread failed with something other than LockLost";
+    // At expiry one thread held (signalled) and the others waited (LockLost): all six are hit,
+    // but for one that may have been between its unlock() and its next lock(), which then locks
+    // on the renewed session, legitimately.
+    EXPECT_GE(round.holders_signalled + round.waiters_failed_lock_lost, 5)
+        << round.holders_signalled << " holders signalled, " << round.waiters_failed_lock_lost << " waiters failed";
+    EXPECT_GE(round.holders_signalled, 1) << "no thread held the node when it was lost";
+    EXPECT_EQ(round.left_behind, 0u);
+    failed_lock_lost += round.waiters_failed_lock_lost;
+    failed_otherwise += round.waiters_failed_otherwise;
+    signalled += round.holders_signalled;
+    waiters_or_holders_hit += round.holders_signalled + round.waiters_failed_lock_lost;
+    left += round.left_behind;
+    holds += report.holds;
+    overlaps += report.exclusive_overlaps;
+    disorders += report.token_disorders;
+    lost_holds += report.lost_holds;
+  }
+  report_fields("SharedNodeLost",
+                {{"rounds", std::to_string(rounds)},
+                 {"faults", std::to_string(rounds) + " sessions sharing a node by hand-off expired from the server"},
+                 {"holds", std::to_string(holds)},
+                 {"holders_signalled", std::to_string(signalled)},
+                 {"local_waiters_failed_with_lock_lost", std::to_string(failed_lock_lost)},
+                 {"threads_hit", std::to_string(waiters_or_holders_hit) + "/" + std::to_string(6 * rounds)},
+                 {"lost_holds", std::to_string(lost_holds)},
+                 {"overlaps_among_valid_holds", std::to_string(overlaps)},
+                 {"token_disorders", std::to_string(disorders)},
+                 {"left_behind", std::to_string(left)}});
+}
+
+}  // namespace
+}  // namespace dlock::testing::reliability
