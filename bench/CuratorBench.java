@@ -454,6 +454,105 @@ public final class CuratorBench {
     holderClient.close();
   }
 
+  /** W8 worker: 8 threads on one path; the critical section is bench/shared_counter.hpp's. */
+  private static void w8worker(String shm) throws Exception {
+    CuratorFramework client = open();
+    java.nio.MappedByteBuffer words;
+    try (java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(Path.of(shm),
+             java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+      words = file.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, 4096);
+    }
+    words.order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    final java.lang.invoke.VarHandle longs =
+        java.lang.invoke.MethodHandles.byteBufferViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+    Recorder recorder = new Recorder();
+    AtomicLong ops = new AtomicLong();
+    AtomicLong allCycles = new AtomicLong();
+    System.out.println("ready");
+    System.out.flush();
+    new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+    Window w = withThreads(8, i -> {
+      InterProcessMutex lock = new InterProcessMutex(client, root + "/w8");
+      Longs local = new Longs();
+      long cycles = 0;
+      for (int p; (p = phase) != STOP;) {
+        long start = System.nanoTime();
+        lock.acquire();
+        if ((long) longs.getAndAdd(words, 8, 1L) != 0) longs.getAndAdd(words, 16, 1L);
+        long value = (long) longs.get(words, 0);
+        longs.set(words, 0, value + 1);
+        longs.getAndAdd(words, 8, -1L);
+        lock.release();
+        ++cycles;
+        if (p == MEASURE) local.add(System.nanoTime() - start);
+      }
+      ops.addAndGet(local.size);
+      allCycles.addAndGet(cycles);
+      recorder.merge(local.values, local.size);
+    });
+    Json json = figures("W8worker", ops.get(), w, recorder.all());
+    json.add("cycles_total", allCycles.get());
+    json.print();
+    client.close();
+  }
+
+  /** W9 hammer: 8 threads on one path until a line (or EOF) on stdin. */
+  private static void w9hammer() throws Exception {
+    CuratorFramework client = open();
+    final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < 8; ++t) {
+      Thread thread = new Thread(() -> {
+        try {
+          InterProcessMutex lock = new InterProcessMutex(client, root + "/w9");
+          while (!stop.get()) {
+            lock.acquire();
+            lock.release();
+          }
+        } catch (Exception e) {
+          throw new RuntimeException(e);
+        }
+      });
+      thread.start();
+      threads.add(thread);
+    }
+    System.out.println("ready");
+    System.out.flush();
+    new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+    stop.set(true);
+    for (Thread thread : threads) thread.join();
+    client.close();
+  }
+
+  /** W9 probe: acquires the W9 lock every 50 ms for --seconds, and reports its waits. */
+  private static void w9probe() throws Exception {
+    CuratorFramework client = open();
+    InterProcessMutex lock = new InterProcessMutex(client, root + "/w9");
+    Longs waits = new Longs();
+    long end = System.nanoTime() + (long) (seconds * 1e9);
+    while (System.nanoTime() < end) {
+      Thread.sleep(50);
+      long asked = System.nanoTime();
+      lock.acquire();
+      waits.add(System.nanoTime() - asked);
+      lock.release();
+    }
+    long[] sorted = Arrays.copyOf(waits.values, waits.size);
+    Arrays.sort(sorted);
+    Json json = new Json();
+    json.add("impl", "curator-probe").add("workload", "W9probe").add("ops", (long) sorted.length);
+    json.add("p50_us", pct(sorted, 50) / 1000.0).add("p99_us", pct(sorted, 99) / 1000.0);
+    json.add("max_us", sorted.length == 0 ? 0.0 : sorted[sorted.length - 1] / 1000.0);
+    json.print();
+    client.close();
+  }
+
+  private static long pct(long[] sorted, int p) {
+    if (sorted.length == 0) return 0;
+    int index = (int) Math.max(0, Math.min(sorted.length - 1, Math.ceil(p * sorted.length / 100.0) - 1));
+    return sorted[index];
+  }
+
   private static void w7worker(int cycles, String log) throws Exception {
     CuratorFramework client = open();
     InterProcessMutex warm = new InterProcessMutex(client, root + "/w7warm/p" + ProcessHandle.current().pid());
@@ -505,6 +604,9 @@ public final class CuratorBench {
         case "W4": w4(); break;
         case "W5": w5(); break;
         case "W6": w6(); break;
+        case "W8worker": w8worker(options.get("shm")); break;
+        case "W9hammer": w9hammer(); break;
+        case "W9probe": w9probe(); break;
         case "W7worker":
           w7worker(Integer.parseInt(options.getOrDefault("cycles", "500")), options.get("log"));
           break;

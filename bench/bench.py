@@ -26,14 +26,20 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
-IMPLS = ["dlock", "curator", "kazoo", "floor-sync", "floor-pipelined"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10a", "W10b"]
+IMPLS = ["dlock", "dlock-nohandoff", "curator", "kazoo", "floor-sync", "floor-pipelined"]
+# W8 and W9 are multi-process workloads driven from here, for dlock (both settings) and Curator.
+MULTI_PROCESS = ("dlock", "dlock-nohandoff", "curator")
 # Implementations that do not apply to a workload, and why (the report prints the reason).
 NOT_APPLICABLE = {
     ("W5", "kazoo"): "kazoo's Lock is not reentrant (a second acquire() by the holder retries forever)",
     ("W5", "floor-sync"): "the floor has no reentrancy: W5 never reaches ZooKeeper",
     ("W5", "floor-pipelined"): "the floor has no reentrancy: W5 never reaches ZooKeeper",
 }
+for _impl in ("kazoo", "floor-sync", "floor-pipelined"):
+    NOT_APPLICABLE[("W8", _impl)] = "W8 compares dlock with Curator (3 JVMs)"
+    NOT_APPLICABLE[("W9", _impl)] = "W9 probes beside a dlock or a Curator process"
+W8_PROCESSES = 3
 W7_PROCESSES = 4
 W7_ACQUISITIONS = 2000
 LIVE = []  # processes running now: killed (by process group) if this script is interrupted
@@ -43,6 +49,8 @@ def command(impl, build):
     bench_bin = os.path.join(build, "bench")
     if impl in ("dlock", "dlock-1session"):
         return [os.path.join(bench_bin, "dlock_bench")]
+    if impl == "dlock-nohandoff":
+        return [os.path.join(bench_bin, "dlock_bench"), "--handoff", "off", "--impl-name", "dlock-nohandoff"]
     if impl == "curator":
         return [os.path.join(bench_bin, "curator_bench.sh")]
     if impl == "kazoo":
@@ -118,6 +126,107 @@ def one(impl, workload, args, root, extra=()):
     record = lines[-1]
     record["process_wall_s"] = round(wall, 3)
     record["process_cpu_s"] = round(cpu1 - cpu0, 3)
+    return record
+
+
+def start_workers(impl, args, root, workload, count, extra=()):
+    workers = []
+    for _ in range(count):
+        argv = command(impl, args.build) + ["--connect", args.connect, "--root", root, "--workload", workload,
+                                           "--seconds", str(args.seconds), "--warmup", str(args.warmup)] + list(extra)
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True)
+        LIVE.append(process)
+        workers.append(process)
+    for process in workers:  # each connects (and warms up its JVM), then says "ready"
+        line = process.stdout.readline()
+        if line.strip() != "ready":
+            raise RuntimeError("%s worker did not get ready: %r %s" % (workload, line, process.stderr.read()[-500:]))
+    return workers
+
+
+def stop_workers(workers):
+    for process in workers:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        LIVE.remove(process)
+
+
+def w8(impl, args, root):
+    """3 processes x 8 threads on one path; counter and overlap detector in a shared file."""
+    shm = tempfile.NamedTemporaryFile(prefix="dlock-bench-w8-", dir="/dev/shm", delete=False)
+    shm.write(b"\0" * 4096)
+    shm.close()
+    workers = []
+    try:
+        workers = start_workers(impl, args, root, "W8worker", W8_PROCESSES, ["--shm", shm.name])
+        for process in workers:
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        lines = []
+        for process in workers:
+            out, err = process.communicate(timeout=args.seconds + args.warmup + 120)
+            found = json_lines(out)
+            if process.returncode != 0 or not found:
+                raise RuntimeError("W8 worker exited %s: %s" % (process.returncode, err[-500:]))
+            lines.append(found[-1])
+        with open(shm.name, "rb") as f:
+            words = f.read(24)
+    except Exception as error:
+        return {"impl": impl, "workload": "W8", "error": str(error)}
+    finally:
+        stop_workers(workers)
+        os.unlink(shm.name)
+    counter, _, overlaps = (int.from_bytes(words[i:i + 8], "little", signed=True) for i in (0, 8, 16))
+    ops = sum(line["ops"] for line in lines)
+    cycles = sum(line["cycles_total"] for line in lines)
+    shares = [line["ops"] / ops if ops else 0 for line in lines]
+    record = {"impl": impl, "workload": "W8", "ops": ops, "processes": W8_PROCESSES,
+              "seconds": max(line["seconds"] for line in lines),
+              "ops_per_s": round(sum(line["ops_per_s"] for line in lines), 3),
+              "p50_us": sorted(line["p50_us"] for line in lines)[1],
+              "p99_us": max(line["p99_us"] for line in lines),
+              "shares": [round(x, 4) for x in shares],
+              "min_share_of_fair": round(min(shares) * W8_PROCESSES, 4),
+              "cycles_total": cycles, "counter": counter, "violations": cycles - counter, "overlaps": overlaps}
+    # The server's counts cover every process (each worker read them around the same window):
+    # the median of their totals over all the processes' operations.
+    for field in ("srv_writes_per_op", "srv_reads_per_op"):
+        if all(field in line for line in lines):
+            totals = sorted(line[field] * line["ops"] for line in lines)
+            record[field] = round(totals[len(totals) // 2] / ops, 6) if ops else None
+    return record
+
+
+def w9(impl, args, root):
+    """A Curator probe acquiring every 50 ms beside a process of `impl` hammering with 8 threads."""
+    workers = []
+    try:
+        workers = start_workers(impl, args, root, "W9hammer", 1)
+        time.sleep(args.warmup)
+        probe = one("curator", "W9probe", args, root)
+        for process in workers:
+            process.stdin.write("stop\n")
+            process.stdin.flush()
+            process.wait(timeout=60)
+    except Exception as error:
+        return {"impl": impl, "workload": "W9", "error": str(error)}
+    finally:
+        stop_workers(workers)
+    if "error" in probe:
+        return dict(probe, impl=impl, workload="W9")
+    return {"impl": impl, "workload": "W9", "ops": probe["ops"], "probe_p50_us": probe["p50_us"],
+            "probe_p99_us": probe["p99_us"], "probe_max_us": probe["max_us"], "p50_us": probe["p50_us"],
+            "p99_us": probe["p99_us"]}
+
+
+def w10(impl, workload, args, root):
+    """W10a/W10b: W1/W2 with linger = 50 ms for dlock; the others' plain W1/W2 beside them."""
+    base = {"W10a": "W1", "W10b": "W2"}[workload]
+    extra = ["--linger-ms", "50"] if impl.startswith("dlock") else []
+    record = one(impl, base, args, root, extra)
+    record["workload"] = workload
     return record
 
 
@@ -241,6 +350,15 @@ def main(argv):
                         probe["for_impl"] = impl
                         write(probe, run)
                         write(w7(impl, args, root, probe if "error" not in probe else None), run)
+                        continue
+                    if workload == "W8":
+                        write(w8(impl, args, root), run)
+                        continue
+                    if workload == "W9":
+                        write(w9(impl, args, root), run)
+                        continue
+                    if workload in ("W10a", "W10b"):
+                        write(w10(impl, workload, args, root), run)
                         continue
                     write(one(impl, workload, args, root), run)
                     if workload == "W6" and impl == "dlock":  # both dlock variants

@@ -2,9 +2,11 @@
 //
 //   dlock_bench --connect HOST:PORT --root /bench/... --workload W1|W2|W3|W4|W5|W6|W7worker
 //               [--seconds S] [--warmup S] [--variant sessions|threads (W6)]
-//               [--cycles N --log FILE (W7worker)]
+//               [--cycles N --log FILE (W7worker)] [--shm FILE (W8worker)] (W9hammer)
+//               [--handoff on|off] [--linger-ms N] [--impl-name NAME]
 //
 // Prints one JSON line (W7worker writes its holds to --log instead; bench.py merges them).
+#include <dlock/handoff.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/session.hpp>
 #include <dlock/shared_mutex.hpp>
@@ -20,8 +22,12 @@ struct DlockImpl {
   std::string connect;
   std::string name = "dlock";
 
+  dlock::HandoffOptions handoff{};
+
   std::unique_ptr<Session> open() {
-    return std::make_unique<Session>(dlock::SessionOptions{.connect = connect});
+    dlock::SessionOptions options{.connect = connect};
+    options.handoff = handoff;
+    return std::make_unique<Session>(options);
   }
   std::optional<std::uint64_t> requests(Session& s) { return s.stats().requests; }
   std::optional<std::uint64_t> wakeups(Session& s) { return s.stats().watch_wakeups; }
@@ -79,6 +85,10 @@ int main(int argc, char** argv) {
   try {
     const auto args = bench::parse_args(argc, argv);
     DlockImpl impl{.connect = args.need("connect")};
+    // --handoff off: a node per acquisition (dlock before hand-off); --linger-ms N: W10.
+    impl.handoff.local = args.get("handoff", "on") != "off";
+    impl.handoff.linger = std::chrono::milliseconds(static_cast<long>(args.number("linger-ms", 0)));
+    impl.name = args.get("impl-name", impl.name);
     if (args.get("workload") == "W5") {
       bench::Setup setup;
       setup.connect = impl.connect;

@@ -25,8 +25,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${DLOCK_BENCH_SECONDS:-10}
 runs=${DLOCK_BENCH_RUNS:-3}
 warmup=${DLOCK_BENCH_WARMUP:-2}
-workloads=${DLOCK_BENCH_WORKLOADS:-W1,W2,W3,W4,W5,W6,W7}
-impls=${DLOCK_BENCH_IMPLS:-dlock,curator,kazoo,floor-sync,floor-pipelined}
+workloads=${DLOCK_BENCH_WORKLOADS:-W1,W2,W3,W4,W5,W6,W7,W8,W9,W10a,W10b}
+impls=${DLOCK_BENCH_IMPLS:-dlock,dlock-nohandoff,curator,kazoo,floor-sync,floor-pipelined}
 build="$root/build-bench"
 started=$(date +%s)
 

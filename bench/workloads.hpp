@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "shared_counter.hpp"
 
 namespace bench {
 
@@ -278,6 +279,62 @@ void w7_worker(Impl& impl, const Setup& setup, int cycles, const std::string& lo
   write_w7_log(log, holds);
 }
 
+// W8 worker: one of 3 processes, 8 threads on one path, each cycle inside the lock runs the
+// shared-memory critical section (shared_counter.hpp). Says "ready", waits for "go", runs the
+// phases, prints its own cycles in the measured window (bench.py adds them up).
+template <class Impl>
+void w8_worker(Impl& impl, const Setup& setup, const std::string& shm) {
+  auto session = impl.open();
+  SharedCounter shared(shm);
+  Recorder recorder;
+  std::atomic<std::uint64_t> ops{0}, all_cycles{0};
+  wait_for_go();
+  std::uint64_t req0 = 0, req1 = 0;
+  const auto window = with_threads(
+      setup, 8,
+      [&](int, std::atomic<Phase>& phase) {
+        typename Impl::Lock lock(*session, setup.root + "/w8");
+        std::vector<std::int64_t> local;
+        std::uint64_t cycles = 0;
+        for (Phase p; (p = phase.load()) != Phase::Stop;) {
+          const auto start = mono_ns();
+          lock.lock();
+          shared.critical_section();
+          lock.unlock();
+          ++cycles;
+          if (p == Phase::Measure) local.push_back(mono_ns() - start);
+        }
+        ops += local.size();
+        all_cycles += cycles;
+        recorder.merge(local);
+      },
+      [&] { req0 = impl.requests(*session).value_or(0); }, [&] { req1 = impl.requests(*session).value_or(0); });
+  auto json = figures(impl.name, "W8worker", ops, window, recorder.latencies_ns);
+  add_client_requests(json, impl, *session, req0, req1, ops);
+  json.add("cycles_total", all_cycles.load());
+  json.print();
+}
+
+// W9 hammer: 8 threads on one path, as W3 without the counter, until stdin closes or says stop.
+template <class Impl>
+void w9_hammer(Impl& impl, const Setup& setup) {
+  auto session = impl.open();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      typename Impl::Lock lock(*session, setup.root + "/w9");
+      while (!stop.load()) {
+        lock.lock();
+        lock.unlock();
+      }
+    });
+  }
+  wait_for_go();  // "ready" once the threads run; any line (or EOF) ends it
+  stop = true;
+  for (auto& thread : threads) thread.join();
+}
+
 template <class Impl>
 int run_workload(Impl& impl, const Args& args) {
   Setup setup;
@@ -297,6 +354,10 @@ int run_workload(Impl& impl, const Args& args) {
   } else if (workload == "W6") {
     const bool shared = args.get("variant", "sessions") == "threads";
     w6(impl, setup, shared, args.get("impl-name", impl.name));
+  } else if (workload == "W8worker") {
+    w8_worker(impl, setup, args.need("shm"));
+  } else if (workload == "W9hammer") {
+    w9_hammer(impl, setup);
   } else if (workload == "W7worker") {
     w7_worker(impl, setup, static_cast<int>(args.number("cycles", 500)), args.need("log"));
   } else {
