@@ -5,6 +5,7 @@
 #include "contender.hpp"
 #include "dlock/fencing.hpp"
 #include "linger_timer.hpp"
+#include "pending.hpp"
 #include "self_wait.hpp"
 #include "test_hooks.hpp"
 
@@ -57,29 +58,61 @@ std::optional<Grant> Cohort::acquire(const Deadline& deadline) {
     }
     return Grant{std::move(acquired->node), fencing_token_of(acquired->czxid), acquired->generation, nullptr};
   }
+  bool self_checked = false;
   std::unique_lock lock(mutex_);
-  if (current_ && !client_->owns_nodes_of(current_->generation)) {
-    fail_waiters_locked();
-    retire_current_locked(false);
-  }
-  if (joinable_locked()) return grant_locked(current_);
-  if (!policy_.shared && current_ && self_wait::held_by_this_thread(current_->name) &&
-      !test_hooks::no_self_wait_check.load()) {
-    throw WouldDeadlock("lock " + dir_ + ": the calling thread already holds its node " + current_->path +
-                        " (through another lock object or scope guard on the same Session), so it would "
-                        "wait on itself forever");
-  }
-  if (!driving_ && waiting_.empty() && (!current_ || policy_.shared)) {
-    // Readers: a current node that new readers may not join (a writer waits behind it) drains
-    // on its own; this thread queues a new one behind the writer.
-    if (current_) {
-      current_->closed = true;
-      current_.reset();
+  for (;;) {
+    if (current_ && !client_->owns_nodes_of(current_->generation)) {
+      fail_waiters_locked();
+      retire_current_locked(false);
     }
-    driving_ = true;
-    return drive(lock, deadline);
+    if (joinable_locked()) return grant_locked(current_);
+    // A lingering node nobody may take now (the connection is down, or its holds ran out): gone.
+    if (current_ && current_->holders == 0) retire_current_locked(true);
+    if (!policy_.shared && current_ && self_wait::held_by_this_thread(current_->name) &&
+        !test_hooks::no_self_wait_check.load()) {
+      throw WouldDeadlock("lock " + dir_ + ": the calling thread already holds its node " + current_->path +
+                          " (through another lock object or scope guard on the same Session), so it would "
+                          "wait on itself forever");
+    }
+    if (!driving_ && waiting_.empty() && (!current_ || policy_.shared)) {
+      // Readers: a current node that new readers may not join (a writer waits behind it) drains
+      // on its own; this thread queues a new one behind the writer.
+      if (current_) {
+        current_->closed = true;
+        current_.reset();
+      }
+      driving_ = true;
+      return drive(lock, deadline);
+    }
+    // The node this thread would wait for is, or will be, queued behind every node now in the
+    // directory: if the thread holds one of those itself (through another Session or a scope
+    // guard), it would wait on itself forever, as lock_core refuses for a thread that queues.
+    // Only threads that hold some node pay for the listing this takes.
+    if (self_checked || !self_wait::holds_any() || test_hooks::handoff_no_member_self_wait_check.load()) {
+      return wait_as_member(lock, deadline);
+    }
+    lock.unlock();
+    throw_if_holding_a_node_ahead();
+    lock.lock();
+    self_checked = true;
   }
-  return wait_as_member(lock, deadline);
+}
+
+void Cohort::throw_if_holding_a_node_ahead() const {
+  Pending<ChildrenResult> listed;
+  client_->children(dir_, listed.callback(), /*watch=*/false);
+  const auto result = listed.get();
+  if (result.rc != ZOK) return;  // no answer now: the driver's own check (lock_core) remains
+  for (const auto& contender : queue_of(result.names)) {
+    const bool blocks = !policy_.shared || contender.kind != ContenderKind::Read;
+    if (blocks && self_wait::held_by_this_thread(contender.name)) {
+      throw WouldDeadlock("lock " + dir_ + ": the calling thread already holds " + dir_ + "/" +
+                          std::string(contender.name) +
+                          " (through another Session or scope guard), and the node it would wait for as "
+                          "one of this process's local waiters queues behind it, so it would wait on "
+                          "itself forever");
+    }
+  }
 }
 
 std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
@@ -118,10 +151,17 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
     hand_driving_on_locked();
   }
   // A child event after the granting listing was served reports a change that listing missed.
-  const bool missed_change = last_event_mark_ > acquired->listing_mark && !node->others_waiting && !relist_in_flight_;
-  if (missed_change) relist_in_flight_ = true;
+  // A listing still in flight was asked for an older node: it looks again for this one.
+  bool relist_now = false;
+  if (last_event_mark_ > acquired->listing_mark && !node->others_waiting) {
+    if (relist_in_flight_) {
+      relist_again_ = true;
+    } else {
+      relist_in_flight_ = relist_now = true;
+    }
+  }
   lock.unlock();
-  if (missed_change) relist(node);
+  if (relist_now) relist(node);
   return grant;
 }
 
@@ -136,7 +176,13 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
     if (const auto it = std::find(waiting_.begin(), waiting_.end(), &member); it != waiting_.end()) waiting_.erase(it);
   };
   for (;;) {
-    if (member.granted) return std::move(member.granted);
+    if (member.granted && deadline.abandoned()) {
+      // Passed the node just as the lock object went: nobody could unlock what it returned.
+      release_locked(*member.granted);
+      member.granted.reset();
+    } else if (member.granted) {
+      return std::move(member.granted);
+    }
     if (member.failed) {
       throw LockLost(make_error_code(errc::lock_lost),
                      "lock " + dir_ + ": the lock node this thread waited for (held by another thread of this "
@@ -188,15 +234,23 @@ Grant Cohort::grant_locked(const std::shared_ptr<CohortNode>& node) {
   return Grant{node->path, token, node->generation, node};
 }
 
+bool Cohort::connected_locked() const {
+  // While disconnected nobody can vouch for the node, and holds already signalled under
+  // LossSignal::OnSuspended would be joined by one whose stop token starts clean.
+  return client_->state() == SessionState::Connected || test_hooks::handoff_pass_while_disconnected.load();
+}
+
 bool Cohort::joinable_locked() const {
   if (!current_ || current_->closed || current_->others_waiting) return false;
+  // Each hold's token is czxid * kHoldsPerNode + pass: one more would run into later tokens.
+  if (current_->holds_granted >= kHoldsPerNode || !connected_locked()) return false;
   if (policy_.shared || test_hooks::handoff_share_exclusive.load()) return true;
   // Exclusive: only a lingering node is free to take; a held one is waited for, in turn.
-  return current_->holders == 0 && waiting_.empty() && current_->holds_granted < kHoldsPerNode;
+  return current_->holders == 0 && waiting_.empty();
 }
 
 bool Cohort::may_pass_locked(const CohortNode& node) const {
-  if (node.closed || node.holds_granted >= kHoldsPerNode) return false;
+  if (node.closed || node.holds_granted >= kHoldsPerNode || !connected_locked()) return false;
   if (!node.others_waiting) return true;
   return node.holds_granted - node.holds_at_seen < static_cast<std::int64_t>(options_.max_passes) &&
          Clock::now() - node.others_seen < options_.max_time;
@@ -208,6 +262,10 @@ void Cohort::release(const Grant& grant) noexcept {
     return;
   }
   std::lock_guard lock(mutex_);
+  release_locked(grant);
+}
+
+void Cohort::release_locked(const Grant& grant) noexcept {
   const auto& node = grant.shared;
   --node->holders;
   if (node != current_) {
@@ -272,14 +330,13 @@ void Cohort::fail_waiters_locked() {
 
 void Cohort::hand_driving_on_locked() {
   if (driving_ || waiting_.empty()) return;
-  if (policy_.shared && joinable_locked()) {
-    for (Member* member : waiting_) {
-      member->granted = grant_locked(current_);
-      wake(*member);
-    }
-    waiting_.clear();
-    return;
+  while (policy_.shared && !waiting_.empty() && joinable_locked()) {
+    Member* member = waiting_.front();
+    waiting_.pop_front();
+    member->granted = grant_locked(current_);
+    wake(*member);
   }
+  if (waiting_.empty()) return;
   Member* next = waiting_.front();
   waiting_.pop_front();
   next->drive = true;
@@ -347,10 +404,18 @@ void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const Children
 }
 
 void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string>& names) {
-  if (node.others_waiting || test_hooks::handoff_ignore_other_clients.load()) return;
   const auto queue = queue_of(names);
   const auto ours = std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == node.name; });
-  if (ours == queue.end()) return;
+  if (ours == queue.end()) {
+    // Deleted behind this process's back (the listing was asked after the node was created):
+    // another client may hold the lock now, so no further local hold may use it. Its holders
+    // keep what they have, as a holder without hand-off would.
+    if (test_hooks::handoff_ignore_missing_node.load()) return;
+    node.closed = true;
+    if (current_.get() == &node) retire_current_locked(false);
+    return;
+  }
+  if (node.others_waiting || test_hooks::handoff_ignore_other_clients.load()) return;
   if (!policy_.blocks_others(queue, static_cast<std::size_t>(ours - queue.begin()))) return;
   node.others_waiting = true;
   node.others_seen = Clock::now();

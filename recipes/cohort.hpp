@@ -110,11 +110,18 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   // Whether a new local hold may use current_ now. Needs mutex_.
   bool joinable_locked() const;
   bool may_pass_locked(const CohortNode& node) const;
+  // Whether the connection is up, so that a local grant can be vouched for. Needs mutex_.
+  bool connected_locked() const;
+  // WouldDeadlock if the calling thread holds a node in the directory that blocks this kind (a
+  // listing); called before waiting as a local member, without mutex_.
+  void throw_if_holding_a_node_ahead() const;
   // current_ is gone (deleted or lost); the first waiter drives next. Needs mutex_.
   void retire_current_locked(bool delete_node);
   // current_ went with its session: waiters fail. Needs mutex_.
   void fail_waiters_locked();
   void hand_driving_on_locked();
+  // release() with mutex_ held.
+  void release_locked(const Grant& grant) noexcept;
   void wake(Member& member);
   void linger_locked(const std::shared_ptr<CohortNode>& node);
   void on_linger_expired(std::uint64_t ticket);

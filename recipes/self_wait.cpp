@@ -63,4 +63,14 @@ bool held_by_this_thread(std::string_view name) {
          std::find(it->second.begin(), it->second.end(), this_thread_token()) != it->second.end();
 }
 
+bool holds_any() {
+  auto& r = registry();
+  if (r.size.load() == 0) return false;
+  const auto mine = this_thread_token();
+  std::lock_guard lock(r.mutex);
+  return std::any_of(r.holders_of.begin(), r.holders_of.end(), [&](const auto& entry) {
+    return std::find(entry.second.begin(), entry.second.end(), mine) != entry.second.end();
+  });
+}
+
 }  // namespace dlock::detail::self_wait

@@ -30,5 +30,7 @@ void add(std::string_view node, std::uint64_t token);
 void remove(std::string_view node, std::uint64_t token);
 // Whether the calling thread holds the node named `name` (a path's last component).
 bool held_by_this_thread(std::string_view name);
+// Whether the calling thread holds any node at all (cheap when no thread holds one).
+bool holds_any();
 
 }  // namespace dlock::detail::self_wait

@@ -49,6 +49,15 @@ extern std::atomic<bool> handoff_ignore_other_clients;
 // A pass's token is the node's czxid plus the pass number, unscaled: a later pass can exceed the
 // token of another client that queued meanwhile (breaks token order across clients).
 extern std::atomic<bool> handoff_unscaled_tokens;
+// Local hand-off passes and joins while the connection is down: a thread gets a node nobody can
+// vouch for, with a stop token that was never signalled (breaks LossSignal::OnSuspended).
+extern std::atomic<bool> handoff_pass_while_disconnected;
+// Local hand-off keeps passing a node that a listing no longer shows (deleted behind its back):
+// another client may hold the lock meanwhile (breaks mutual exclusion).
+extern std::atomic<bool> handoff_ignore_missing_node;
+// A thread waits as a local member although it holds a node of the same directory ahead of its
+// driver's: it waits on itself forever instead of getting WouldDeadlock.
+extern std::atomic<bool> handoff_no_member_self_wait_check;
 
 // Fault injection (not guarantees switched off: faults the tests cannot provoke on demand).
 // The next N openings of a session handle (a renewal after expiry) fail, as a name-resolution

@@ -5,14 +5,17 @@
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 #include <vector>
 
 #include "dlock/dlock.hpp"
 #include "eventually.hpp"
+#include "raw_zk.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
 
@@ -208,6 +211,30 @@ TEST(HandOff, ReadersOfOneSessionShareOneReadNode) {
   for (auto& thread : threads) thread.join();
 }
 
+// Readers keep joining one read node while no writer waits; a node carries at most kHoldsPerNode
+// holds, so that a pass number never runs into the next node's tokens (czxid * 1024 + pass).
+TEST(HandOff, AReadNodeCarriesAtMostKHoldsPerNodeHoldsSoTokensStayWithinIt) {
+  Session session(session_options());
+  std::vector<LockHandle> readers;
+  for (std::int64_t i = 0; i < kHoldsPerNode + 100; ++i) {
+    readers.push_back(LockHandle::acquire(session, test_root(), LockMode::Read));
+  }
+  std::map<std::string, std::set<std::int64_t>> czxids_by_node;  // token / kHoldsPerNode per node
+  std::set<std::int64_t> tokens;
+  for (const auto& reader : readers) {
+    czxids_by_node[reader.node()].insert(reader.fencing_token() / kHoldsPerNode);
+    tokens.insert(reader.fencing_token());
+  }
+  EXPECT_EQ(tokens.size(), readers.size()) << "two holds share a fencing token";
+  EXPECT_GE(czxids_by_node.size(), 2u) << "one node carried " << readers.size() << " holds";
+  std::set<std::int64_t> czxids;
+  for (const auto& [node, of_node] : czxids_by_node) {
+    EXPECT_EQ(of_node.size(), 1u) << node << "'s tokens run into another node's (" << *of_node.rbegin() << ")";
+    czxids.insert(of_node.begin(), of_node.end());
+  }
+  EXPECT_EQ(czxids.size(), czxids_by_node.size());
+}
+
 // A reader of session A holds; a writer of session B queues; returns whether another reader of A
 // could still join (polling until the writer is noticed, or 1 s).
 bool reader_joins_beside_a_queued_writer() {
@@ -274,6 +301,87 @@ TEST(HandOff, ALostNodeSignalsItsHolderAndFailsEveryLocalWaiter) {
   Mutex again(session, test_root());
   EXPECT_TRUE(again.try_lock_for(5s));
   again.unlock();
+}
+
+// The holder's node is deleted behind the process's back (an operator, a clean-up script); another
+// client then takes the lock; the holder unlocks while a local thread waits. Returns whether that
+// waiter and the other client ever held at once.
+bool local_pass_of_a_deleted_node_beside_another_holder() {
+  Session session(session_options());
+  Mutex holder(session, test_root());
+  holder.lock();
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlap{false};
+  const auto critical_section = [&] {
+    if (inside.fetch_add(1) != 0) overlap = true;
+    std::this_thread::sleep_for(300ms);
+    inside.fetch_sub(1);
+  };
+  auto waiter = std::async(std::launch::async, [&] {
+    Mutex mutex(session, test_root());
+    std::scoped_lock guard(mutex);
+    critical_section();
+  });
+  EXPECT_TRUE(eventually([&] { return holder.local_waiters() == 1; }));
+  const auto queue = holder.participants();
+  EXPECT_EQ(queue.size(), 1u);
+  RawZk raw(zk_server().connect_string());
+  EXPECT_EQ(raw.remove(test_root() + "/" + queue.at(0)), ZOK);
+  auto other = std::async(std::launch::async, [&] {
+    Session other_session(session_options());
+    Mutex mutex(other_session, test_root());
+    std::scoped_lock guard(mutex);
+    critical_section();
+  });
+  std::this_thread::sleep_for(100ms);  // the other client holds or queues; the child events arrive
+  holder.unlock();
+  other.get();
+  EXPECT_EQ(waiter.wait_for(10s), std::future_status::ready);
+  return overlap;
+}
+
+TEST(HandOff, ANodeDeletedBehindTheProcesssBackIsNotPassedOn) {
+  EXPECT_FALSE(local_pass_of_a_deleted_node_beside_another_holder());
+}
+
+TEST(HandOff, NegativeControlPassingADeletedNodeLetsTwoClientsHold) {
+  ScopedHook blind(detail::test_hooks::handoff_ignore_missing_node);
+  EXPECT_TRUE(local_pass_of_a_deleted_node_beside_another_holder());
+}
+
+// Thread T holds a node through session A; a thread of session B is driving B's acquisition of
+// the same lock, queued behind T's node; T now asks B's lock. Returns how T's call ended.
+std::string member_behind_its_own_node() {
+  Session a(session_options()), b(session_options());
+  Mutex held(a, test_root());
+  held.lock();
+  auto driver = std::async(std::launch::async, [&] {
+    Mutex mutex(b, test_root());
+    const bool locked = mutex.try_lock_for(15s);  // queued behind `held`
+    if (locked) mutex.unlock();
+    return locked;
+  });
+  EXPECT_TRUE(eventually([&] { return held.participants().size() == 2; }));
+  std::string outcome;
+  try {
+    Mutex mine(b, test_root());
+    outcome = mine.try_lock_for(2s) ? "locked" : "timed out";
+    if (outcome == "locked") mine.unlock();
+  } catch (const WouldDeadlock&) {
+    outcome = "WouldDeadlock";
+  }
+  held.unlock();
+  EXPECT_TRUE(driver.get());
+  return outcome;
+}
+
+TEST(HandOff, AThreadThatWouldWaitBehindItsOwnNodeAsALocalMemberGetsWouldDeadlock) {
+  EXPECT_EQ(member_behind_its_own_node(), "WouldDeadlock");
+}
+
+TEST(HandOff, NegativeControlWithoutTheCheckTheMemberWaitsOnItself) {
+  ScopedHook unchecked(detail::test_hooks::handoff_no_member_self_wait_check);
+  EXPECT_EQ(member_behind_its_own_node(), "timed out");
 }
 
 TEST(HandOff, LingeringKeepsTheNodeForTheNextLocalUseAndYieldsToAnotherClient) {

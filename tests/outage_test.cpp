@@ -5,13 +5,16 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <string>
 
 #include "dlock/dlock.hpp"
 #include "dlock/scope.hpp"
 #include "eventually.hpp"
 #include "test_env.hpp"
+#include "test_hooks.hpp"
 #include "zk_server.hpp"
 
 namespace dlock::testing {
@@ -86,6 +89,44 @@ TEST(Outage, AMissingChrootIsReportedByTheConstructorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("/no-such-chroot"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
   }
+}
+
+// Local hand-off while disconnected: a thread waits behind a local holder; the connection drops
+// and the holder unlocks. Returns whether the waiter was handed the node before the connection
+// came back. It must not be: nobody can vouch for the node, and under LossSignal::OnSuspended
+// the holds were signalled at the drop, before this grant, so its stop token would start clean.
+bool local_waiter_granted_while_disconnected() {
+  ZooKeeperServer server;
+  Session session({.connect = server.connect_string(), .session_timeout = 8s, .connect_timeout = 10s});
+  Mutex holder(session, "/locks/handoff");
+  holder.lock();
+  std::atomic<bool> granted{false};
+  auto waiter = std::async(std::launch::async, [&] {
+    Mutex mutex(session, "/locks/handoff");
+    mutex.lock();
+    granted = true;
+    mutex.unlock();
+  });
+  EXPECT_TRUE(eventually([&] { return holder.local_waiters() == 1; }));
+  bool granted_while_paused = false;
+  {
+    Paused paused(server);
+    EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Suspended; }, 15s));
+    EXPECT_TRUE(holder.stop_token().stop_requested());
+    holder.unlock();
+    std::this_thread::sleep_for(500ms);
+    granted_while_paused = granted.load();
+  }
+  EXPECT_EQ(waiter.wait_for(30s), std::future_status::ready) << "the waiter never got the lock";
+  EXPECT_TRUE(granted.load());
+  return granted_while_paused;
+}
+
+TEST(Outage, NoLocalPassWhileTheConnectionIsDown) { EXPECT_FALSE(local_waiter_granted_while_disconnected()); }
+
+TEST(Outage, NegativeControlPassingWhileDisconnectedHandsTheNodeOver) {
+  ScopedHook blind(detail::test_hooks::handoff_pass_while_disconnected);
+  EXPECT_TRUE(local_waiter_granted_while_disconnected());
 }
 
 }  // namespace

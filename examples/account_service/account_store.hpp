@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "pg_transaction.hpp"
+#include "db.hpp"
 
 namespace account_service::store {
 

@@ -10,7 +10,7 @@
 #include "config.hpp"
 #include "dlock/key.hpp"
 #include "dlock/scope.hpp"
-#include "pg_transaction.hpp"
+#include "db.hpp"
 
 namespace account_service {
 

@@ -20,8 +20,7 @@
 #include "dlock/session.hpp"
 #include "http_server.hpp"
 #include "login_handler.hpp"
-#include "pg_connection.hpp"
-#include "pg_transaction.hpp"
+#include "db.hpp"
 #include "routes.hpp"
 
 namespace asio = boost::asio;

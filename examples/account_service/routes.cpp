@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "dlock/error.hpp"
-#include "pg_transaction.hpp"
+#include "db.hpp"
 
 namespace account_service {
 

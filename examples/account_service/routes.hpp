@@ -8,7 +8,7 @@
 #include "dlock/session.hpp"
 #include "http_server.hpp"
 #include "login_handler.hpp"
-#include "pg_connection.hpp"
+#include "db.hpp"
 
 namespace account_service {
 

@@ -122,7 +122,9 @@ TEST(SharedNodeLost, EveryLocalHolderIsSignalledAndEveryLocalWaiterFails) {
     // on the renewed session, legitimately.
     EXPECT_GE(round.holders_signalled + round.waiters_failed_lock_lost, 5)
         << round.holders_signalled << " holders signalled, " << round.waiters_failed_lock_lost << " waiters failed";
-    EXPECT_GE(round.holders_signalled, 1) << "no thread held the node when it was lost";
+    // Whether a thread held the node at that moment depends on timing: the expiry can fall while
+    // the node is being replaced (its passes used up by the other client's waiting), when every
+    // thread waits. Over all rounds, some holder must have been signalled (checked below).
     EXPECT_EQ(round.left_behind, 0u);
     failed_lock_lost += round.waiters_failed_lock_lost;
     failed_otherwise += round.waiters_failed_otherwise;
@@ -134,6 +136,7 @@ TEST(SharedNodeLost, EveryLocalHolderIsSignalledAndEveryLocalWaiterFails) {
     disorders += report.token_disorders;
     lost_holds += report.lost_holds;
   }
+  EXPECT_GE(signalled, 1) << "in " << rounds << " rounds no thread held the node when it was lost";
   report_fields("SharedNodeLost",
                 {{"rounds", std::to_string(rounds)},
                  {"faults", std::to_string(rounds) + " sessions sharing a node by hand-off expired from the server"},

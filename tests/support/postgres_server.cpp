@@ -139,7 +139,7 @@ void PostgresServer::start_once() {
   SpawnOptions as_owner = spawn_options("postgres.log");
   as_owner.own_process_group = true;
   pid_ = spawn_child({bin + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-c",
-                      "listen_addresses=127.0.0.1", "-k", dir_ + "/socket", "-c", "fsync=off", "-c",
+                      "listen_addresses=127.0.0.1", "-k", dir_ + "/socket", "-c", options_.fsync ? "fsync=on" : "fsync=off", "-c",
                       "max_connections=" + std::to_string(options_.max_connections)},
                      as_owner);
   const std::string ping = conninfo() + " connect_timeout=2";

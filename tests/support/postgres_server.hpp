@@ -28,6 +28,9 @@ namespace dlock::testing {
 
 struct PostgresOptions {
   int max_connections = 200;
+  // Whether the server fsyncs its write-ahead log, as a production database does (COMMIT then
+  // waits for the disk). Off for the tests: faster, and a test's data need not survive a crash.
+  bool fsync = false;
   // How long the constructor waits for the server to accept connections.
   std::chrono::milliseconds start_timeout{std::chrono::seconds(60)};
 };

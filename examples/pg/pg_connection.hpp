@@ -1,4 +1,5 @@
-// A PostgreSQL connection (libpq) for one worker thread, and the results of its statements.
+// A PostgreSQL connection (libpq) for one worker thread, and the results of its statements. Shared
+// by the examples that keep their data in PostgreSQL.
 #pragma once
 
 #include <libpq-fe.h>
@@ -11,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace account_service {
+namespace dlock_examples {
 
 // A statement or the connection failed. `what()` carries the server's message and SQLSTATE.
 class PgError : public std::runtime_error {
@@ -55,4 +56,4 @@ class PgConnection {
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn_;
 };
 
-}  // namespace account_service
+}  // namespace dlock_examples

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <vector>
 
-namespace account_service {
+namespace dlock_examples {
 
 namespace {
 
@@ -65,4 +65,4 @@ PgResult PgConnection::exec(std::string_view sql, std::initializer_list<std::opt
   return result;
 }
 
-}  // namespace account_service
+}  // namespace dlock_examples

@@ -15,7 +15,7 @@
 #include "dlock/scope.hpp"
 #include "pg_connection.hpp"
 
-namespace account_service {
+namespace dlock_examples {
 
 class PgTransaction {
  public:
@@ -50,4 +50,4 @@ class PgTransaction {
 
 static_assert(dlock::Transaction<PgTransaction>);
 
-}  // namespace account_service
+}  // namespace dlock_examples

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace account_service {
+namespace dlock_examples {
 
 PgTransaction::PgTransaction(PgConnection& db) : db_(db) {
   db_.ensure_connected();
@@ -48,4 +48,4 @@ void PgTransaction::rollback() noexcept {
   hooks_.run();
 }
 
-}  // namespace account_service
+}  // namespace dlock_examples

@@ -1,0 +1,15 @@
+// The PostgreSQL connection and transaction this service uses (examples/pg, shared with the
+// prize draw).
+#pragma once
+
+#include "pg_connection.hpp"
+#include "pg_transaction.hpp"
+
+namespace account_service {
+
+using dlock_examples::PgConnection;
+using dlock_examples::PgError;
+using dlock_examples::PgResult;
+using dlock_examples::PgTransaction;
+
+}  // namespace account_service

@@ -1,0 +1,70 @@
+#include "instance.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "dlock/scope.hpp"
+#include "draw.hpp"
+#include "pg_connection.hpp"
+
+namespace prize_draw {
+
+int run_instance(const InstanceOptions& options) {
+  const bool uses_dlock = options.variant == Variant::dlock || options.variant == Variant::dlock_nohandoff;
+  std::optional<dlock::Session> session;
+  std::optional<dlock::LockService> locks;
+  if (uses_dlock) {
+    dlock::SessionOptions session_options{.connect = options.zk};
+    session_options.handoff = options.handoff;
+    session_options.handoff.local = options.variant == Variant::dlock;
+    session.emplace(session_options);
+    locks.emplace(*session, "/prize-draw", std::chrono::seconds(60));
+  }
+  std::vector<std::unique_ptr<dlock_examples::PgConnection>> connections;
+  for (int t = 0; t < options.threads; ++t) {
+    connections.push_back(std::make_unique<dlock_examples::PgConnection>(options.db));
+  }
+  std::cout << "ready" << std::endl;
+  std::string line;
+  if (!std::getline(std::cin, line) || line != "go") return 2;
+
+  const auto requests_before = session ? session->stats().requests : 0;
+  std::atomic<long long> draws{0}, errors{0}, retries{0};
+  std::mutex first_error_mutex;
+  std::string first_error;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < options.threads; ++t) {
+    workers.emplace_back([&, t] {
+      Drawer drawer(options.variant, locks ? &*locks : nullptr, options.name, options.think,
+                    std::hash<std::string>{}(options.name) + static_cast<std::uint64_t>(t));
+      for (int i = 0; i < options.draws; ++i) {
+        // Users are distinct per instance and thread: many users draw from one pool.
+        const DrawRequest req{.pool = options.pool, .user = (std::int64_t{options.index} << 40) + (std::int64_t{t} << 24) + i};
+        try {
+          retries += drawer.draw(req, *connections[t]).retries;
+          ++draws;
+        } catch (const std::exception& e) {
+          if (errors++ == 0) {
+            std::lock_guard lock(first_error_mutex);
+            first_error = e.what();
+          }
+        }
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  const auto requests = session ? session->stats().requests - requests_before : 0;
+  if (!first_error.empty()) std::cerr << options.name << ": a draw failed: " << first_error << std::endl;
+  std::cout << "result draws=" << draws << " errors=" << errors << " retries=" << retries
+            << " requests=" << requests << std::endl;
+  return errors == 0 ? 0 : 1;
+}
+
+}  // namespace prize_draw

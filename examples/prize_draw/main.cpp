@@ -1,0 +1,215 @@
+// The prize draw: a pool of prizes in PostgreSQL, several instances drawing at once for many
+// users, and the same draws guarded five ways (README.md). One run compares them on the same
+// pool and prints draws per second and prizes oversold.
+//
+//   prize_draw [--instances 3] [--threads 8] [--draws 200] [--prizes 10] [--think-us 0]
+//              [--variants none,for-update,optimistic,dlock-nohandoff,dlock]
+//              [--max-passes 8] [--max-time-ms 10] [--zk host:port] [--db conninfo] [--pg-fsync] [--check]
+//
+// Without --zk / --db it starts its own ZooKeeper and PostgreSQL 15 (Debian's packages) on free
+// loopback ports and stops them at the end; that PostgreSQL skips fsync unless --pg-fsync (then
+// every COMMIT waits for the disk, as in production). Each instance is this program run again with
+// --instance-of. --check exits 1 unless every guarded variant oversold nothing (and failed no
+// draw) and the unguarded one oversold something (the control: the race is really there).
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+#include "instance.hpp"
+#include "options.hpp"
+#include "pg_connection.hpp"
+#include "postgres_server.hpp"
+#include "prize_pool.hpp"
+#include "variant.hpp"
+#include "zk_server.hpp"
+
+namespace prize_draw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using dlock::testing::ChildProcess;
+
+constexpr std::int64_t kPool = 1;
+
+struct Plan {
+  std::string zk, db;
+  int instances = 3, threads = 8, draws = 200, prizes = 10;
+  std::chrono::microseconds think{0};
+  dlock::HandoffOptions handoff;  // max_passes and max_time of the dlock variant
+  std::vector<Variant> variants;
+};
+
+struct Outcome {
+  Variant variant{};
+  long long draws = 0, errors = 0, retries = 0, requests = 0;
+  double seconds = 0;
+  PoolTally pool;
+};
+
+// "key=value" of a result line.
+long long field(const std::string& line, const std::string& key) {
+  const auto at = line.find(" " + key + "=");
+  if (at == std::string::npos) throw std::runtime_error("no " + key + " in \"" + line + "\"");
+  return std::stoll(line.substr(at + key.size() + 2));
+}
+
+Outcome run_variant(const Plan& plan, Variant variant, dlock_examples::PgConnection& db) {
+  const int total = plan.instances * plan.threads * plan.draws;
+  // Half the draws win: the pool runs out half-way, where an unguarded draw oversells most.
+  restock(db, kPool, plan.prizes, (total / 2 + plan.prizes - 1) / plan.prizes);
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<ChildProcess> instances;
+  for (int i = 0; i < plan.instances; ++i) {
+    instances.emplace_back(std::vector<std::string>{
+        self, "--instance-of", std::string(to_string(variant)), "--index", std::to_string(i), "--zk", plan.zk, "--db",
+        plan.db, "--threads", std::to_string(plan.threads), "--draws", std::to_string(plan.draws), "--think-us",
+        std::to_string(plan.think.count()), "--max-passes", std::to_string(plan.handoff.max_passes),
+        "--max-time-ms", std::to_string(plan.handoff.max_time.count())});
+  }
+  for (auto& instance : instances) {
+    const auto line = instance.read_line(std::chrono::seconds(60));
+    if (line != "ready") throw std::runtime_error("an instance did not start (said \"" + line.value_or("") + "\")");
+  }
+  const auto start = Clock::now();
+  for (auto& instance : instances) instance.write_line("go");
+  Outcome outcome;
+  outcome.variant = variant;
+  for (auto& instance : instances) {
+    const auto line = instance.read_line(std::chrono::minutes(10));
+    if (!line || line->rfind("result ", 0) != 0) throw std::runtime_error("an instance ended without a result");
+    outcome.draws += field(*line, "draws");
+    outcome.errors += field(*line, "errors");
+    outcome.retries += field(*line, "retries");
+    outcome.requests += field(*line, "requests");
+  }
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (auto& instance : instances) instance.wait();
+  outcome.pool = tally(db, kPool);
+  return outcome;
+}
+
+void print_table(const Plan& plan, const std::vector<Outcome>& outcomes) {
+  std::printf(
+      "%d instances x %d threads x %d draws on one pool of %d prizes (half the draws win), think %lld us, "
+      "hand-off max_passes %u, max_time %lld ms\n\n",
+      plan.instances, plan.threads, plan.draws, plan.prizes, static_cast<long long>(plan.think.count()),
+      plan.handoff.max_passes, static_cast<long long>(plan.handoff.max_time.count()));
+  std::printf("| variant | draws/s | draws | seconds | prizes awarded | oversold | lost stock writes | retries | "
+              "ZooKeeper requests per draw |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& o : outcomes) {
+    std::printf("| %s | %.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %.3f |\n", std::string(to_string(o.variant)).c_str(),
+                static_cast<double>(o.draws) / o.seconds, o.draws, o.seconds, static_cast<long long>(o.pool.awarded),
+                static_cast<long long>(o.pool.oversold), static_cast<long long>(o.pool.lost_writes), o.retries,
+                o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0);
+  }
+  std::fflush(stdout);
+}
+
+// The --check verdict: a list of what is wrong (empty when all is as expected).
+std::vector<std::string> problems_of(const std::vector<Outcome>& outcomes) {
+  std::vector<std::string> problems;
+  for (const auto& o : outcomes) {
+    const std::string name(to_string(o.variant));
+    if (o.errors > 0) problems.push_back(name + ": " + std::to_string(o.errors) + " draws failed");
+    if (o.pool.draws != o.draws) {
+      problems.push_back(name + ": " + std::to_string(o.pool.draws) + " draws recorded, " + std::to_string(o.draws) +
+                         " reported");
+    }
+    if (guards_stock(o.variant) && (o.pool.oversold != 0 || o.pool.lost_writes != 0)) {
+      problems.push_back(name + ": " + std::to_string(o.pool.oversold) + " prizes oversold, " +
+                         std::to_string(o.pool.lost_writes) + " stock writes lost");
+    }
+    if (!guards_stock(o.variant) && o.pool.oversold == 0) {
+      problems.push_back(name + ": the unguarded control oversold nothing, so this run cannot show a guard working");
+    }
+  }
+  return problems;
+}
+
+int compare(const Options& options) {
+  Plan plan;
+  plan.instances = static_cast<int>(options.integer("--instances", 3, 1, 64));
+  plan.threads = static_cast<int>(options.integer("--threads", 8, 1, 64));
+  plan.draws = static_cast<int>(options.integer("--draws", 200, 1, 1'000'000));
+  plan.prizes = static_cast<int>(options.integer("--prizes", 10, 1, 10'000));
+  plan.think = std::chrono::microseconds(options.integer("--think-us", 0, 0, 10'000'000));
+  plan.handoff.max_passes = static_cast<unsigned>(options.integer("--max-passes", 8, 1, 1'000'000));
+  plan.handoff.max_time = std::chrono::milliseconds(options.integer("--max-time-ms", 10, 0, 3'600'000));
+  std::stringstream list(options.text("--variants", "none,for-update,optimistic,dlock-nohandoff,dlock"));
+  for (std::string name; std::getline(list, name, ',');) {
+    const auto variant = parse_variant(name);
+    if (!variant) {
+      throw std::invalid_argument("--variants: unknown variant \"" + name +
+                                  "\" (expected none, for-update, optimistic, dlock-nohandoff or dlock)");
+    }
+    plan.variants.push_back(*variant);
+  }
+  std::unique_ptr<dlock::testing::ZooKeeperServer> zk;
+  std::unique_ptr<dlock::testing::PostgresServer> pg;
+  if (options.has("--zk")) {
+    plan.zk = options.text("--zk", "");
+  } else {
+    zk = std::make_unique<dlock::testing::ZooKeeperServer>();
+    plan.zk = zk->connect_string();
+  }
+  if (options.has("--db")) {
+    plan.db = options.text("--db", "");
+  } else {
+    pg = std::make_unique<dlock::testing::PostgresServer>(
+        dlock::testing::PostgresOptions{.max_connections = plan.instances * plan.threads + 10,
+                                        .fsync = options.has("--pg-fsync")});
+    plan.db = pg->conninfo();
+  }
+  dlock_examples::PgConnection db(plan.db);
+  create_schema(db);
+  std::vector<Outcome> outcomes;
+  for (const auto variant : plan.variants) outcomes.push_back(run_variant(plan, variant, db));
+  print_table(plan, outcomes);
+  if (!options.has("--check")) return 0;
+  const auto problems = problems_of(outcomes);
+  for (const auto& problem : problems) std::fprintf(stderr, "check failed: %s\n", problem.c_str());
+  if (problems.empty()) std::printf("\ncheck passed: every guard oversold nothing; the unguarded control oversold\n");
+  return problems.empty() ? 0 : 1;
+}
+
+int instance(const Options& options) {
+  InstanceOptions o;
+  const auto variant = parse_variant(options.text("--instance-of", ""));
+  if (!variant) throw std::invalid_argument("--instance-of: unknown variant \"" + options.text("--instance-of", "") + "\"");
+  o.variant = *variant;
+  o.index = static_cast<int>(options.integer("--index", 0, 0, 1000));
+  o.name = "instance-" + std::to_string(o.index);
+  o.zk = options.text("--zk", "");
+  o.db = options.text("--db", "");
+  o.threads = static_cast<int>(options.integer("--threads", 8, 1, 64));
+  o.draws = static_cast<int>(options.integer("--draws", 200, 1, 1'000'000));
+  o.think = std::chrono::microseconds(options.integer("--think-us", 0, 0, 10'000'000));
+  o.handoff.max_passes = static_cast<unsigned>(options.integer("--max-passes", 8, 1, 1'000'000));
+  o.handoff.max_time = std::chrono::milliseconds(options.integer("--max-time-ms", 10, 0, 3'600'000));
+  return run_instance(o);
+}
+
+}  // namespace
+}  // namespace prize_draw
+
+int main(int argc, char** argv) {
+  try {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const prize_draw::Options options(args,
+                                      {"--instances", "--threads", "--draws", "--prizes", "--think-us", "--variants",
+                                       "--max-passes", "--max-time-ms", "--zk", "--db", "--instance-of", "--index"},
+                                      {"--check", "--pg-fsync"});
+    return options.has("--instance-of") ? prize_draw::instance(options) : prize_draw::compare(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prize_draw: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,31 @@
+#include "variant.hpp"
+
+namespace prize_draw {
+
+std::string_view to_string(Variant variant) noexcept {
+  switch (variant) {
+    case Variant::none: return "none";
+    case Variant::for_update: return "for-update";
+    case Variant::optimistic: return "optimistic";
+    case Variant::dlock_nohandoff: return "dlock-nohandoff";
+    case Variant::dlock: return "dlock";
+  }
+  return "?";
+}
+
+const std::vector<Variant>& all_variants() {
+  static const std::vector<Variant> all{Variant::none, Variant::for_update, Variant::optimistic,
+                                        Variant::dlock_nohandoff, Variant::dlock};
+  return all;
+}
+
+std::optional<Variant> parse_variant(std::string_view text) noexcept {
+  for (const auto variant : all_variants()) {
+    if (text == to_string(variant)) return variant;
+  }
+  return std::nullopt;
+}
+
+bool guards_stock(Variant variant) noexcept { return variant != Variant::none; }
+
+}  // namespace prize_draw
