@@ -65,7 +65,13 @@ std::optional<Grant> Cohort::acquire(const Deadline& deadline) {
       fail_waiters_locked();
       retire_current_locked(false);
     }
-    if (joinable_locked()) return grant_locked(current_);
+    if (joinable_locked()) {
+      Grant grant = grant_locked(current_);
+      const auto relist_node = watch_if_shared_locked(current_);
+      lock.unlock();
+      if (relist_node) relist(relist_node);
+      return grant;
+    }
     // A lingering node nobody may take now (the connection is down, or its holds ran out): gone.
     if (current_ && current_->holders == 0) retire_current_locked(true);
     if (!policy_.shared && current_ && self_wait::held_by_this_thread(current_->name) &&
@@ -116,10 +122,15 @@ void Cohort::throw_if_holding_a_node_ahead() const {
 }
 
 std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+  // Local waiters already queued, or a linger to come: the node will be shared, so the listings
+  // of the acquisition arm the child watch (no extra request). Otherwise a node that turns out
+  // shared gets its watch from watch_if_shared_locked().
+  const bool watch = options_.linger.count() > 0 || !waiting_.empty() ||
+                     test_hooks::handoff_always_watch_directory.load();
   lock.unlock();
   std::optional<Acquired> acquired;
   try {
-    acquired = detail::acquire(*client_, dir_, policy_, deadline, DirectoryWatch::On);
+    acquired = detail::acquire(*client_, dir_, policy_, deadline, watch ? DirectoryWatch::On : DirectoryWatch::Off);
   } catch (...) {
     lock.lock();
     driving_ = false;
@@ -142,6 +153,7 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
   node->name = node->path.substr(dir_.size() + 1);
   node->czxid = acquired->czxid;
   node->generation = acquired->generation;
+  node->watched = watch;
   current_ = node;
   note_listing_locked(*node, acquired->listing);
   Grant grant = grant_locked(node);
@@ -151,17 +163,22 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
     hand_driving_on_locked();
   }
   // A child event after the granting listing was served reports a change that listing missed.
-  // A listing still in flight was asked for an older node: it looks again for this one.
-  bool relist_now = false;
-  if (last_event_mark_ > acquired->listing_mark && !node->others_waiting) {
+  // With the watch armed by the granting listing, a child event after that listing was served
+  // reports a change it missed: look again. A listing still in flight was asked for an older
+  // node: it looks again for this one. Without the watch: ask for one if the node is shared.
+  std::shared_ptr<CohortNode> relist_node;
+  if (!watch) {
+    relist_node = watch_if_shared_locked(node);
+  } else if (last_event_mark_ > acquired->listing_mark && !node->others_waiting) {
     if (relist_in_flight_) {
       relist_again_ = true;
     } else {
-      relist_in_flight_ = relist_now = true;
+      relist_in_flight_ = true;
+      relist_node = node;
     }
   }
   lock.unlock();
-  if (relist_now) relist(node);
+  if (relist_node) relist(relist_node);
   return grant;
 }
 
@@ -217,7 +234,11 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
     member.waiter = waiter;
     // Woken by a grant, by an order to drive, and by every change of the session's state.
     client_->add_waiter(waiter_key_, waiter);
+    // This thread waits for the held node: it is shared now, and needs the child watch that
+    // bounds its passes once another client queues.
+    const auto relist_node = current_ ? watch_if_shared_locked(current_) : nullptr;
     lock.unlock();
+    if (relist_node) relist(relist_node);
     waiter->wait(deadline);
     client_->remove_waiter(waiter_key_, waiter);
     lock.lock();
@@ -403,6 +424,19 @@ void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const Children
   if (again) relist(again);
 }
 
+std::shared_ptr<CohortNode> Cohort::watch_if_shared_locked(const std::shared_ptr<CohortNode>& node) {
+  if (node->watched || node->others_waiting || !options_.local) return nullptr;
+  const bool shared = node->holders > 1 || !waiting_.empty() || options_.linger.count() > 0;
+  if (!shared) return nullptr;
+  node->watched = true;
+  if (relist_in_flight_) {
+    relist_again_ = true;  // the listing in flight was asked for another node, maybe unwatched
+    return nullptr;
+  }
+  relist_in_flight_ = true;
+  return node;
+}
+
 void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string>& names) {
   const auto queue = queue_of(names);
   const auto ours = std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == node.name; });
@@ -431,7 +465,8 @@ void Cohort::on_session_state(SessionState state) {
     if (state == SessionState::Suspended && current_->lingering) {
       // Nobody holds it, and while disconnected nobody can tell whether it still exists.
       retire_current_locked(true);
-    } else if (state == SessionState::Connected && !current_->others_waiting && !relist_in_flight_) {
+    } else if (state == SessionState::Connected && current_->watched && !current_->others_waiting &&
+               !relist_in_flight_) {
       // A listing that failed with the connection armed no watch: look again.
       relist_in_flight_ = true;
       relist_node = current_;

@@ -60,6 +60,10 @@ struct CohortNode {
   std::int64_t holds_at_seen = 0;  // holds_granted then
   bool lingering = false;
   std::uint64_t linger_ticket = 0;  // identifies the linger timer that may delete it
+  // A child watch on the directory was asked for since it was created. Only a node that other
+  // local holds wait for, join, or that lingers needs one; a node used once does without, so its
+  // own delete notifies nobody (no herd of child events on an uncontended or one-per-client lock).
+  bool watched = false;
 };
 
 // One local hold: what a lock object keeps, and gives back to Cohort::release.
@@ -128,6 +132,10 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   void on_directory_changed(std::uint64_t mark);
   void relist(const std::shared_ptr<CohortNode>& node);
   void on_relisted(const std::shared_ptr<CohortNode>& node, const ChildrenResult& listed);
+  // If `node` is shared with other local holds (waiters, joiners) or may linger and has no child
+  // watch yet: marks a listing to be sent, and returns the node to relist() once mutex_ is
+  // released. Needs mutex_.
+  std::shared_ptr<CohortNode> watch_if_shared_locked(const std::shared_ptr<CohortNode>& node);
   // Marks others_waiting from a listing. Needs mutex_.
   void note_listing_locked(CohortNode& node, const std::vector<std::string>& names);
   void on_session_state(SessionState state);

@@ -18,6 +18,7 @@ std::atomic<bool> handoff_unscaled_tokens{false};
 std::atomic<bool> handoff_pass_while_disconnected{false};
 std::atomic<bool> handoff_ignore_missing_node{false};
 std::atomic<bool> handoff_no_member_self_wait_check{false};
+std::atomic<bool> handoff_always_watch_directory{false};
 std::atomic<int> fail_session_opens{0};
 std::atomic<int> slow_session_open_ms{0};
 std::function<void()> after_grant;

@@ -55,6 +55,9 @@ extern std::atomic<bool> handoff_pass_while_disconnected;
 // Local hand-off keeps passing a node that a listing no longer shows (deleted behind its back):
 // another client may hold the lock meanwhile (breaks mutual exclusion).
 extern std::atomic<bool> handoff_ignore_missing_node;
+// Local hand-off arms the child watch on the lock directory with every acquisition, shared or
+// not: every node's own delete then fires a child event too (breaks one notification per release).
+extern std::atomic<bool> handoff_always_watch_directory;
 // A thread waits as a local member although it holds a node of the same directory ahead of its
 // driver's: it waits on itself forever instead of getting WouldDeadlock.
 extern std::atomic<bool> handoff_no_member_self_wait_check;

@@ -181,9 +181,13 @@ TEST(HandOff, ATimedOutLocalWaiterLeavesNothingBehind) {
   Mutex holder(session, test_root());
   holder.lock();
   const auto before = session.stats().requests;
-  auto waiter = std::async(std::launch::async, [&] { return Mutex(session, test_root()).try_lock_for(100ms); });
-  EXPECT_FALSE(waiter.get());
-  EXPECT_EQ(session.stats().requests, before) << "a local waiter sent requests";
+  for (int i = 0; i < 3; ++i) {
+    auto waiter = std::async(std::launch::async, [&] { return Mutex(session, test_root()).try_lock_for(100ms); });
+    EXPECT_FALSE(waiter.get());
+  }
+  // The first local waiter makes the node shared: one listing arms the child watch that bounds
+  // its passes. Nothing else goes to ZooKeeper for local waiters.
+  EXPECT_LE(session.stats().requests - before, 1u) << "local waiters sent requests";
   EXPECT_EQ(holder.local_waiters(), 0u);
   EXPECT_EQ(holder.participants().size(), 1u);
   holder.unlock();

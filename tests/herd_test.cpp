@@ -2,6 +2,7 @@
 // threads of one session do not even queue in ZooKeeper: one node, one watch for them all.)
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -43,9 +44,11 @@ std::uint64_t wakeups_for_handoffs(const std::string& path, bool session_per_wai
     });
   }
   // Every waiter has queued and set its watch (the server's count of watches says so).
-  const std::size_t nodes = local_handoff ? 2 : kWaiters + 1;
+  // Threads of one session with hand-off share one node; sessions each queue their own.
+  const bool one_node = local_handoff && !session_per_waiter;
+  const std::size_t nodes = one_node ? 2 : kWaiters + 1;
   while (holder.participants().size() < nodes) std::this_thread::sleep_for(20ms);
-  if (local_handoff) {
+  if (one_node) {
     Mutex view(*sessions[0], path);
     while (view.local_waiters() < kWaiters - 1) std::this_thread::sleep_for(20ms);
   }
@@ -67,6 +70,38 @@ TEST(Herd, OneWakeUpPerReleaseAmongThreadsOfOneSession) {
 
 TEST(Herd, WithLocalHandOffThreadsOfOneSessionQueueOneNodeAndWakeOnce) {
   EXPECT_EQ(wakeups_for_handoffs(test_root(), false, true), 1u);
+}
+
+// Every watch notification the server sent so far (data, existence and child watches).
+std::int64_t server_notifications() {
+  const std::string reply = four_letter_word(zk_server().port(), "mntr");
+  std::int64_t sum = 0;
+  for (const std::string key : {"zk_sum_node_created_watch_count", "zk_sum_node_deleted_watch_count",
+                                "zk_sum_node_changed_watch_count", "zk_sum_node_children_watch_count"}) {
+    const auto at = reply.find(key + "\t");
+    if (at != std::string::npos) sum += std::stoll(reply.substr(at + key.size() + 1));
+  }
+  return sum;
+}
+
+// Sessions of one waiter each, hand-off on (the default): a node nobody shares arms no child
+// watch, so a release notifies its successor and nobody else (the server's count).
+std::int64_t server_notifications_for_handoffs(const std::string& path) {
+  const auto before = server_notifications();
+  EXPECT_EQ(wakeups_for_handoffs(path, true, true), static_cast<std::uint64_t>(kWaiters));
+  std::this_thread::sleep_for(200ms);  // late notifications count too
+  const auto sent = server_notifications() - before;
+  std::printf("[herd] %lld server notifications for %d releases\n", static_cast<long long>(sent), kWaiters);
+  return sent;
+}
+
+TEST(Herd, WithHandOffOnAReleaseNotifiesOnlyItsSuccessorOnTheServer) {
+  EXPECT_LE(server_notifications_for_handoffs(test_root()), kWaiters + 2);
+}
+
+TEST(Herd, NegativeControlChildWatchesOnEveryAcquisitionNotifyMore) {
+  ScopedHook always(detail::test_hooks::handoff_always_watch_directory);
+  EXPECT_GT(server_notifications_for_handoffs(test_root()), kWaiters * 3 / 2);
 }
 
 TEST(Herd, NegativeControlWatchingTheHeadWakesTheHerd) {
