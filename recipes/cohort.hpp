@@ -5,7 +5,8 @@
 // an acquisition through lock_core as before; threads arriving meanwhile, or while the node is
 // held, wait in a local FIFO. A release passes the node to the next local waiter (exclusive
 // kinds) with no ZooKeeper request; readers join a held read node. A child watch on the lock
-// directory, armed by lock_core's listings, tells when another client queues behind the node;
+// directory, set once the node is shared (CohortNode::watched), tells when another client queues
+// behind the node;
 // from then on passes are bounded (HandoffOptions::max_passes, max_time), after which the node is
 // deleted and the first local waiter drives a new acquisition behind that client.
 //

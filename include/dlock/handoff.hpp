@@ -9,8 +9,10 @@
 //   * The first thread creates and queues the node as always. Others of the process wait in a
 //     process-local FIFO. On release the node passes to the next local waiter with no ZooKeeper
 //     request, as long as no other client waits.
-//   * Other clients are noticed through a child watch on the lock directory, armed by the listing
-//     every acquisition already makes (no extra request while nobody else contends). Once another
+//   * Other clients are noticed through a child watch on the lock directory, set once the node is
+//     shared (a local thread waits for it or joins it, or it may linger): by the listing the
+//     acquisition makes anyway, or by one listing when the first local thread comes to wait. A
+//     node one thread uses alone sets none (no request, no notification). Once another
 //     client waits, at most `max_passes` more local passes happen, within `max_time` of noticing
 //     it; then the node is deleted and the remaining local waiters queue a new node behind that
 //     client, so clients take turns in the order they queued.
@@ -20,6 +22,11 @@
 //   * With `linger` > 0 the node outlives the last local release by up to that long, so the next
 //     local acquisition costs nothing; it is deleted at once when another client queues, when the
 //     connection drops, or when the Session closes.
+//   * No local pass or join happens while the connection is down (nobody could vouch for the
+//     node, and LossSignal::OnSuspended has already signalled its holders): the next local
+//     waiter queues a new node once the connection is back. A node found missing from a listing
+//     (deleted by hand) is not passed on either. A thread that holds a node of the same directory
+//     through another Session and would wait behind it as a local waiter gets WouldDeadlock.
 //
 // What other clients observe: one lock node per process (not per thread) in the lock directory,
 // held through several of this process's critical sections in a row; with `linger`, a lock that
