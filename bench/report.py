@@ -316,11 +316,14 @@ def targets(data):
     at_least("W5 >= 100M nested ops/s (thread CPU time)", data.median("W5", "dlock", "ops_per_cpu_s"), 100e6,
              unit="")
     at_least("W5 >= 100M nested ops/s (wall clock)", data.median("W5", "dlock", "ops_per_s"), 100e6, unit="")
-    for impl in ("dlock", "dlock-1session"):
+    # One session per waiter: exactly one notification per release (more is a herd, fewer a lost
+    # wake-up). Waiters on one session with hand-off do not queue in ZooKeeper: at most one.
+    for impl, exact in (("dlock", True), ("dlock-1session", False)):
         value = data.median("W6", impl, "wakeups_per_release")
         if value is not None:
-            rows.append(("W6 1 wake-up per release (%s, server count)" % impl, "%.2f" % value,
-                         "met" if abs(value - 1) < 0.005 else "**missed**", "%+.0f%%" % (100 * (value - 1))))
+            met = abs(value - 1) < 0.005 if exact else value < 1.005
+            rows.append(("W6 %s wake-up per release (%s, server count)" % ("1" if exact else "<= 1", impl),
+                         "%.2f" % value, "met" if met else "**missed**", "%+.0f%%" % (100 * (value - 1))))
     at_most("W7 p50 <= 1.5 x (RTT + notification)", data.median("W7", "dlock", "p50_over_rtt_plus_notify"), 1.5,
             shown="%.2f x (RTT + notification)" % (data.median("W7", "dlock", "p50_over_rtt_plus_notify") or 0))
     for workload in ("W1", "W2"):

@@ -5,6 +5,7 @@
 #include "contender.hpp"
 #include "dlock/fencing.hpp"
 #include "linger_timer.hpp"
+#include "lock_site.hpp"
 #include "pending.hpp"
 #include "self_wait.hpp"
 #include "test_hooks.hpp"
@@ -22,8 +23,9 @@ namespace {
 
 }  // namespace
 
-Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy)
+Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site)
     : client_(std::move(client)),
+      site_(site),
       dir_(std::move(dir)),
       policy_(policy),
       options_(client_->options().handoff),
@@ -44,7 +46,8 @@ void Cohort::start() {
 Cohort::~Cohort() {
   if (child_watch_ != 0) client_->unwatch_children(child_watch_);
   if (state_listener_ != 0) client_->unsubscribe(state_listener_);
-  // Every hold and waiter keeps the lock site (and so this) alive: only a lingering node is left.
+  // Every hold and waiter keeps the lock site (and so this) alive, and so does a lingering node
+  // (LockSite::keep_alive) until the session ends: a node is left here only at process exit.
   if (current_ && current_->holders == 0) client_->release_node(current_->path);
 }
 
@@ -247,7 +250,7 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
 }
 
 Grant Cohort::grant_locked(const std::shared_ptr<CohortNode>& node) {
-  node->lingering = false;
+  if (node->lingering) end_linger_locked(*node);
   const std::int64_t token = test_hooks::handoff_unscaled_tokens.load() ? node->czxid + node->holds_granted
                                                                        : fencing_token_of(node->czxid, node->holds_granted);
   ++node->holds_granted;
@@ -334,7 +337,7 @@ std::size_t Cohort::local_waiters() const {
 void Cohort::retire_current_locked(bool delete_node) {
   if (!current_) return;
   current_->closed = true;
-  current_->lingering = false;
+  if (current_->lingering) end_linger_locked(*current_);
   if (delete_node && current_->holders == 0) client_->release_node(current_->path);
   current_.reset();
   hand_driving_on_locked();
@@ -371,12 +374,23 @@ void Cohort::wake(Member& member) {
 
 void Cohort::linger_locked(const std::shared_ptr<CohortNode>& node) {
   node->lingering = true;
+  if (site_ != nullptr) site_->keep_alive(true);
   const auto ticket = next_linger_ticket_++;
   node->linger_ticket = ticket;
   std::weak_ptr<Cohort> weak = weak_from_this();
   linger_timer::run_at(Clock::now() + options_.linger, [weak, ticket] {
     if (auto self = weak.lock()) self->on_linger_expired(ticket);
   });
+}
+
+void Cohort::end_linger_locked(CohortNode& node) {
+  node.lingering = false;
+  if (site_ != nullptr) site_->keep_alive(false);
+}
+
+void Cohort::detach_site() noexcept {
+  std::lock_guard lock(mutex_);
+  site_ = nullptr;
 }
 
 void Cohort::on_linger_expired(std::uint64_t ticket) {
@@ -462,9 +476,11 @@ void Cohort::on_session_state(SessionState state) {
   {
     std::lock_guard lock(mutex_);
     if (!current_) return;
-    if (state == SessionState::Suspended && current_->lingering) {
-      // Nobody holds it, and while disconnected nobody can tell whether it still exists.
-      retire_current_locked(true);
+    if ((state == SessionState::Suspended || state == SessionState::Lost || state == SessionState::Closed) &&
+        current_->lingering) {
+      // Nobody holds it, and while disconnected nobody can tell whether it still exists; with the
+      // session gone it is gone too (and the site it kept alive may go).
+      retire_current_locked(state == SessionState::Suspended);
     } else if (state == SessionState::Connected && current_->watched && !current_->others_waiting &&
                !relist_in_flight_) {
       // A listing that failed with the connection armed no watch: look again.

@@ -46,6 +46,7 @@
 namespace dlock::detail {
 
 class Cohort;
+struct LockSite;
 
 // One lock node, shared by the local holds granted on it.
 struct CohortNode {
@@ -77,7 +78,8 @@ struct Grant {
 
 class Cohort : public std::enable_shared_from_this<Cohort> {
  public:
-  Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy);
+  // `site` owns this cohort; it is kept alive while a node lingers (LockSite::keep_alive).
+  Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site);
   // Starts the child watch and state listener; call once, right after construction.
   void start();
   // Deletes a lingering node.
@@ -99,6 +101,8 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   // Threads of this process waiting for this lock (not counting one that drives a ZooKeeper
   // acquisition).
   std::size_t local_waiters() const;
+  // The owning site is being destroyed: no further keep_alive calls.
+  void detach_site() noexcept;
 
  private:
   struct Member {
@@ -129,6 +133,8 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   void release_locked(const Grant& grant) noexcept;
   void wake(Member& member);
   void linger_locked(const std::shared_ptr<CohortNode>& node);
+  // `node` stopped lingering (taken, deleted, or given up): the site need not be kept. Needs mutex_.
+  void end_linger_locked(CohortNode& node);
   void on_linger_expired(std::uint64_t ticket);
   void on_directory_changed(std::uint64_t mark);
   void relist(const std::shared_ptr<CohortNode>& node);
@@ -142,6 +148,7 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   void on_session_state(SessionState state);
 
   const std::shared_ptr<Client> client_;
+  LockSite* site_;  // guarded by mutex_; null once the site is being destroyed
   const std::string dir_;
   const LockPolicy& policy_;
   const HandoffOptions options_;

@@ -34,10 +34,12 @@ struct Timer {
         changed.wait_until(lock, due);
         continue;
       }
-      auto task = std::move(const_cast<Task&>(tasks.top()).run);
-      tasks.pop();
-      lock.unlock();
-      task();
+      {
+        auto task = std::move(const_cast<Task&>(tasks.top()).run);
+        tasks.pop();
+        lock.unlock();
+        task();
+      }  // the task and what it captured go before the lock is taken again: they may post tasks
       lock.lock();
     }
   }

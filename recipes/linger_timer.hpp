@@ -1,6 +1,8 @@
 // Internal: runs small tasks at a given time on one process-wide thread (hand-off's lingering
 // nodes, cohort.hpp). Tasks must not block: they take a cohort's mutex briefly and queue a
-// ZooKeeper delete without waiting for it.
+// ZooKeeper delete without waiting for it. A task and what it captures are destroyed on that
+// thread too, without its lock held: the last reference to a lock site (and to its Client) can be
+// dropped there, outside any ZooKeeper or session callback.
 //
 // The thread starts with the first task and is never joined (it may still be needed while
 // static objects are destroyed); a task scheduled for after the process exits simply never runs,

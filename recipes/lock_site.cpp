@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "linger_timer.hpp"
 #include "policies.hpp"
 
 namespace dlock::detail {
@@ -34,7 +35,24 @@ const LockPolicy& policy_of(NodeKind kind) {
 
 }  // namespace
 
+void LockSite::keep_alive(bool on) {
+  std::shared_ptr<LockSite> dropped;
+  {
+    std::lock_guard lock(keep_mutex_);
+    if (on) {
+      kept_ = shared_from_this();
+    } else {
+      dropped = std::move(kept_);
+    }
+  }
+  if (dropped) linger_timer::run_at(Clock::now(), [dropped = std::move(dropped)] {});
+}
+
 LockSite::~LockSite() {
+  // A cohort kept alive by a callback under way must not reach back to this site.
+  for (auto& cohort : cohorts_) {
+    if (cohort) cohort->detach_site();
+  }
   auto& r = registry();
   std::lock_guard lock(r.mutex);
   // Only if expired: another thread may already have replaced the entry with a live site.
@@ -46,7 +64,7 @@ Cohort& LockSite::cohort(NodeKind kind) {
   std::lock_guard lock(mutex_);
   auto& slot = cohorts_[static_cast<int>(kind)];
   if (!slot) {
-    slot = std::make_shared<Cohort>(client, path, policy_of(kind));
+    slot = std::make_shared<Cohort>(client, path, policy_of(kind), this);
     // Before anyone uses it: its child watch must see every event after its first listing. (It
     // subscribes to the session; no listener takes this mutex.)
     slot->start();

@@ -19,7 +19,7 @@ namespace dlock::detail {
 // Which kind of node a hold creates: a Mutex's, a SharedMutex's write side, its read side.
 enum class NodeKind : std::uint8_t { Exclusive, Write, Read };
 
-struct LockSite {
+struct LockSite : std::enable_shared_from_this<LockSite> {
   LockSite(std::uint64_t id_, std::string path_, std::shared_ptr<Client> client_)
       : id(id_), path(std::move(path_)), client(std::move(client_)) {}
   ~LockSite();
@@ -31,6 +31,12 @@ struct LockSite {
   // Threads of this process waiting for this path's lock, of every kind.
   std::size_t local_waiters() const;
 
+  // While one of its cohorts keeps a lingering node, the site outlives its lock objects: a scope
+  // guard's or LockHandle's site would otherwise go with its release, and the lingering node with
+  // it. Never destroys anything itself (the reference it drops goes on the linger timer's thread),
+  // so a cohort may call it with its mutex held.
+  void keep_alive(bool on);
+
   const std::uint64_t id;
   const std::string path;  // the lock directory
   const std::shared_ptr<Client> client;
@@ -38,6 +44,8 @@ struct LockSite {
  private:
   mutable std::mutex mutex_;
   std::shared_ptr<Cohort> cohorts_[3];
+  std::mutex keep_mutex_;
+  std::shared_ptr<LockSite> kept_;  // this, while a cohort lingers
 };
 
 // The site of (client, path), shared by every lock object on it while any exists.

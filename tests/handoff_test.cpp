@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock/scope.hpp"
 #include "eventually.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
@@ -106,9 +107,11 @@ TEST(HandOff, NegativeControlUnscaledPassTokensOvertakeTheNextClient) {
   std::vector<std::int64_t> tokens;
   std::mutex record;
   first.lock();
-  // Three more threads of A wait locally; B queues behind A's node.
+  // Seven more threads of A wait locally (all passed: max_passes is 8); B queues behind A's node.
+  // B's czxid exceeds A's by the writes in between (other tests' closing sessions among them):
+  // seven passes outrun a few.
   std::vector<std::thread> workers;
-  for (int t = 0; t < 3; ++t) {
+  for (int t = 0; t < 7; ++t) {
     workers.emplace_back([&] {
       Mutex mutex(a, test_root());
       std::scoped_lock guard(mutex);
@@ -116,7 +119,7 @@ TEST(HandOff, NegativeControlUnscaledPassTokensOvertakeTheNextClient) {
       tokens.push_back(mutex.fencing_token());
     });
   }
-  ASSERT_TRUE(eventually([&] { return first.local_waiters() == 3; }));
+  ASSERT_TRUE(eventually([&] { return first.local_waiters() == 7; }));
   auto other = std::async(std::launch::async, [&] {
     Mutex mutex(b, test_root());
     std::scoped_lock guard(mutex);
@@ -412,6 +415,41 @@ TEST(HandOff, NegativeControlWithoutLingerTheNodeGoesAtRelease) {
   mutex.lock();
   mutex.unlock();
   EXPECT_TRUE(eventually([&] { return mutex.participants().empty(); }));
+}
+
+// Scope guards (and LockHandles) take the lock through a lock site that goes with their release;
+// a lingering node must outlive it for the next guard on the key. Returns the requests 50 more
+// guards on the key sent after the first one.
+std::uint64_t requests_of_scope_guards_after_the_first(Ms linger) {
+  std::string path;
+  std::uint64_t requests = 0;
+  {
+    Session session(with_handoff(true, linger));
+    LockService locks(session, test_root());
+    {
+      DLOCK_SCOPE_AS(first, locks, "prize", 7);
+      path = first.path();
+    }
+    const auto before = session.stats().requests;
+    for (int i = 0; i < 50; ++i) {
+      DLOCK_SCOPE(locks, "prize", 7);
+    }
+    requests = session.stats().requests - before;
+    // Another client queues: the lingering node goes at once, not after the linger time.
+    EXPECT_TRUE(another_session_locks(path, 5s));
+    DLOCK_SCOPE(locks, "prize", 7);  // lingers again, and then the Session closes
+  }
+  RawZk raw(zk_server().connect_string());
+  EXPECT_TRUE(wait_for_no_ephemeral_nodes(raw, test_root()).empty()) << "a lingering node outlived its Session";
+  return requests;
+}
+
+TEST(HandOff, ALingeringNodeOutlivesTheScopeGuardThatTookIt) {
+  EXPECT_EQ(requests_of_scope_guards_after_the_first(10s), 0u);
+}
+
+TEST(HandOff, NegativeControlWithoutLingerEveryScopeGuardGoesToZooKeeper) {
+  EXPECT_GE(requests_of_scope_guards_after_the_first(0ms), 100u);
 }
 
 TEST(HandOff, ALingeringNodeIsDeletedWhenItsTimeRunsOut) {
