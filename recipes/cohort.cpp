@@ -34,6 +34,7 @@ Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy
 
 void Cohort::start() {
   if (!options_.local) return;
+  if (options_.linger.count() > 0) linger_timer::start();  // not later, in a noexcept release
   std::weak_ptr<Cohort> weak = weak_from_this();
   child_watch_ = client_->watch_children(dir_, [weak](std::uint64_t mark) {
     if (auto self = weak.lock()) self->on_directory_changed(mark);
@@ -157,6 +158,13 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
   node->czxid = acquired->czxid;
   node->generation = acquired->generation;
   node->watched = watch;
+  if (current_) {
+    // Readers: the node this thread drove past (not joinable when it was told to drive) may have
+    // begun to linger since; it takes no further holds, and goes now if nobody holds it.
+    current_->closed = true;
+    if (current_->lingering) end_linger_locked(*current_);
+    if (current_->holders == 0) client_->release_node(current_->path);
+  }
   current_ = node;
   note_listing_locked(*node, acquired->listing);
   Grant grant = grant_locked(node);
@@ -195,6 +203,21 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
   const auto leave = [&] {
     if (const auto it = std::find(waiting_.begin(), waiting_.end(), &member); it != waiting_.end()) waiting_.erase(it);
   };
+  // Whatever ends this wait (an exception from an allocation or a request included), `member`
+  // lives on this stack frame: it must not stay in waiting_. (drive() returns unlocked.)
+  struct LeaveOnExit {
+    const decltype(leave)& leave_now;
+    std::unique_lock<std::mutex>& lock;
+    ~LeaveOnExit() {
+      if (lock.owns_lock()) {
+        leave_now();
+      } else {
+        lock.lock();
+        leave_now();
+        lock.unlock();
+      }
+    }
+  } leave_on_exit{leave, lock};
   for (;;) {
     if (member.granted && deadline.abandoned()) {
       // Passed the node just as the lock object went: nobody could unlock what it returned.
@@ -361,6 +384,9 @@ void Cohort::hand_driving_on_locked() {
     wake(*member);
   }
   if (waiting_.empty()) return;
+  // A node new holds may not use (readers: a writer waits behind it, or the connection is down)
+  // is driven past: it must not linger once its holders are done.
+  if (current_) current_->closed = true;
   Member* next = waiting_.front();
   waiting_.pop_front();
   next->drive = true;
@@ -429,6 +455,8 @@ void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const Children
   {
     std::lock_guard lock(mutex_);
     relist_in_flight_ = false;
+    // No directory (deleted with the node in one transaction, say): nothing queued, ours gone.
+    if (listed.rc == ZNONODE && node == current_) note_listing_locked(*node, {});
     if (listed.rc == ZOK && node == current_) note_listing_locked(*node, listed.names);
     if (std::exchange(relist_again_, false) && current_ && !current_->others_waiting) {
       relist_in_flight_ = true;
@@ -476,8 +504,11 @@ void Cohort::on_session_state(SessionState state) {
   {
     std::lock_guard lock(mutex_);
     if (!current_) return;
-    if ((state == SessionState::Suspended || state == SessionState::Lost || state == SessionState::Closed) &&
-        current_->lingering) {
+    // Events arrive late when a listener is slow: a Lost or Closed may come after the session was
+    // renewed and a node of the new one lingers. Only a node of an ended session went with it.
+    const bool node_gone = (state == SessionState::Lost || state == SessionState::Closed) &&
+                           !client_->owns_nodes_of(current_->generation);
+    if ((state == SessionState::Suspended || node_gone) && current_->lingering) {
       // Nobody holds it, and while disconnected nobody can tell whether it still exists; with the
       // session gone it is gone too (and the site it kept alive may go).
       retire_current_locked(state == SessionState::Suspended);

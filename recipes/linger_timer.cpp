@@ -52,6 +52,8 @@ Timer& timer() {
 
 }  // namespace
 
+void start() { timer(); }
+
 void run_at(Clock::time_point when, std::function<void()> task) {
   auto& t = timer();
   {

@@ -39,9 +39,10 @@ void LockSite::keep_alive(bool on) {
   std::shared_ptr<LockSite> dropped;
   {
     std::lock_guard lock(keep_mutex_);
+    // Counted: each of the three cohorts may keep a lingering node at once.
     if (on) {
-      kept_ = shared_from_this();
-    } else {
+      if (keep_count_++ == 0) kept_ = shared_from_this();
+    } else if (keep_count_ > 0 && --keep_count_ == 0) {
       dropped = std::move(kept_);
     }
   }

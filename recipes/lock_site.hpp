@@ -46,6 +46,7 @@ struct LockSite : std::enable_shared_from_this<LockSite> {
   std::shared_ptr<Cohort> cohorts_[3];
   std::mutex keep_mutex_;
   std::shared_ptr<LockSite> kept_;  // this, while a cohort lingers
+  int keep_count_ = 0;              // cohorts keeping a lingering node
 };
 
 // The site of (client, path), shared by every lock object on it while any exists.

@@ -17,6 +17,7 @@
 #include "dlock/scope.hpp"
 #include "eventually.hpp"
 #include "raw_zk.hpp"
+#include "session_access.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
 
@@ -459,6 +460,66 @@ TEST(HandOff, ALingeringNodeIsDeletedWhenItsTimeRunsOut) {
   mutex.unlock();
   EXPECT_EQ(mutex.participants().size(), 1u);
   EXPECT_TRUE(eventually([&] { return mutex.participants().empty(); }, 3s));
+}
+
+// A lingering node is deleted together with its lock directory in one transaction (an operator's
+// recursive delete): the listing its child event asks for finds no directory. Another client then
+// takes the lock. Returns whether this process could still take the phantom node beside it.
+bool lingering_node_taken_after_its_directory_went() {
+  Session session(with_handoff(true, 30s));
+  Mutex mutex(session, test_root());
+  mutex.lock();
+  mutex.unlock();
+  const auto queue = mutex.participants();
+  EXPECT_EQ(queue.size(), 1u) << "the node did not linger";
+  RawZk raw(zk_server().connect_string());
+  EXPECT_EQ(raw.remove_together({test_root() + "/" + queue.at(0), test_root()}), ZOK);
+  Session other_session(session_options());
+  Mutex theirs(other_session, test_root());
+  EXPECT_TRUE(theirs.try_lock_for(5s));
+  std::this_thread::sleep_for(300ms);  // the child events and the listings they ask for arrive
+  const bool taken = mutex.try_lock();
+  if (taken) mutex.unlock();
+  theirs.unlock();
+  return taken;
+}
+
+TEST(HandOff, ALingeringNodeDeletedWithItsDirectoryIsNotTakenAgain) {
+  EXPECT_FALSE(lingering_node_taken_after_its_directory_went());
+}
+
+TEST(HandOff, NegativeControlTakingANodeMissingFromItsDirectoryLetsTwoClientsHold) {
+  ScopedHook blind(detail::test_hooks::handoff_ignore_missing_node);
+  EXPECT_TRUE(lingering_node_taken_after_its_directory_went());
+}
+
+// The session expires and is renewed while an application's state listener, subscribed after the
+// lock's first use, is still busy with the Suspended that began it: the Lost behind it reaches the
+// lock only after a node of the renewed session lingers. That late Lost must not drop the node
+// without deleting it (every other client would then wait behind it until the Session closes).
+TEST(HandOff, ALateLostOfTheExpiredSessionLeavesTheRenewedSessionsLingeringNodeDeletable) {
+  auto options = with_handoff(true, 30s);
+  Session session(options);
+  Mutex mutex(session, test_root());
+  mutex.lock();
+  mutex.unlock();
+  std::promise<void> go_on;
+  auto released = go_on.get_future().share();
+  std::atomic<bool> blocked{false};
+  auto listener = session.subscribe([&, released](SessionState) {
+    if (!blocked.exchange(true)) released.wait();
+  });
+  const auto old_id = session.id();
+  expire_session(zk_server().connect_string(), detail::SessionAccess::client(session)->client_id());
+  ASSERT_TRUE(eventually([&] { return session.id() != old_id && session.state() == SessionState::Connected; }, 20s))
+      << "the session was not renewed";
+  EXPECT_TRUE(blocked.load()) << "the listener never saw the change";
+  mutex.lock();  // on the renewed session: its node lingers after the unlock
+  mutex.unlock();
+  go_on.set_value();  // the queued state changes (Lost, Connected) reach the lock now
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(another_session_locks(test_root(), 5s)) << "the renewed session's lingering node was left behind";
+  listener.reset();
 }
 
 TEST(HandOff, ALockHandleReleasedOnAnotherThreadPassesTheNodeOn) {

@@ -27,6 +27,11 @@
 //     waiter queues a new node once the connection is back. A node found missing from a listing
 //     (deleted by hand) is not passed on either. A thread that holds a node of the same directory
 //     through another Session and would wait behind it as a local waiter gets WouldDeadlock.
+//   * A pass asks the server nothing, so in the moment between the server expiring the session
+//     (and granting the lock to another client) and this process hearing of it, a pass can grant
+//     a hold that is already lost, as a holder without hand-off goes on holding through that
+//     moment. Its fencing token is below the other client's, so a fenced resource rejects its
+//     writes, and its stop token is requested as soon as the process hears.
 //
 // What other clients observe: one lock node per process (not per thread) in the lock directory,
 // held through several of this process's critical sections in a row; with `linger`, a lock that

@@ -58,6 +58,13 @@ int RawZk::create(const std::string& path, const std::string& data, int mode, st
 
 int RawZk::remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
 
+int RawZk::remove_together(const std::vector<std::string>& paths) {
+  std::vector<zoo_op_t> ops(paths.size());
+  std::vector<zoo_op_result_t> results(paths.size());
+  for (std::size_t i = 0; i < paths.size(); ++i) zoo_delete_op_init(&ops[i], paths[i].c_str(), -1);
+  return zoo_multi(zh_, static_cast<int>(ops.size()), ops.data(), results.data());
+}
+
 std::int64_t RawZk::session_id() const { return zoo_client_id(zh_)->client_id; }
 
 void expire_session(const std::string& connect, const clientid_t& id) {

@@ -27,6 +27,8 @@ class RawZk {
   // Returns the ZooKeeper rc; `created` receives the created path.
   int create(const std::string& path, const std::string& data, int mode, std::string* created = nullptr);
   int remove(const std::string& path);
+  // Deletes `paths` in one multi-op (all or none, one transaction, in this order); returns its rc.
+  int remove_together(const std::vector<std::string>& paths);
   std::int64_t session_id() const;
   zhandle_t* handle() { return zh_; }
 
