@@ -22,7 +22,7 @@ constexpr int kMaxParentRecreations = 10;
 // Suspended does not turn the retry into a busy loop.
 constexpr auto kTransientPause = std::chrono::milliseconds(10);
 
-bool transient(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+bool transient(int rc) { return reply_lost(rc); }
 
 [[noreturn]] void fail(Client& client, int rc, const std::string& what) {
   client.throw_if_gone(what);

@@ -569,7 +569,7 @@ void Client::remove_waiter(const std::string& path, const std::shared_ptr<Waiter
 
 void Client::release_node(const std::string& path) {
   remove(path, [this, path](int rc) {
-    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
+    if (reply_lost(rc)) {
       if (!test_hooks::no_release_retry.load()) janitor_->delete_node(path);
     }
     // ZOK, ZNONODE: gone. SESSIONEXPIRED, CLOSING, INVALIDSTATE: the session took it.

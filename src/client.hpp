@@ -76,6 +76,14 @@ using ChildrenCallback = std::function<void(ChildrenResult)>;
 using StatCallback = std::function<void(StatResult)>;
 using RcCallback = std::function<void(int rc)>;
 
+// Whether a request failed because the connection that carried it was torn down before its reply
+// arrived, so the server may or may not have applied it: a connection loss, a timeout, or a reply
+// the C client found out of order (it then fails every pending request with
+// ZRUNTIMEINCONSISTENCY and reconnects, as after a connection loss).
+constexpr bool reply_lost(int rc) noexcept {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
+}
+
 class Client {
  public:
   // Connects and waits for the session (throws ConnectError, Error).

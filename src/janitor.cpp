@@ -10,7 +10,7 @@ namespace {
 
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
 
-bool transient(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+bool transient(int rc) { return reply_lost(rc); }
 
 int delete_now(Client& client, const std::string& path) {
   Pending<int> done;

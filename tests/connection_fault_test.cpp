@@ -2,11 +2,14 @@
 // - a create whose reply is lost (the server made the node, its name never arrived): the lock
 //   must adopt it, as Curator's protected mode does, not queue behind an orphan of its own;
 // - a release whose delete never reached the server: it is retried in the background until the
-//   node is gone, while the session lives on.
+//   node is gone, while the session lives on;
+// - a reply that arrives out of order (the C client then fails its pending requests with
+//   ZRUNTIMEINCONSISTENCY and reconnects): the same as a lost reply, not an error for the caller.
 #include <gtest/gtest.h>
 #include <zookeeper/proto.h>
 
 #include "dlock/dlock.hpp"
+#include "eventually.hpp"
 #include "fault_proxy.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
@@ -49,6 +52,39 @@ TEST(LostCreateReply, NegativeControlWithoutAdoptionTheOrphanBlocksUs) {
   proxy.drop_reply_to_request(ZOO_CREATE2_OP);
   EXPECT_FALSE(mutex.try_lock_for(1s)) << "the orphan ahead of us went unnoticed";
   EXPECT_EQ(proxy.drops(), 1);
+}
+
+TEST(MisorderedReply, ACreateWhoseReplyCameOutOfOrderIsAdoptedAndLeavesNothing) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  ASSERT_TRUE(mutex.try_lock_for(5s));
+  mutex.unlock();
+  RawZk zk(zk_connect());
+  for (int i = 0; i < 5; ++i) {
+    proxy.misorder_reply_to_request(ZOO_CREATE2_OP);
+    bool locked = false;
+    EXPECT_NO_THROW(locked = mutex.try_lock_for(10s)) << "cycle " << i;
+    ASSERT_TRUE(locked) << "cycle " << i;
+    EXPECT_EQ(mutex.participants().size(), 1u) << "cycle " << i << ": an orphan node is queued beside ours";
+    mutex.unlock();
+    EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{}) << "cycle " << i;
+  }
+  EXPECT_EQ(proxy.drops(), 5);
+}
+
+TEST(MisorderedReply, AReleaseWhoseReplyCameOutOfOrderLeavesNothing) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  RawZk zk(zk_connect());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(mutex.try_lock_for(10s)) << "cycle " << i;
+    proxy.misorder_reply_to_request(ZOO_DELETE_OP);
+    EXPECT_NO_THROW(mutex.unlock());
+    EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{}) << "cycle " << i;
+  }
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }));
 }
 
 TEST(LostDelete, AReleaseThatNeverReachedTheServerIsRetriedUntilTheNodeIsGone) {

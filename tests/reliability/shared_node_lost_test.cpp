@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <limits>
 #include <future>
 #include <mutex>
@@ -69,7 +70,8 @@ void expire_marking_when(Session& session, const std::string& connect, std::atom
     began.store(now_ns());  // the join failed: expire_until_lost below tries again
   }
   if (lost_seen.wait_for(10s) == std::future_status::ready) return;
-  std::fprintf(stderr, "DEBUG: join did not expire; state %d\n", static_cast<int>(session.state()));
+  std::fprintf(stderr, "[reliability] SharedNodeLost: no Lost within 10 s of the join (state %s); expiring again\n",
+               std::string(to_string(session.state())).c_str());
   EXPECT_TRUE(expire_until_lost(session, connect, 10s)) << "the shared session never reported Lost";
 }
 

@@ -42,11 +42,20 @@ FaultProxy::~FaultProxy() {
 
 void FaultProxy::drop_reply_to_request(int opcode, int times) {
   drop_before_ = false;
+  misorder_ = false;
+  drop_opcode_ = opcode;
+  drops_left_ = times;
+}
+
+void FaultProxy::misorder_reply_to_request(int opcode, int times) {
+  drop_before_ = false;
+  misorder_ = true;
   drop_opcode_ = opcode;
   drops_left_ = times;
 }
 
 void FaultProxy::drop_before_request(int opcode, int times) {
+  misorder_ = false;
   drop_before_ = true;
   drop_opcode_ = opcode;
   drops_left_ = times;
@@ -97,6 +106,8 @@ void FaultProxy::relay(int client_fd) {
   const int server_fd = connect_loopback(upstream_port_);
   FrameReader from_client, from_server;
   std::optional<int> swallow_reply_to;  // xid whose reply ends the connection instead of arriving
+  bool misorder_armed = false;  // the reply to misorder_xid is passed on with another xid
+  int misorder_xid = 0;
   bool open = server_fd >= 0;
   char buffer[64 * 1024];
   while (open && !stopping_) {
@@ -110,6 +121,12 @@ void FaultProxy::relay(int client_fd) {
         auto frame = from_server.next();
         if (!frame) break;
         const bool reply = from_server.past_handshake() && frame->size() >= 8;
+        if (reply && misorder_armed && big_endian_int(frame->data() + 4) == misorder_xid) {
+          const auto wrong = static_cast<std::uint32_t>(misorder_xid + 1000000);
+          for (int i = 0; i < 4; ++i) (*frame)[4 + i] = static_cast<char>((wrong >> (24 - 8 * i)) & 0xff);
+          misorder_armed = false;
+          ++drops_;
+        }
         if (reply && swallow_reply_to && big_endian_int(frame->data() + 4) == *swallow_reply_to) {
           ++drops_;  // the server applied the request; its reply never reaches the client
           open = false;
@@ -133,7 +150,12 @@ void FaultProxy::relay(int client_fd) {
           open = false;
           break;
         }
-        if (armed) swallow_reply_to = big_endian_int(frame->data() + 4);
+        if (armed && misorder_.load()) {
+          misorder_armed = true;
+          misorder_xid = big_endian_int(frame->data() + 4);
+        } else if (armed) {
+          swallow_reply_to = big_endian_int(frame->data() + 4);
+        }
         open = write_all(server_fd, frame->data(), frame->size());
       }
     }
