@@ -24,8 +24,45 @@ constexpr auto kTransientPause = std::chrono::milliseconds(10);
 
 bool transient(int rc) { return reply_lost(rc); }
 
-[[noreturn]] void fail(Client& client, int rc, const std::string& what) {
+// What a request needs of a node's ACL: for a NoAuth refusal, the error names both.
+struct Need {
+  std::uint32_t permission = 0;  // a Permission bit; 0: not said
+  std::string node;
+};
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string permission_name(std::uint32_t permission) {
+  switch (permission) {
+    case kRead: return "READ";
+    case kWrite: return "WRITE";
+    case kCreate: return "CREATE";
+    case kDelete: return "DELETE";
+    case kAdmin: return "ADMIN";
+    default: return permission_letters(permission);
+  }
+}
+
+[[noreturn]] void fail(Client& client, int rc, const std::string& what, const Need& need = {}) {
   client.throw_if_gone(what);
+  if (rc == ZNOAUTH) {
+    // Nothing was created by the refused request; the attempt's own clean-up runs as it unwinds.
+    throw Error(make_error_code(errc::not_authorized),
+                what + ": ZooKeeper refused it (" + zerror(rc) + "): the session's identity (" + client.identity() +
+                    ") lacks the " + permission_name(need.permission) + " permission on " + need.node +
+                    " (its ACL; see dlock/security.hpp)");
+  }
+  if (rc == ZINVALIDACL) {
+    // The server checks an auth:: entry against the connection's identities: none, and it
+    // refuses the ACL itself.
+    throw Error(make_error_code(errc::not_authorized),
+                what + ": ZooKeeper refused the node's ACL " + client.acl().to_string() + " (" + zerror(rc) +
+                    "): an auth:: entry needs a connection that has authenticated, and the session's identity is " +
+                    client.identity() + "; every other entry must be valid for its scheme (see dlock/security.hpp)");
+  }
   const std::error_code code(rc, zookeeper_category());
   if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE) {
     throw LockLost(code, what + ": " + zerror(rc));
@@ -95,7 +132,7 @@ std::optional<ChildrenResult> list(Client& client, const std::string& dir, const
     auto result = listed.get();
     if (result.rc == ZOK) return result;
     if (result.rc == ZNONODE) return ChildrenResult{ZOK, {}, result.event_mark};
-    if (!transient(result.rc)) fail(client, result.rc, what + ": listing " + dir);
+    if (!transient(result.rc)) fail(client, result.rc, what + ": listing " + dir, {kRead, dir});
     if (!recover(client, deadline, what)) return std::nullopt;
   }
 }
@@ -112,7 +149,7 @@ void create_parents(Client& client, const std::string& dir, const std::string& w
   }
   for (auto& [path, pending] : creates) {
     const int rc = pending.get().rc;
-    if (rc != ZOK && rc != ZNODEEXISTS && !transient(rc)) fail(client, rc, what + ": creating " + path);
+    if (rc != ZOK && rc != ZNODEEXISTS && !transient(rc)) fail(client, rc, what + ": creating " + path, {kCreate, parent_of(path)});
   }
 }
 
@@ -210,7 +247,7 @@ std::optional<ChildrenResult> create_node(Client& client, const std::string& dir
       create_parents(client, dir, what);
       continue;
     }
-    if (!transient(result.rc)) fail(client, result.rc, what + ": creating " + base);
+    if (!transient(result.rc)) fail(client, result.rc, what + ": creating " + base, {kCreate, dir});
     attempt.lost_reply = true;
     if (!recover(client, deadline, what)) return std::nullopt;
     if (client.session_id() == session && !test_hooks::skip_adoption.load()) {
@@ -302,7 +339,7 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     }
     client.remove_waiter(watched, waiter);
     if (rc == ZNONODE) continue;  // the predecessor left between listing and watch
-    if (!transient(rc)) fail(client, rc, what + ": watching " + watched);
+    if (!transient(rc)) fail(client, rc, what + ": watching " + watched, {kRead, watched});
     if (!recover(client, deadline, what)) return std::nullopt;
   }
 }
@@ -351,7 +388,7 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
     if (transient(result.rc)) {
       if (!recover(client, deadline, what)) return std::nullopt;
     } else if (result.rc != ZNODEEXISTS) {
-      fail(client, result.rc, what + ": creating " + node);
+      fail(client, result.rc, what + ": creating " + node, {kCreate, dir});
     }
     // A lost reply (or a retry that found it made): the name is ours alone, but adopt it only if
     // this session created it (CURATOR-498); a node of a dead session is gone with it anyway.

@@ -1,4 +1,5 @@
 #include "client.hpp"
+#include "security_options.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include "janitor.hpp"
 #include "log_bridge.hpp"
 #include "pending.hpp"
+#include "printable.hpp"
 #include "test_hooks.hpp"
 
 namespace dlock::detail {
@@ -153,7 +155,14 @@ bool Waiter::wait(const Deadline& deadline) {
   return cv_.wait_until(lock, *deadline.when(), [&] { return woken_; });
 }
 
-Client::Client(SessionOptions options) : options_(std::move(options)) {
+Client::Client(SessionOptions options)
+    : options_(std::move(options)), acl_((check_credentials(options_.auth), effective_acl(options_.acl, options_.auth))) {
+  for (const auto& entry : acl_.entries()) {
+    acl_entries_.push_back(ACL{static_cast<std::int32_t>(entry.perms),
+                               Id{const_cast<char*>(entry.scheme.c_str()), const_cast<char*>(entry.id.c_str())}});
+  }
+  acl_vector_ = ACL_vector{static_cast<std::int32_t>(acl_entries_.size()), acl_entries_.data()};
+  for (std::size_t i = 0; i < options_.auth.size(); ++i) auth_tags_.push_back({this, i});
   check_connect_string(options_.connect);
   if (options_.session_timeout <= std::chrono::milliseconds::zero()) {
     throw Error(make_error_code(errc::invalid_argument),
@@ -181,13 +190,20 @@ Client::Client(SessionOptions options) : options_(std::move(options)) {
       return s == SessionState::Connected || s == SessionState::Lost;
     });
   }
-  if (state_.load() != SessionState::Connected) {
+  bool auth_refused = false;
+  {
+    std::lock_guard lock(state_mutex_);
+    auth_refused = auth_refused_.has_value();
+  }
+  // A refused credential ends the handle (Lost): await_credentials() says so, not a time-out.
+  if (state_.load() != SessionState::Connected && !auth_refused) {
     close_now();  // not close(): on a callback thread that would start a closer thread
     throw ConnectError(make_error_code(errc::connect_failed),
-                       "cannot connect to ZooKeeper at \"" + options_.connect +
+                       "cannot connect to ZooKeeper at \"" + printable(options_.connect) +
                            "\": no server answered within connect_timeout (" +
                            ms(options_.connect_timeout) + ")");
   }
+  await_credentials();
   check_chroot();
   supervisor_ = std::thread([this] { supervise(); });
   if (const auto granted = negotiated_timeout(); granted != options_.session_timeout) {
@@ -207,7 +223,7 @@ void Client::check_chroot() {
   if (rc == ZOK) return;
   close_now();
   throw ConnectError(make_error_code(errc::connect_failed),
-                     "cannot connect to ZooKeeper at \"" + options_.connect + "\": " +
+                     "cannot connect to ZooKeeper at \"" + printable(options_.connect) + "\": " +
                          (rc == ZNONODE ? "its chroot \"" + std::string(chroot) +
                                               "\" does not exist on the ensemble (create that node first; "
                                               "dlock does not create a chroot, so a misspelt one is not "
@@ -235,8 +251,60 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   // resolver round (sockets, binds, random reads) per request, most of the client's CPU time per
   // lock cycle. Once a second is plenty for a list of addresses that rarely changes.
   if (zh != nullptr) zoo_set_servers_resolution_delay(zh, kHostResolutionDelayMs);
+  // Before any request: the server applies a connection's packets in order, so every create
+  // this handle sends is made by the authenticated identity.
+  if (zh != nullptr && !(context->generation > 1 && test_hooks::skip_auth_on_renewal.load())) send_credentials(zh);
   return zh;
 }
+
+void Client::send_credentials(zhandle_t* zh) {
+  for (std::size_t i = 0; i < options_.auth.size(); ++i) {
+    const auto& credentials = options_.auth[i];
+    const int rc = zoo_add_auth(zh, credentials.scheme.c_str(), credentials.secret.data(),
+                                static_cast<int>(credentials.secret.size()), &Client::on_auth_reply, &auth_tags_[i]);
+    if (rc != ZOK) on_auth_reply(rc, &auth_tags_[i]);
+  }
+}
+
+void Client::on_auth_reply(int rc, const void* data) {
+  const auto* tag = static_cast<const AuthTag*>(data);
+  Client* self = tag->client;
+  {
+    std::lock_guard lock(self->state_mutex_);
+    ++self->auth_replies_;
+    if (rc != ZOK && !self->auth_refused_) self->auth_refused_ = std::pair{tag->index, rc};
+  }
+  self->state_cv_.notify_all();
+  if (rc != ZOK && rc != ZCLOSING) {
+    log(LogLevel::Error, "ZooKeeper at " + self->options_.connect + " refused the credentials auth[" +
+                             std::to_string(tag->index) + "] (scheme \"" + self->options_.auth[tag->index].scheme +
+                             "\"): " + zerror(rc));
+  }
+}
+
+void Client::await_credentials() {
+  if (options_.auth.empty()) return;
+  std::optional<std::pair<std::size_t, int>> refused;
+  {
+    std::unique_lock lock(state_mutex_);
+    const auto until = steady_deadline_after(options_.connect_timeout);
+    state_cv_.wait_until(lock, until, [&] { return auth_replies_ >= options_.auth.size() || auth_refused_; });
+    refused = auth_refused_;
+    if (!refused && auth_replies_ < options_.auth.size()) refused = std::pair{auth_replies_, ZOPERATIONTIMEOUT};
+  }
+  if (!refused) return;
+  close_now();
+  const auto& [index, rc] = *refused;
+  throw ConnectError(make_error_code(errc::connect_failed),
+                     "cannot connect to ZooKeeper at \"" + printable(options_.connect) + "\": it " +
+                         (rc == ZOPERATIONTIMEOUT ? "did not answer" : "refused") + " the credentials auth[" +
+                         std::to_string(index) + "] (scheme \"" + options_.auth[index].scheme + "\"): " +
+                         zerror(rc) +
+                         (rc == ZAUTHFAILED ? " (is there an authentication provider for that scheme on the server?)"
+                                            : ""));
+}
+
+std::string Client::identity() const { return identity_of(options_.auth); }
 
 void Client::supervise() {
   t_callback_thread = true;
@@ -487,7 +555,7 @@ void Client::create(const std::string& path, std::string_view data, int mode, Cr
   queue_request<CreateResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
     return submit(request, [&](zhandle_t* zh) {
       return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(),
-                          static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode, on_created, ctx);
+                          static_cast<int>(data.size()), &acl_vector_, mode, on_created, ctx);
     });
   });
 }

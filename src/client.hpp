@@ -178,6 +178,11 @@ class Client {
 
   Session::Stats stats() const noexcept;
   const SessionOptions& options() const noexcept { return options_; }
+  // Who this session is to the server, for error messages: the credentials' schemes and digest
+  // user names, never a password (security_options.hpp).
+  std::string identity() const;
+  // The ACL of the nodes this session creates (SessionOptions::acl, or its default).
+  const Acl& acl() const noexcept { return acl_; }
 
  private:
   // What the C client hands back to on_event: which Client, and which of its handles (a handle
@@ -249,6 +254,25 @@ class Client {
   void queue_request(std::function<void(Result)> done, Submit&& submit);
 
   const SessionOptions options_;
+  // The ACL every node this session creates gets (SessionOptions::acl), and the C client's view
+  // of it (pointing into acl_'s strings).
+  const Acl acl_;
+  std::vector<ACL> acl_entries_;
+  ACL_vector acl_vector_{};
+  // What a reply to zoo_add_auth names: the credential it was for. One per credential, made by
+  // the constructor and never moved, so a reply may arrive for any handle.
+  struct AuthTag {
+    Client* client;
+    std::size_t index;
+  };
+  std::vector<AuthTag> auth_tags_;
+  static void on_auth_reply(int rc, const void* data);
+  // Sends every credential on a new handle (the C client sends them again on each reconnect).
+  void send_credentials(zhandle_t* zh);
+  // The constructor's wait for the first handle's auth replies; throws ConnectError on a refusal.
+  void await_credentials();
+  std::size_t auth_replies_ = 0;             // guarded by state_mutex_ (the first handle's)
+  std::optional<std::pair<std::size_t, int>> auth_refused_;  // guarded by state_mutex_: index, rc
   std::mutex close_mutex_;                  // one closer at a time
   mutable std::shared_mutex handle_mutex_;  // exclusive only to swap the handle
   zhandle_t* zh_ = nullptr;

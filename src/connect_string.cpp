@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "dlock/error.hpp"
+#include "printable.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 constexpr std::string_view kExpected = "(expected host:port[,host:port...][/chroot])";
 
 std::string cannot_connect(const std::string& connect) {
-  return "cannot connect to ZooKeeper at \"" + connect + "\": ";
+  return "cannot connect to ZooKeeper at \"" + printable(connect) + "\": ";
 }
 
 [[noreturn]] void refuse(const std::string& connect, const std::string& rule) {
@@ -48,7 +49,7 @@ bool is_valid_port(std::string_view port) {
 void check_server(const std::string& connect, std::string_view server) {
   // Appended piecewise: `"\"" + std::string(...)` trips GCC 12's false -Wrestrict at -O3 (PR105651).
   std::string quoted(1, '"');
-  quoted.append(server).push_back('"');
+  quoted.append(printable(server)).push_back('"');
   if (server.empty()) refuse(connect, "it has an empty server entry");
   // "[::1]:2181": the port follows the closing bracket; otherwise it follows the last ':'.
   const auto bracket = server.front() == '[' ? server.find(']') : std::string_view::npos;
@@ -58,7 +59,7 @@ void check_server(const std::string& connect, std::string_view server) {
   const auto port = server.substr(colon + 1);
   if (host.empty() || host == "[]") refuse(connect, "server " + quoted + " has no host");
   if (!is_valid_port(port)) {
-    refuse(connect, "port \"" + std::string(port) + "\" of server " + quoted + " is not a number in 1..65535");
+    refuse(connect, "port \"" + printable(port) + "\" of server " + quoted + " is not a number in 1..65535");
   }
 }
 

@@ -22,6 +22,7 @@ class DlockCategory final : public std::error_category {
       case errc::disconnected: return "the session was disconnected from ZooKeeper";
       case errc::sequence_exhausted: return "the lock directory's sequence counter ran out";
       case errc::token_exhausted: return "the lock node's zxid is too large for a fencing token";
+      case errc::not_authorized: return "the session's identity lacks a permission on a lock node";
     }
     return "unknown dlock error " + std::to_string(value);
   }

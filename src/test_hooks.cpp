@@ -7,6 +7,7 @@ std::atomic<bool> skip_cleanup{false};
 std::atomic<bool> watch_head{false};
 std::atomic<bool> skip_adoption{false};
 std::atomic<bool> no_release_retry{false};
+std::atomic<bool> skip_auth_on_renewal{false};
 std::atomic<bool> legacy_downgrade{false};
 std::atomic<bool> keep_waiters_on_destroy{false};
 std::atomic<bool> no_self_wait_check{false};

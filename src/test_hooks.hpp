@@ -22,6 +22,8 @@ extern std::atomic<bool> skip_adoption;
 // A release whose delete failed for a lost connection is not retried (the node stays until the
 // session ends).
 extern std::atomic<bool> no_release_retry;
+// A renewed session's handle is opened without sending the credentials (SessionOptions::auth).
+extern std::atomic<bool> skip_auth_on_renewal;
 // A downgrade creates its read node the pre-5.5 Curator way (sequential, at the back of the
 // queue, held because the thread holds the write side): a writer queued meanwhile slips in
 // between (CURATOR-276).

@@ -11,5 +11,6 @@
 #include "dlock/log.hpp"
 #include "dlock/mutex.hpp"
 #include "dlock/scope.hpp"
+#include "dlock/security.hpp"
 #include "dlock/session.hpp"
 #include "dlock/shared_mutex.hpp"

@@ -40,6 +40,8 @@ enum class errc {
   disconnected,        // A lock was not granted in time while the session was disconnected.
   sequence_exhausted,  // A lock directory's sequence counter ran out; its queue order is unknown.
   token_exhausted,     // A lock node's zxid is too large for a fencing token (dlock/fencing.hpp).
+  not_authorized,      // The server refused a request: the Session's identities lack a permission
+                       // on a node (its ACL; dlock/security.hpp). The message names both.
 };
 
 const std::error_category& dlock_category() noexcept;

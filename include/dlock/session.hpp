@@ -40,7 +40,8 @@
 // Errors: the constructor throws `dlock::ConnectError` (naming the connect string) when the
 // string is malformed, its hosts do not resolve (naming the first that does not), or no server
 // answers within `connect_timeout`; and `dlock::Error` with `errc::invalid_argument` for a
-// non-positive timeout or a negative `handoff.max_time` or `handoff.linger`.
+// non-positive timeout, a negative `handoff.max_time` or `handoff.linger`, or a malformed
+// credential or ACL; `ConnectError` when the server refuses a credential (dlock/security.hpp).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -49,12 +50,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlock/error.hpp"
 #include "dlock/handoff.hpp"
 #include "dlock/log.hpp"
+#include "dlock/security.hpp"
 
 namespace dlock {
 
@@ -101,6 +105,12 @@ struct SessionOptions {
   // for what it does, what other clients see, and the trade-off). Default: on, 8 passes or
   // 10 ms once another client waits, no lingering.
   HandoffOptions handoff{};
+  // Identities to authenticate as (ZooKeeper's addAuth), sent on every connection and with every
+  // renewed session; see dlock/security.hpp. Default: none.
+  std::vector<Credentials> auth{};
+  // The ACL of every node this Session creates (lock nodes, and the lock directories it creates).
+  // Default: Acl::creator_all_world_read() when `auth` is given, Acl::open() otherwise.
+  std::optional<Acl> acl{};
 };
 
 // The life of a session, as the locks on it see it.

@@ -31,10 +31,13 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
 import org.apache.zookeeper.data.Stat;
 
 public final class CuratorPeer {
@@ -131,15 +134,15 @@ public final class CuratorPeer {
     switch (options.command) {
       case "run":
         required = List.of("connect", "path", "lock", "cycles", "threads", "client", "log");
-        optional = Set.of("counter", "hold-us", "start-at-ns", "pause-us");
+        optional = Set.of("counter", "hold-us", "start-at-ns", "pause-us", "auth");
         break;
       case "hold":
         required = List.of("connect", "path", "lock");
-        optional = Set.of();
+        optional = Set.of("auth");
         break;
       case "probe":
         required = List.of("connect", "path", "lock", "timeout-ms");
-        optional = Set.of();
+        optional = Set.of("auth");
         break;
       default:
         throw new UsageError("unknown command: " + options.command);
@@ -182,13 +185,35 @@ public final class CuratorPeer {
     return kind.equals("mutex") ? "exclusive" : kind;
   }
 
-  private static CuratorFramework connect(String connectString) throws Exception {
-    CuratorFramework client = CuratorFrameworkFactory.builder()
+  /**
+   * With --auth SCHEME:SECRET (e.g. digest:user:password), the session authenticates so, and the
+   * nodes it creates are the identity's own and world-readable: dlock's default with credentials.
+   */
+  private static CuratorFramework connect(String connectString, String auth) throws Exception {
+    CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
         .connectString(connectString)
         .sessionTimeoutMs(SESSION_TIMEOUT_MS)
         .connectionTimeoutMs(CONNECTION_TIMEOUT_MS)
-        .retryPolicy(new ExponentialBackoffRetry(100, 3))
-        .build();
+        .retryPolicy(new ExponentialBackoffRetry(100, 3));
+    if (auth != null) {
+      int colon = auth.indexOf(':');
+      if (colon <= 0) throw new IOException("--auth must be SCHEME:SECRET");
+      builder.authorization(auth.substring(0, colon), auth.substring(colon + 1).getBytes(StandardCharsets.UTF_8));
+      List<ACL> acl = new ArrayList<>(ZooDefs.Ids.CREATOR_ALL_ACL);
+      acl.addAll(ZooDefs.Ids.READ_ACL_UNSAFE);
+      builder.aclProvider(new ACLProvider() {
+        @Override
+        public List<ACL> getDefaultAcl() {
+          return acl;
+        }
+
+        @Override
+        public List<ACL> getAclForPath(String path) {
+          return acl;
+        }
+      });
+    }
+    CuratorFramework client = builder.build();
     client.start();
     if (!client.blockUntilConnected(CONNECTION_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
       client.close();
@@ -288,7 +313,7 @@ public final class CuratorPeer {
 
     final AtomicLong holds = new AtomicLong();
     final AtomicReference<Throwable> failure = new AtomicReference<>();
-    CuratorFramework client = connect(options.get("connect"));
+    CuratorFramework client = connect(options.get("connect"), options.values.get("auth"));
     if (options.values.containsKey("start-at-ns")) {
       // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, whatever their
       // start-up costs (a JVM's is the longest), so that they really contend.
@@ -356,7 +381,7 @@ public final class CuratorPeer {
   }
 
   private static int hold(Options options) throws Exception {
-    CuratorFramework client = connect(options.get("connect"));
+    CuratorFramework client = connect(options.get("connect"), options.values.get("auth"));
     try {
       NodeLock lock = newLock(client, options.get("path"), options.get("lock"));
       lock.acquire();
@@ -377,7 +402,7 @@ public final class CuratorPeer {
 
   private static int probe(Options options) throws Exception {
     long timeoutMs = options.number("timeout-ms", 0, Long.MAX_VALUE / 1_000_000);
-    CuratorFramework client = connect(options.get("connect"));
+    CuratorFramework client = connect(options.get("connect"), options.values.get("auth"));
     try {
       NodeLock lock = newLock(client, options.get("path"), options.get("lock"));
       // On a timeout Curator deletes its own node before acquire() returns.

@@ -8,6 +8,7 @@
 //                  [--session-timeout-ms MS]   (default 10000)
 //                  [--loss-signal on-suspended|on-lost]   (SessionOptions::loss_signal)
 //                  [--max-passes N] [--max-time-ms MS] [--handoff on|off]   (SessionOptions::handoff)
+//                  [--auth SCHEME:SECRET]   (SessionOptions::auth, e.g. digest:user:password)
 //                  [--attempt-timeout-ms MS]   (try_lock_for instead of lock; a timeout is
 //                                               logged as a "timeout" event and retried)
 //                  [--tolerate-loss]   (a cycle whose acquisition throws LockLost or Error is
@@ -67,6 +68,7 @@ struct Options {
   bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false;
   dlock::LossSignal loss_signal = dlock::LossSignal::OnSuspended;
   dlock::HandoffOptions handoff{};
+  std::vector<dlock::Credentials> auth;  // --auth SCHEME:SECRET (the default ACL then: creator + world read)
 };
 
 std::int64_t monotonic_ns() {
@@ -151,6 +153,12 @@ Options parse(int argc, char** argv) {
     o.handoff.max_time = std::chrono::milliseconds(positive("--max-time-ms", values["--max-time-ms"], 0));
   }
   if (values.count("--handoff")) o.handoff.local = values["--handoff"] != "off";
+  if (values.count("--auth")) {
+    const auto& auth = values["--auth"];
+    const auto colon = auth.find(':');
+    if (colon == std::string::npos) throw std::invalid_argument("--auth must be SCHEME:SECRET");
+    o.auth.push_back({.scheme = auth.substr(0, colon), .secret = auth.substr(colon + 1)});
+  }
   if (values.count("--attempt-timeout-ms")) {
     o.attempt_timeout_ms = positive("--attempt-timeout-ms", values["--attempt-timeout-ms"], 1);
   }
@@ -160,7 +168,7 @@ Options parse(int argc, char** argv) {
 dlock::SessionOptions session_options(const Options& o) {
   return {.connect = o.connect, .session_timeout = std::chrono::milliseconds(o.session_timeout_ms),
           .connect_timeout = std::chrono::seconds(20), .loss_signal = o.loss_signal, .renew_expired_session = true,
-          .handoff = o.handoff};
+          .handoff = o.handoff, .auth = o.auth};
 }
 
 std::string hex(std::int64_t id) {

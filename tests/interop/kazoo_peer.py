@@ -90,6 +90,9 @@ def parse_args(argv):
         sub.add_argument("--path", required=True)
         sub.add_argument("--lock", required=True, choices=("mutex", "read", "write"))
         sub.add_argument("--node-name", dest="node_name", choices=("kazoo", "curator"), default="kazoo")
+        # SCHEME:SECRET, e.g. digest:user:password; the nodes it creates are then the identity's
+        # own (all permissions) and world-readable, as dlock's default with credentials.
+        sub.add_argument("--auth")
         return sub
 
     run = common("run")
@@ -111,10 +114,18 @@ def parse_args(argv):
     return args
 
 
-def connect(hosts):
+def connect(hosts, auth=None):
     from kazoo.client import KazooClient
+    from kazoo.security import ACL, Id, Permissions
 
-    client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S)
+    options = {}
+    if auth:
+        scheme, _, secret = auth.partition(":")
+        if not secret:
+            raise UsageError("--auth must be SCHEME:SECRET")
+        options["auth_data"] = [(scheme, secret)]
+        options["default_acl"] = [ACL(Permissions.ALL, Id("auth", "")), ACL(Permissions.READ, Id("world", "anyone"))]
+    client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S, **options)
     try:
         client.start(timeout=CONNECTION_TIMEOUT_S)
     except Exception as error:
@@ -185,7 +196,7 @@ def command_run(args):
     failures = []
     holds = [0] * args.threads
 
-    client = connect(args.connect)
+    client = connect(args.connect, args.auth)
     try:
         # All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.
         time.sleep(max(0, args.start_at_ns - time.monotonic_ns()) / 1e9)
@@ -241,7 +252,7 @@ def command_run(args):
 
 
 def command_hold(args):
-    client = connect(args.connect)
+    client = connect(args.connect, args.auth)
     try:
         lock = new_lock(client, args.path, "kazoo_peer hold", args.node_name)
         acquire(lock)
@@ -259,7 +270,7 @@ def command_hold(args):
 def command_probe(args):
     from kazoo.exceptions import LockTimeout
 
-    client = connect(args.connect)
+    client = connect(args.connect, args.auth)
     try:
         lock = new_lock(client, args.path, "kazoo_peer probe", args.node_name)
         # kazoo 2.8 either raises LockTimeout (the predecessor watch did not fire in time) or

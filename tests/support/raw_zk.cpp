@@ -58,6 +58,36 @@ int RawZk::create(const std::string& path, const std::string& data, int mode, st
 
 int RawZk::remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
 
+int RawZk::add_auth(const std::string& scheme, const std::string& secret) {
+  std::promise<int> answered;
+  auto answer = answered.get_future();
+  const int rc = zoo_add_auth(
+      zh_, scheme.c_str(), secret.data(), static_cast<int>(secret.size()),
+      [](int reply, const void* data) { static_cast<std::promise<int>*>(const_cast<void*>(data))->set_value(reply); },
+      &answered);
+  if (rc != ZOK) return rc;
+  if (answer.wait_for(std::chrono::seconds(10)) != std::future_status::ready) return ZOPERATIONTIMEOUT;
+  return answer.get();
+}
+
+std::optional<std::string> RawZk::acl(const std::string& path) {
+  ACL_vector acl{};
+  Stat stat{};
+  if (zoo_get_acl(zh_, path.c_str(), &acl, &stat) != ZOK) return std::nullopt;
+  std::string out;
+  for (int i = 0; i < acl.count; ++i) {
+    static constexpr const char* kLetters[] = {"c", "d", "r", "w", "a"};
+    const int kBits[] = {ZOO_PERM_CREATE, ZOO_PERM_DELETE, ZOO_PERM_READ, ZOO_PERM_WRITE, ZOO_PERM_ADMIN};
+    if (!out.empty()) out += ',';
+    out += std::string(acl.data[i].id.scheme) + ":" + acl.data[i].id.id + ":";
+    for (int b = 0; b < 5; ++b) {
+      if ((acl.data[i].perms & kBits[b]) != 0) out += kLetters[b];
+    }
+  }
+  deallocate_ACL_vector(&acl);
+  return out;
+}
+
 int RawZk::remove_together(const std::vector<std::string>& paths) {
   std::vector<zoo_op_t> ops(paths.size());
   std::vector<zoo_op_result_t> results(paths.size());

@@ -29,6 +29,10 @@ class RawZk {
   int remove(const std::string& path);
   // Deletes `paths` in one multi-op (all or none, one transaction, in this order); returns its rc.
   int remove_together(const std::vector<std::string>& paths);
+  // Authenticates this handle (zoo_add_auth) and waits for the server's answer; returns its rc.
+  int add_auth(const std::string& scheme, const std::string& secret);
+  // The node's ACL in zkCli's notation ("world:anyone:r,digest:alice:...:cdrwa"), or nullopt.
+  std::optional<std::string> acl(const std::string& path);
   std::int64_t session_id() const;
   zhandle_t* handle() { return zh_; }
 
