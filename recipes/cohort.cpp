@@ -458,6 +458,13 @@ void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const Children
     // No directory (deleted with the node in one transaction, say): nothing queued, ours gone.
     if (listed.rc == ZNONODE && node == current_) note_listing_locked(*node, {});
     if (listed.rc == ZOK && node == current_) note_listing_locked(*node, listed.names);
+    // Refused (READ revoked from this identity): other clients can no longer be seen, so assume
+    // one waits: passes stay bounded. (A lost connection relists once it is back.)
+    if (listed.rc == ZNOAUTH && node == current_ && !node->others_waiting) {
+      node->others_waiting = true;
+      node->others_seen = Clock::now();
+      node->holds_at_seen = node->holds_granted;
+    }
     if (std::exchange(relist_again_, false) && current_ && !current_->others_waiting) {
       relist_in_flight_ = true;
       again = current_;

@@ -49,7 +49,8 @@ std::string permission_name(std::uint32_t permission) {
 [[noreturn]] void fail(Client& client, int rc, const std::string& what, const Need& need = {}) {
   client.throw_if_gone(what);
   if (rc == ZNOAUTH) {
-    // Nothing was created by the refused request; the attempt's own clean-up runs as it unwinds.
+    // The refused request created nothing; an attempt's clean-up (its node by prefix, if an
+    // earlier create's reply was lost) still runs as it unwinds.
     throw Error(make_error_code(errc::not_authorized),
                 what + ": ZooKeeper refused it (" + zerror(rc) + "): the session's identity (" + client.identity() +
                     ") lacks the " + permission_name(need.permission) + " permission on " + need.node +
@@ -149,6 +150,14 @@ void create_parents(Client& client, const std::string& dir, const std::string& w
   }
   for (auto& [path, pending] : creates) {
     const int rc = pending.get().rc;
+    if (rc == ZNOAUTH) {
+      // The server checks CREATE on the parent before it looks for the node: an ancestor that
+      // exists under a parent this identity may not create in (a hardened "/" or lock base)
+      // answers NoAuth too. Only one that is missing is an error.
+      Pending<StatResult> found;
+      client.exists(path, found.callback());
+      if (found.get().rc == ZOK) continue;
+    }
     if (rc != ZOK && rc != ZNODEEXISTS && !transient(rc)) fail(client, rc, what + ": creating " + path, {kCreate, parent_of(path)});
   }
 }

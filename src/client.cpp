@@ -92,6 +92,18 @@ void on_stat(int rc, const Stat* stat, const void* data) {
   request->done(result);
 }
 
+void on_data_stat(int rc, const char* value, int length, const Stat* stat, const void* data) {
+  auto request = claim<DataResult>(data);
+  if (!request) return;
+  DataResult result;
+  result.rc = rc;
+  if (rc == ZOK) {
+    if (value && length > 0) result.data.assign(value, static_cast<std::size_t>(length));
+    if (stat) result.stat = *stat;
+  }
+  request->done(std::move(result));
+}
+
 void on_data(int rc, const char*, int, const Stat*, const void* data) {
   if (auto request = claim<int>(data)) request->done(rc);
 }
@@ -193,7 +205,7 @@ Client::Client(SessionOptions options)
   bool auth_refused = false;
   {
     std::lock_guard lock(state_mutex_);
-    auth_refused = auth_refused_.has_value();
+    auth_refused = auth_refused_;
   }
   // A refused credential ends the handle (Lost): await_credentials() says so, not a time-out.
   if (state_.load() != SessionState::Connected && !auth_refused) {
@@ -253,55 +265,82 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   if (zh != nullptr) zoo_set_servers_resolution_delay(zh, kHostResolutionDelayMs);
   // Before any request: the server applies a connection's packets in order, so every create
   // this handle sends is made by the authenticated identity.
-  if (zh != nullptr && !(context->generation > 1 && test_hooks::skip_auth_on_renewal.load())) send_credentials(zh);
+  if (zh != nullptr && !(context->generation > 1 && test_hooks::skip_auth_on_renewal.load()) && !send_credentials(zh)) {
+    zookeeper_close(zh);  // a handle without its identity would fail every create: as if it never opened
+    return nullptr;
+  }
   return zh;
 }
 
-void Client::send_credentials(zhandle_t* zh) {
+bool Client::send_credentials(zhandle_t* zh) {
   for (std::size_t i = 0; i < options_.auth.size(); ++i) {
     const auto& credentials = options_.auth[i];
     const int rc = zoo_add_auth(zh, credentials.scheme.c_str(), credentials.secret.data(),
                                 static_cast<int>(credentials.secret.size()), &Client::on_auth_reply, &auth_tags_[i]);
-    if (rc != ZOK) on_auth_reply(rc, &auth_tags_[i]);
+    if (rc != ZOK) {
+      log(LogLevel::Error, "cannot send the credentials auth[" + std::to_string(i) + "] (scheme \"" +
+                               credentials.scheme + "\") to a new ZooKeeper handle: " + zerror(rc));
+      return false;
+    }
   }
+  return true;
 }
 
 void Client::on_auth_reply(int rc, const void* data) {
-  const auto* tag = static_cast<const AuthTag*>(data);
-  Client* self = tag->client;
+  // Only a refusal counts. Any other code means the connection went before the reply (the C
+  // client then sends every credential again on the next one), or the handle is closing. The
+  // C client hands the first reply's code to every pending completion, so which credential was
+  // refused is not known: the error names them all.
+  if (rc != ZAUTHFAILED) return;
+  Client* self = static_cast<const AuthTag*>(data)->client;
   {
     std::lock_guard lock(self->state_mutex_);
-    ++self->auth_replies_;
-    if (rc != ZOK && !self->auth_refused_) self->auth_refused_ = std::pair{tag->index, rc};
+    self->auth_refused_ = true;
   }
   self->state_cv_.notify_all();
-  if (rc != ZOK && rc != ZCLOSING) {
-    log(LogLevel::Error, "ZooKeeper at " + self->options_.connect + " refused the credentials auth[" +
-                             std::to_string(tag->index) + "] (scheme \"" + self->options_.auth[tag->index].scheme +
-                             "\"): " + zerror(rc));
-  }
+  log(LogLevel::Error, "ZooKeeper at " + printable(self->options_.connect) + " refused the credentials (" +
+                           self->schemes() + "): " + zerror(rc));
+}
+
+std::string Client::schemes() const {
+  std::string out;
+  for (const auto& credentials : options_.auth) out += (out.empty() ? "scheme \"" : ", scheme \"") + credentials.scheme + "\"";
+  return out;
 }
 
 void Client::await_credentials() {
   if (options_.auth.empty()) return;
-  std::optional<std::pair<std::size_t, int>> refused;
-  {
+  const auto until = steady_deadline_after(options_.connect_timeout);
+  const auto refused_error = [&](const std::string& why) {
+    close_now();
+    return ConnectError(make_error_code(errc::connect_failed),
+                        "cannot connect to ZooKeeper at \"" + printable(options_.connect) + "\": " + why);
+  };
+  // The C client sends the credentials first on every connection, and the server closes a
+  // connection at the first credential it refuses: a request answered after them proves that
+  // every one was accepted.
+  for (;;) {
+    Pending<StatResult> probe;
+    exists("/", probe.callback());
+    const int rc = probe.get().rc;
+    if (rc == ZOK || rc == ZNONODE) return;  // ZNONODE: a missing chroot, check_chroot's to report
+    bool refused = false;
+    {
+      std::lock_guard lock(state_mutex_);
+      refused = auth_refused_;
+    }
+    if (refused || rc == ZAUTHFAILED) {
+      throw refused_error("it refused the credentials (" + schemes() + "): " + zerror(ZAUTHFAILED) +
+                          " (is there an authentication provider for each scheme on the server?)");
+    }
+    if (!reply_lost(rc) && rc != ZCLOSING && rc != ZSESSIONEXPIRED) throw refused_error(zerror(rc));
     std::unique_lock lock(state_mutex_);
-    const auto until = steady_deadline_after(options_.connect_timeout);
-    state_cv_.wait_until(lock, until, [&] { return auth_replies_ >= options_.auth.size() || auth_refused_; });
-    refused = auth_refused_;
-    if (!refused && auth_replies_ < options_.auth.size()) refused = std::pair{auth_replies_, ZOPERATIONTIMEOUT};
+    if (!state_cv_.wait_until(lock, until, [&] { return state_.load() == SessionState::Connected || auth_refused_; })) {
+      lock.unlock();
+      throw refused_error("no server answered with the credentials (" + schemes() + ") accepted within connect_timeout (" +
+                          ms(options_.connect_timeout) + ")");
+    }
   }
-  if (!refused) return;
-  close_now();
-  const auto& [index, rc] = *refused;
-  throw ConnectError(make_error_code(errc::connect_failed),
-                     "cannot connect to ZooKeeper at \"" + printable(options_.connect) + "\": it " +
-                         (rc == ZOPERATIONTIMEOUT ? "did not answer" : "refused") + " the credentials auth[" +
-                         std::to_string(index) + "] (scheme \"" + options_.auth[index].scheme + "\"): " +
-                         zerror(rc) +
-                         (rc == ZAUTHFAILED ? " (is there an authentication provider for that scheme on the server?)"
-                                            : ""));
 }
 
 std::string Client::identity() const { return identity_of(options_.auth); }
@@ -591,6 +630,12 @@ void Client::exists(const std::string& path, StatCallback done) {
   });
 }
 
+void Client::get(const std::string& path, DataCallback done) {
+  queue_request<DataResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, [&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx); });
+  });
+}
+
 void Client::remove(const std::string& path, RcCallback done) {
   queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
     return submit(request, [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
@@ -641,7 +686,12 @@ void Client::release_node(const std::string& path) {
       if (!test_hooks::no_release_retry.load()) janitor_->delete_node(path);
     }
     // ZOK, ZNONODE: gone. SESSIONEXPIRED, CLOSING, INVALIDSTATE: the session took it.
-    else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
+    else if (rc == ZNOAUTH) {
+      log(LogLevel::Error, "could not delete lock node " + path + ": ZooKeeper refused it (" + zerror(rc) +
+                               "): the session's identity (" + identity() +
+                               ") lacks the DELETE permission on its lock directory (its ACL); the node stays, and "
+                               "blocks the lock, until the session ends");
+    } else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
              rc != ZINVALIDSTATE) {
       log(LogLevel::Error, "could not delete lock node " + path + ": " + zerror(rc));
     }
@@ -702,7 +752,9 @@ void Client::on_session_event(int zk_state, std::uint64_t generation) {
   } else if (zk_state == ZOO_EXPIRED_SESSION_STATE) {
     on_session_expired();
   } else if (zk_state == ZOO_AUTH_FAILED_STATE) {
-    set_state(SessionState::Lost);
+    // The handle is done for (the server refused a credential). Like an expiry: Lost, and a new
+    // session if renewals are on (the constructor reports it instead: await_credentials).
+    on_session_expired();
   } else if (state() == SessionState::Connected) {
     set_state(SessionState::Suspended);
   }

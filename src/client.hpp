@@ -70,10 +70,16 @@ struct StatResult {
   int rc = ZOK;
   Stat stat{};
 };
+struct DataResult {
+  int rc = ZOK;
+  std::string data;  // the node's data (empty for a node without data)
+  Stat stat{};
+};
 
 using CreateCallback = std::function<void(CreateResult)>;
 using ChildrenCallback = std::function<void(ChildrenResult)>;
 using StatCallback = std::function<void(StatResult)>;
+using DataCallback = std::function<void(DataResult)>;
 using RcCallback = std::function<void(int rc)>;
 
 // Whether a request failed because the connection that carried it was torn down before its reply
@@ -127,6 +133,8 @@ class Client {
   // watch_children).
   void children(const std::string& path, ChildrenCallback done, bool watch = false);
   void exists(const std::string& path, StatCallback done);
+  // getData without a watch: the node's data and stat (inspect.hpp reads lock nodes with it).
+  void get(const std::string& path, DataCallback done);
   void remove(const std::string& path, RcCallback done);
   // Brings the server this session talks to up to date with the leader (ZooKeeper's sync):
   // reads this session sends after it see every write committed before it, e.g. a create whose
@@ -268,11 +276,14 @@ class Client {
   std::vector<AuthTag> auth_tags_;
   static void on_auth_reply(int rc, const void* data);
   // Sends every credential on a new handle (the C client sends them again on each reconnect).
-  void send_credentials(zhandle_t* zh);
-  // The constructor's wait for the first handle's auth replies; throws ConnectError on a refusal.
+  // False (logged) if the C client would not take one.
+  bool send_credentials(zhandle_t* zh);
+  // The constructor's check that the server accepted the credentials (a request answered after
+  // them); throws ConnectError, naming the schemes, on a refusal.
   void await_credentials();
-  std::size_t auth_replies_ = 0;             // guarded by state_mutex_ (the first handle's)
-  std::optional<std::pair<std::size_t, int>> auth_refused_;  // guarded by state_mutex_: index, rc
+  // "scheme \"digest\", ..." of the credentials, for messages.
+  std::string schemes() const;
+  bool auth_refused_ = false;  // guarded by state_mutex_: the server refused a credential
   std::mutex close_mutex_;                  // one closer at a time
   mutable std::shared_mutex handle_mutex_;  // exclusive only to swap the handle
   zhandle_t* zh_ = nullptr;

@@ -13,6 +13,17 @@ constexpr std::uint32_t kBits[] = {kCreate, kDelete, kRead, kWrite, kAdmin};
 
 [[noreturn]] void invalid(const std::string& what) { throw Error(make_error_code(errc::invalid_argument), what); }
 
+// "user:" then the 28-character base64 of a 20-byte SHA-1 ("...=").
+bool digest_id(std::string_view id) {
+  const auto colon = id.find(':');
+  if (colon == std::string_view::npos || colon == 0 || id.size() - colon - 1 != 28) return false;
+  const auto hash = id.substr(colon + 1);
+  if (hash.back() != '=') return false;
+  return std::all_of(hash.begin(), hash.end() - 1, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+  });
+}
+
 bool scheme_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
@@ -44,8 +55,10 @@ void check_entry(const AclEntry& entry, const std::string& where) {
   if (entry.scheme == "auth" && !entry.id.empty()) {
     invalid(where + ": the auth scheme takes an empty id (\"auth::cdrwa\"), got " + shown(entry.id));
   }
-  if (entry.scheme == "digest" && entry.id.find(':') == std::string::npos) {
-    invalid(where + ": a digest id is \"user:<base64 of the SHA-1 of user:password>\", got " + shown(entry.id));
+  if (entry.scheme == "digest" && !digest_id(entry.id)) {
+    // Not quoted: a password written where its hash belongs would land in the message.
+    invalid(where + ": a digest id is \"user:<base64 of the SHA-1 of user:password>\" (28 characters after the "
+                    "user's ':', ending in '=')");
   }
   if (entry.scheme != "world" && entry.scheme != "auth" && entry.id.empty()) {
     invalid(where + ": scheme \"" + entry.scheme + "\" needs an id");
@@ -97,15 +110,18 @@ Acl Acl::parse(std::string_view spec) {
   for (int index = 1;; ++index) {
     const auto comma = spec.find(',', start);
     const auto text = spec.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    const std::string where = "ACL entry " + std::to_string(index) + " " + shown(text);
+    // Never the whole entry in an error: it may be a credential pasted by mistake. The scheme is
+    // named once it is known to be one.
+    std::string where = "ACL entry " + std::to_string(index);
     // scheme:id:perms, the id possibly holding ':' itself (digest): the first and the last ':'.
     const auto first = text.find(':');
     const auto last = text.rfind(':');
     if (first == std::string_view::npos || first == last) invalid(where + ": expected scheme:id:perms");
     AclEntry entry;
     entry.scheme = std::string(text.substr(0, first));
-    entry.id = std::string(text.substr(first + 1, last - first - 1));
     check_scheme(entry.scheme, where);
+    where += " (scheme \"" + entry.scheme + "\")";
+    entry.id = std::string(text.substr(first + 1, last - first - 1));
     entry.perms = parse_perms(text.substr(last + 1), where);
     entries.push_back(std::move(entry));
     if (comma == std::string_view::npos) break;

@@ -17,6 +17,7 @@
 #include "eventually.hpp"
 #include "fault_proxy.hpp"
 #include "hold_log.hpp"
+#include "loopback.hpp"
 #include "interop/peers.hpp"
 #include "raw_zk.hpp"
 #include "session_access.hpp"
@@ -228,6 +229,59 @@ TEST(Security, AnUnknownSchemeIsRefusedAtConnectNamingTheSchemeNotTheSecret) {
   }
 }
 
+// The C client hands a failed connection attempt's code to the pending auth completions: with
+// one host of the connect string down, that must not pass for a refused credential.
+TEST(Security, AHostDownInTheConnectStringDoesNotFailTheCredentials) {
+  auto options = as({kAlice});
+  const auto down = "127.0.0.1:" + std::to_string(free_port());
+  options.connect = down + "," + zk_connect() + "," + down;
+  for (int i = 0; i < 6; ++i) {
+    try {
+      Session session(options);
+      Mutex mutex(session, test_root());
+      EXPECT_TRUE(mutex.try_lock_for(5s)) << "session " << i;
+      mutex.unlock();
+    } catch (const Error& e) {
+      ADD_FAILURE() << "session " << i << ": " << e.what();
+    }
+  }
+}
+
+// The C client gives the first auth reply's code to every pending completion: a refused
+// credential beside an accepted one must still fail the constructor, in either order.
+TEST(Security, ARefusedCredentialBesideAnAcceptedOneFailsTheConstructorNamingBothSchemes) {
+  const Credentials unknown{.scheme = "nosuchscheme", .secret = "top-secret-6"};
+  for (const auto& auth : {std::vector{unknown, kAlice}, std::vector{kAlice, unknown}}) {
+    try {
+      Session session(as(auth));
+      ADD_FAILURE() << "a Session with a refused credential was built, state " << to_string(session.state());
+    } catch (const ConnectError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("scheme \"nosuchscheme\""), std::string::npos) << what;
+      EXPECT_NE(what.find("scheme \"digest\""), std::string::npos) << what;
+      EXPECT_EQ(what.find("secret"), std::string::npos) << what;
+    }
+  }
+}
+
+// The server checks CREATE on a node's parent before it looks whether the node exists: an
+// ancestor of the lock directory under a parent this identity may not create in must not fail the
+// lock when the ancestor exists (a hardened lock base, the directory itself reaped when idle).
+TEST(Security, AnExistingAncestorUnderAHardenedParentDoesNotFailTheLock) {
+  RawZk raw(zk_connect());
+  const std::string base = test_root() + "/hard";
+  ASSERT_EQ(raw.create(test_root(), "", 0), ZOK);
+  ASSERT_EQ(raw.create(base, "", 0), ZOK);
+  ASSERT_EQ(raw.create(base + "/locks", "", 0), ZOK);
+  ASSERT_EQ(raw.set_world_acl(base, ZOO_PERM_READ), ZOK);  // nobody may create in it any more
+  Session alice(as({kAlice}));
+  Mutex mutex(alice, base + "/locks/order-7");
+  bool locked = false;
+  EXPECT_NO_THROW(locked = mutex.try_lock_for(5s));
+  EXPECT_TRUE(locked);
+  if (locked) mutex.unlock();
+}
+
 TEST(Security, CredentialsAreSentAgainAfterAReconnect) {
   FaultProxy proxy(zk_server().port());
   auto options = as({kAlice});
@@ -313,10 +367,14 @@ TEST(Security, AclsParseAndPrintInZkClisNotation) {
     }
     return "accepted";
   };
-  EXPECT_NE(error_of("world:anyone:rx").find("ACL entry 1 \"world:anyone:rx\": permission letter \"x\" is not one of cdrwa"),
+  EXPECT_NE(error_of("world:anyone:rx").find("ACL entry 1 (scheme \"world\"): permission letter \"x\" is not one of cdrwa"),
             std::string::npos)
       << error_of("world:anyone:rx");
-  EXPECT_NE(error_of("world:anyone:r,auth").find("ACL entry 2 \"auth\": expected scheme:id:perms"), std::string::npos);
+  EXPECT_NE(error_of("world:anyone:r,auth").find("ACL entry 2: expected scheme:id:perms"), std::string::npos);
+  // A password where the digest's hash belongs: refused, and not repeated in the message.
+  const auto pasted = error_of("digest:alice:s3cret-pasted:cdrwa");
+  EXPECT_NE(pasted.find("a digest id is"), std::string::npos) << pasted;
+  EXPECT_EQ(pasted.find("s3cret-pasted"), std::string::npos) << pasted;
   EXPECT_NE(error_of("world:someone:r").find("the world scheme's only id is \"anyone\""), std::string::npos);
   EXPECT_NE(error_of("digest:nobody:r").find("a digest id is"), std::string::npos);
   EXPECT_NE(error_of("world:anyone:rr").find("given twice"), std::string::npos);

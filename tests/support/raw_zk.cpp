@@ -70,6 +70,13 @@ int RawZk::add_auth(const std::string& scheme, const std::string& secret) {
   return answer.get();
 }
 
+int RawZk::set_world_acl(const std::string& path, int perms) {
+  char world[] = "world", anyone[] = "anyone";
+  ACL entry{perms, Id{world, anyone}};
+  ACL_vector acl{1, &entry};
+  return zoo_set_acl(zh_, path.c_str(), -1, &acl);
+}
+
 std::optional<std::string> RawZk::acl(const std::string& path) {
   ACL_vector acl{};
   Stat stat{};

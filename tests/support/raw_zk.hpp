@@ -33,6 +33,8 @@ class RawZk {
   int add_auth(const std::string& scheme, const std::string& secret);
   // The node's ACL in zkCli's notation ("world:anyone:r,digest:alice:...:cdrwa"), or nullopt.
   std::optional<std::string> acl(const std::string& path);
+  // Sets the node's ACL to world:anyone with `perms` (ZOO_PERM_* bits); returns the rc.
+  int set_world_acl(const std::string& path, int perms);
   std::int64_t session_id() const;
   zhandle_t* handle() { return zh_; }
 
