@@ -92,4 +92,11 @@ std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const s
   return created;
 }
 
+std::shared_ptr<LockSite> find_site(const std::shared_ptr<Client>& client, const std::string& path) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  const auto it = r.sites.find({client.get(), path});
+  return it == r.sites.end() ? nullptr : it->second.lock();
+}
+
 }  // namespace dlock::detail

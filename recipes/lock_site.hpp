@@ -51,5 +51,8 @@ struct LockSite : std::enable_shared_from_this<LockSite> {
 
 // The site of (client, path), shared by every lock object on it while any exists.
 std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path);
+// The live site of (client, path), or null: never creates one (inspect.hpp asks for its waiters).
+// The caller's reference may be the last: drop it with no dlock lock held.
+std::shared_ptr<LockSite> find_site(const std::shared_ptr<Client>& client, const std::string& path);
 
 }  // namespace dlock::detail

@@ -6,6 +6,7 @@ packages=(
   libzookeeper-mt-dev              # ZooKeeper C client (multi-threaded)
   zookeeper                        # the real server the tests and the demo start (brings Java)
   nlohmann-json3-dev               # lock node data
+  libcli11-dev                     # dlockctl's command line
   libgtest-dev                     # GoogleTest
   openjdk-17-jdk-headless          # javac for the Curator interop peer
   libcurator-recipes-java          # Apache Curator 5.4: interop peer and benchmark baseline

@@ -6,6 +6,7 @@
 #include "dlock/error.hpp"
 #include "dlock/fencing.hpp"
 #include "dlock/handoff.hpp"
+#include "dlock/inspect.hpp"
 #include "dlock/key.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/log.hpp"

@@ -1,0 +1,128 @@
+// dlock/inspect.hpp: who holds a lock and who waits for it, as data.
+//
+// `dlock::inspect(session, path)` reads a lock directory's queue the way every client agrees on it
+// (dlock, Curator and kazoo nodes queued together by sequence; docs/PROTOCOL.md) and says, for
+// each contender in queue order, whether it holds now and what its node tells about the client
+// that made it. It is what `dlockctl show` prints, for a service that wants its own admin
+// endpoint:
+//
+//   dlock::LockQueue queue = dlock::inspect(session, "/locks/orders/42");
+//   for (const dlock::QueuedContender& c : queue.contenders) {
+//     std::cout << c.node << (c.holds ? " holds" : " waits") << " since " << c.host << ' ' ...;
+//   }
+//
+// Contract:
+//   - One listing of `path`, then one read (getData) per contender, all sent at once on the
+//     session's own connection; nothing is created, watched or changed. The result is a snapshot:
+//     the queue may have moved on by the time the call returns. A contender whose node vanished
+//     between the listing and its read is left out (it released or its session ended).
+//   - `holds` follows the locks' own rules (recipes/policies), applied to the contenders found:
+//     an exclusive (Mutex, kazoo Lock) or write contender holds at the head of the queue; a reader holds when no exclusive or
+//     write contender is ahead of it. A queue whose order cannot be trusted (a sequence counter at
+//     its end, contender.hpp) still lists its contenders, with `order_defect` saying why; no lock
+//     would grant anything over it.
+//   - A directory that does not exist is an empty queue (`exists` false), not an error. Children
+//     that are not contenders of any known client are not listed (`ignored_children` counts them).
+//   - What a node's data says comes from another process and is not trusted: it is parsed
+//     defensively (never throws on odd data), every text field has bytes outside printable ASCII,
+//     '"' and '\' written as \xNN, and is cut after 256 bytes of input. `node` is the one
+//     exception: it is the child's name exactly as the server lists it (ZooKeeper names are valid
+//     UTF-8 without control characters), so it can name the node again.
+//
+// Client identification (`client`):
+//   - Dlock: a `_c_<uuid>-...` node whose data is dlock's JSON
+//     {"client":"dlock","host","pid","thread","acquired_at"}: host, pid, thread and acquired_at
+//     are filled in.
+//   - Curator: any other `_c_<uuid>-...` node; Curator writes the creating host's IP address as
+//     text, shown as `host`.
+//   - Kazoo: `<hex>__lock__<seq>` / `<hex>__rlock__<seq>` nodes, and `<32 hex>-lock-<seq>` (kazoo's
+//     Lock with a Curator-style node name); kazoo writes its `identifier` (often empty or a host
+//     name), shown as `identifier`.
+//   - Unknown: a contender name of none of those shapes (e.g. `lock-<seq>` without a prefix).
+//   `data` always carries the node's data, escaped and cut as above.
+//
+// Thread-safety: may be called from any thread, concurrently, on a Connected session; it blocks
+// until the replies arrive (about a round trip), and must not be called from a thread dlock calls
+// back on (a state listener, a lock-lost stop_callback, a logger): those replies would never be
+// delivered.
+//
+// Errors: InvalidPath (naming the path and the rule) for a path a Mutex would refuse; LockLost
+// when the session is Lost or Closed; Error with errc::not_authorized when the server refuses a
+// read (the directory's ACL); Error with the ZooKeeper code (zookeeper_category()) for other
+// failures, e.g. the connection dropping while the replies were due.
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlock {
+
+class Session;
+
+// Which client made a contender's node.
+enum class LockClient { Dlock, Curator, Kazoo, Unknown };
+// What the node asks for: a Mutex / kazoo Lock (`lock-`, `__lock__`), a read/write lock's read
+// side (`__READ__`, `__rlock__`) or its write side (`__WRIT__`).
+enum class LockKind { Exclusive, Read, Write };
+
+// "dlock", "curator", "kazoo", "unknown"; "exclusive", "read", "write".
+std::string_view to_string(LockClient client) noexcept;
+std::string_view to_string(LockKind kind) noexcept;
+
+struct QueuedContender {
+  std::string node;  // the child's name, e.g. "_c_0f...-lock-0000000003"
+  LockKind kind = LockKind::Exclusive;
+  bool holds = false;  // holds the lock now (over the contenders the call found)
+  LockClient client = LockClient::Unknown;
+  // What the node's data says, where its client writes it ("" / nullopt otherwise; escaped).
+  std::string host;                   // dlock: its host name; Curator: the creator's IP address
+  std::optional<std::int64_t> pid;    // dlock only
+  std::optional<std::int64_t> thread; // dlock only: the creating thread's Linux thread id
+  std::string acquired_at;            // dlock only: when the node was created (client's clock, UTC ISO 8601)
+  std::string identifier;             // kazoo only: its Lock's identifier
+  std::string data;                   // the raw data, escaped, cut after 256 bytes
+  // From the node's stat (the server's view).
+  std::int64_t session_id = 0;     // the session that owns the node (ephemeralOwner)
+  std::int64_t czxid = 0;          // the zxid of the node's creation
+  std::int64_t fencing_token = 0;  // fencing_token_of(czxid): what a holder of this node presents
+  std::chrono::system_clock::time_point created{};  // ctime: when the server created the node
+};
+
+struct LockQueue {
+  std::string path;
+  bool exists = false;  // whether the lock directory exists
+  // In queue order (the first is the head).
+  std::vector<QueuedContender> contenders;
+  // Children of the directory that are no contender (not waited on by any client).
+  std::size_t ignored_children = 0;
+  // Non-empty when the queue's order cannot be trusted (sequence counter exhausted or wrapped).
+  std::string order_defect;
+  // Threads of this process waiting for `path` on this session in the local hand-off queue (any
+  // lock object on it, every kind; Mutex::local_waiters()), or nullopt when no lock object of this
+  // session uses `path` now. A thread whose acquisition is queued in ZooKeeper is not counted: it
+  // is its node in `contenders`. Other processes' local waiters share their process's node and
+  // are not visible on the server.
+  std::optional<std::size_t> local_waiters;
+
+  // The contenders that hold now.
+  std::vector<const QueuedContender*> holders() const {
+    std::vector<const QueuedContender*> out;
+    for (const auto& c : contenders) {
+      if (c.holds) out.push_back(&c);
+    }
+    return out;
+  }
+};
+
+// The queue of the lock at `path` (a lock directory: what a Mutex / SharedMutex is constructed
+// with), read on `session`. See the contract above.
+LockQueue inspect(Session& session, std::string_view path);
+
+}  // namespace dlock

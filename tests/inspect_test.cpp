@@ -1,0 +1,428 @@
+// dlock::inspect() and the dlockctl command against the suite's real server, with dlock, Curator
+// and kazoo contenders on one lock.
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "dlock/dlock.hpp"
+#include "eventually.hpp"
+#include "interop/peers.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Run {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Runs dlockctl with `args` (after --connect to the suite's server unless `connect` is false);
+// stdout and stderr apart.
+Run dlockctl(const std::vector<std::string>& args, bool connect = true) {
+  const std::string err_file = make_temp_dir("dlockctl") + "/stderr";
+  std::string command = "exec " + shell_quote(DLOCKCTL_PATH);
+  if (connect) command += " --connect " + shell_quote(zk_connect());
+  for (const auto& a : args) command += " " + shell_quote(a);
+  command += " 2>" + shell_quote(err_file);
+  ChildProcess child({"/bin/sh", "-c", command});
+  Run run;
+  run.out = child.read_all();
+  run.status = child.wait();
+  std::ifstream in(err_file);
+  std::stringstream err;
+  err << in.rdbuf();
+  run.err = err.str();
+  std::filesystem::remove_all(std::filesystem::path(err_file).parent_path());
+  return run;
+}
+
+std::string host_name() {
+  char buffer[256] = {};
+  gethostname(buffer, sizeof buffer - 1);
+  return buffer;
+}
+
+// The whitespace-separated fields of each line after the first (the summary line of `show`,
+// nothing for `list`, whose first line is its header: callers skip what they need).
+std::vector<std::vector<std::string>> table_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(text);
+  std::string line;
+  bool first = true;
+  while (std::getline(lines, line)) {
+    if (first && !line.starts_with("#") && !line.starts_with("PATH")) {
+      first = false;
+      continue;
+    }
+    first = false;
+    std::istringstream fields(line);
+    std::vector<std::string> row;
+    for (std::string field; fields >> field;) row.push_back(field);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::size_t queue_length(Session& session, const std::string& path) { return inspect(session, path).contenders.size(); }
+
+// A lock held by this process's Mutex, with a Curator waiter and then a kazoo waiter queued
+// behind it (each started once the one before is queued, so the order is known).
+struct ThreeClients {
+  Session session{session_options()};
+  Mutex mutex{session, test_root()};
+  std::optional<ChildProcess> curator;
+  std::optional<ChildProcess> kazoo;
+
+  ThreeClients() {
+    mutex.lock();
+    curator.emplace(start_hold("curator_peer", "mutex", test_root()));
+    EXPECT_TRUE(eventually([&] { return queue_length(session, test_root()) == 2; }, 30s)) << "Curator never queued";
+    // kazoo's own node names (`<hex>__lock__<seq>`): it queues behind the Curator node
+    // (extra_lock_patterns), and inspect() must recognise kazoo's naming.
+    kazoo.emplace(start_hold("kazoo_peer", "mutex", test_root()));
+    EXPECT_TRUE(eventually([&] { return queue_length(session, test_root()) == 3; }, 30s)) << "kazoo never queued";
+  }
+
+  // Releases in queue order, each peer holding in turn.
+  void release_all() {
+    if (mutex.held_by_this_thread()) mutex.unlock();
+    for (auto* peer : {&curator, &kazoo}) {
+      if (!*peer) continue;
+      const auto held = (*peer)->read_line(30s);
+      EXPECT_TRUE(held && held->starts_with("HELD ")) << held.value_or("(nothing)");
+      (*peer)->write_line("release");
+      EXPECT_EQ((*peer)->read_line(30s).value_or("(none)"), "RELEASED");
+      EXPECT_EQ((*peer)->wait(), 0);
+      peer->reset();
+    }
+  }
+};
+
+TEST(Inspect, ShowsDlockCuratorAndKazooContendersInQueueOrder) {
+  ThreeClients clients;
+  const auto queue = inspect(clients.session, test_root());
+  EXPECT_TRUE(queue.exists);
+  EXPECT_EQ(queue.path, test_root());
+  EXPECT_TRUE(queue.order_defect.empty()) << queue.order_defect;
+  ASSERT_EQ(queue.contenders.size(), 3u);
+
+  const auto& mine = queue.contenders[0];
+  EXPECT_EQ(mine.client, LockClient::Dlock);
+  EXPECT_EQ(mine.kind, LockKind::Exclusive);
+  EXPECT_TRUE(mine.holds);
+  EXPECT_EQ(mine.pid, static_cast<std::int64_t>(getpid()));
+  EXPECT_EQ(mine.thread, static_cast<std::int64_t>(syscall(SYS_gettid)));
+  EXPECT_EQ(mine.host, host_name());
+  EXPECT_FALSE(mine.acquired_at.empty());
+  EXPECT_EQ(mine.session_id, clients.session.id());
+  EXPECT_EQ(mine.fencing_token, clients.mutex.fencing_token()) << "the first hold of a node: czxid * 1024";
+  EXPECT_EQ(mine.fencing_token, fencing_token_of(mine.czxid));
+
+  const auto& curator = queue.contenders[1];
+  EXPECT_EQ(curator.client, LockClient::Curator) << curator.node << " data " << curator.data;
+  EXPECT_EQ(curator.kind, LockKind::Exclusive);
+  EXPECT_FALSE(curator.holds);
+  EXPECT_TRUE(curator.node.starts_with("_c_")) << curator.node;
+  EXPECT_FALSE(curator.host.empty()) << "Curator writes its host's IP address";
+  EXPECT_FALSE(curator.pid.has_value());
+  EXPECT_NE(curator.session_id, clients.session.id());
+
+  const auto& kazoo = queue.contenders[2];
+  EXPECT_EQ(kazoo.client, LockClient::Kazoo) << kazoo.node;
+  EXPECT_EQ(kazoo.kind, LockKind::Exclusive);
+  EXPECT_FALSE(kazoo.holds);
+  EXPECT_NE(kazoo.node.find("__lock__"), std::string::npos) << kazoo.node;
+  EXPECT_EQ(kazoo.identifier, "kazoo_peer hold");
+  EXPECT_NE(kazoo.session_id, curator.session_id);
+
+  for (std::size_t i = 1; i < queue.contenders.size(); ++i) {
+    EXPECT_GT(queue.contenders[i].fencing_token, queue.contenders[i - 1].fencing_token) << i;
+    EXPECT_GE(queue.contenders[i].created, queue.contenders[i - 1].created) << i;
+  }
+  ASSERT_EQ(queue.holders().size(), 1u);
+  EXPECT_EQ(queue.holders()[0], &queue.contenders[0]);
+  EXPECT_EQ(queue.local_waiters, std::optional<std::size_t>(0)) << "this session's Mutex is on the path, nobody waits";
+
+  // Once dlock releases, Curator holds and kazoo still waits; dlock's node is gone.
+  clients.mutex.unlock();
+  const auto held = clients.curator->read_line(30s);
+  ASSERT_TRUE(held && held->starts_with("HELD ")) << held.value_or("(nothing)");
+  const auto after = inspect(clients.session, test_root());
+  ASSERT_EQ(after.contenders.size(), 2u);
+  EXPECT_EQ(after.contenders[0].client, LockClient::Curator);
+  EXPECT_TRUE(after.contenders[0].holds);
+  EXPECT_EQ(after.contenders[0].fencing_token, std::stoll(held->substr(5))) << "the token the Curator peer computed";
+  EXPECT_EQ(after.contenders[1].client, LockClient::Kazoo);
+  EXPECT_FALSE(after.contenders[1].holds);
+  clients.curator->write_line("release");
+  EXPECT_EQ(clients.curator->read_line(30s).value_or("(none)"), "RELEASED");
+  EXPECT_EQ(clients.curator->wait(), 0);
+  clients.curator.reset();
+  clients.release_all();
+}
+
+// The negative control of the holder check: a dlock contender that is not first does not hold,
+// and its waiting thread counts as a local waiter of this session.
+TEST(Inspect, ADlockNodeBehindAnotherClientDoesNotHold) {
+  Session session(session_options());
+  EXPECT_EQ(inspect(session, test_root()).local_waiters, std::nullopt) << "no lock object on the path yet";
+  Mutex mutex(session, test_root());
+  auto curator = start_hold("curator_peer", "mutex", test_root());
+  const auto held = curator.read_line(30s);
+  ASSERT_TRUE(held && held->starts_with("HELD ")) << held.value_or("(nothing)");
+  // Two threads of this process: the first queues the process's node in ZooKeeper, the second
+  // waits for it locally (hand-off), which is what local_waiters counts.
+  auto waiter = [&] {
+    const bool got = mutex.try_lock_for(30s);
+    if (got) mutex.unlock();
+    return got;
+  };
+  auto first = std::async(std::launch::async, waiter);
+  ASSERT_TRUE(eventually([&] { return queue_length(session, test_root()) == 2; }, 10s));
+  auto second = std::async(std::launch::async, waiter);
+  ASSERT_TRUE(eventually([&] { return inspect(session, test_root()).local_waiters == std::optional<std::size_t>(1); }, 10s))
+      << "the second thread never showed as a local waiter";
+  const auto queue = inspect(session, test_root());
+  ASSERT_EQ(queue.contenders.size(), 2u);
+  EXPECT_EQ(queue.contenders[0].client, LockClient::Curator);
+  EXPECT_TRUE(queue.contenders[0].holds);
+  EXPECT_EQ(queue.contenders[1].client, LockClient::Dlock);
+  EXPECT_FALSE(queue.contenders[1].holds);
+  EXPECT_EQ(queue.contenders[1].pid, static_cast<std::int64_t>(getpid()));
+  EXPECT_EQ(queue.local_waiters, std::optional<std::size_t>(1));
+  curator.write_line("release");
+  EXPECT_EQ(curator.read_line(30s).value_or("(none)"), "RELEASED");
+  EXPECT_TRUE(first.get());
+  EXPECT_TRUE(second.get());
+  EXPECT_EQ(curator.wait(), 0);
+}
+
+TEST(Inspect, ReadersShareWritersWaitAndOddDataIsEscaped) {
+  Session session(session_options());
+  SharedMutex rw(session, test_root());
+  rw.lock_shared();
+  RawZk zk(zk_connect());
+  // A foreign client's reader and writer behind ours, with data that is not text.
+  std::string reader, writer;
+  ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-555555555555-__READ__", std::string("\x01\"x\xff", 4),
+                      ZOO_EPHEMERAL_SEQUENTIAL, &reader), ZOK);
+  ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-666666666666-__WRIT__", "{\"client\":\"dlock\",\"pid\":\"x\"",
+                      ZOO_EPHEMERAL_SEQUENTIAL, &writer), ZOK);
+  ASSERT_EQ(zk.create(test_root() + "/not-a-contender", "", ZOO_EPHEMERAL, nullptr), ZOK);
+  const auto queue = inspect(session, test_root());
+  ASSERT_EQ(queue.contenders.size(), 3u);
+  EXPECT_EQ(queue.ignored_children, 1u);
+  EXPECT_EQ(queue.contenders[0].kind, LockKind::Read);
+  EXPECT_EQ(queue.contenders[0].client, LockClient::Dlock);
+  EXPECT_TRUE(queue.contenders[0].holds);
+  EXPECT_EQ(queue.contenders[1].kind, LockKind::Read);
+  EXPECT_TRUE(queue.contenders[1].holds) << "a reader with only readers ahead holds";
+  EXPECT_EQ(queue.contenders[1].client, LockClient::Curator);
+  EXPECT_EQ(queue.contenders[1].data, "\\x01\\x22x\\xff");
+  EXPECT_EQ(queue.contenders[2].kind, LockKind::Write);
+  EXPECT_FALSE(queue.contenders[2].holds);
+  EXPECT_EQ(queue.contenders[2].client, LockClient::Curator) << "truncated JSON is no dlock data";
+  rw.unlock_shared();
+  zk.remove(test_root() + "/not-a-contender");
+  zk.remove(reader);
+  zk.remove(writer);
+}
+
+TEST(Inspect, AMissingDirectoryIsAnEmptyQueueAndABadPathThrows) {
+  Session session(session_options());
+  const auto queue = inspect(session, test_root() + "/nothing-here");
+  EXPECT_FALSE(queue.exists);
+  EXPECT_TRUE(queue.contenders.empty());
+  try {
+    (void)inspect(session, "locks/relative");
+    FAIL() << "a relative path was accepted";
+  } catch (const InvalidPath& e) {
+    EXPECT_NE(std::string(e.what()).find("locks/relative"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Dlockctl, ShowJsonAgreesWithInspect) {
+  ThreeClients clients;
+  const auto queue = inspect(clients.session, test_root());
+  const auto run = dlockctl({"--json", "show", test_root()});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto doc = nlohmann::json::parse(run.out);
+  EXPECT_EQ(doc["path"], test_root());
+  ASSERT_EQ(doc["contenders"].size(), queue.contenders.size()) << run.out;
+  for (std::size_t i = 0; i < queue.contenders.size(); ++i) {
+    const auto& c = queue.contenders[i];
+    const auto& j = doc["contenders"][i];
+    EXPECT_EQ(j["position"], i);
+    EXPECT_EQ(j["node"], c.node);
+    EXPECT_EQ(j["client"], std::string(to_string(c.client)));
+    EXPECT_EQ(j["kind"], std::string(to_string(c.kind)));
+    EXPECT_EQ(j["holds"], c.holds);
+    EXPECT_EQ(j["fencing_token"], c.fencing_token);
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(c.session_id));
+    EXPECT_EQ(j["session_id"], hex);
+  }
+  EXPECT_EQ(doc["contenders"][0]["client"], "dlock");
+  EXPECT_EQ(doc["contenders"][0]["pid"], static_cast<std::int64_t>(getpid()));
+  EXPECT_EQ(doc["contenders"][1]["client"], "curator");
+  EXPECT_EQ(doc["contenders"][2]["client"], "kazoo");
+  EXPECT_EQ(doc["holders"], 1);
+
+  // The text form: one row per contender, in order (printed: docs/OPERATIONS.md quotes it).
+  const auto text = dlockctl({"show", test_root()});
+  ASSERT_EQ(text.status, 0) << text.err;
+  std::cout << "dlockctl show " << test_root() << "\n" << text.out;
+  const auto rows = table_rows(text.out);
+  ASSERT_EQ(rows.size(), 4u) << text.out;  // header + 3
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"#", "HOLDS", "CLIENT", "KIND", "HOST", "PID", "THREAD", "SINCE",
+                                              "SESSION", "TOKEN", "NODE"}));
+  const std::vector<std::vector<std::string>> expected{{"0", "yes", "dlock"}, {"1", "no", "curator"}, {"2", "no", "kazoo"}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_GE(rows[i + 1].size(), 11u) << text.out;
+    EXPECT_EQ(std::vector<std::string>(rows[i + 1].begin(), rows[i + 1].begin() + 3), expected[i]) << text.out;
+    // From the end: kazoo's identifier in the HOST column has a space.
+    EXPECT_EQ(rows[i + 1].end()[-2], std::to_string(queue.contenders[i].fencing_token));
+    EXPECT_EQ(rows[i + 1].end()[-1], queue.contenders[i].node);
+  }
+  EXPECT_EQ(rows[1][5], std::to_string(getpid()));
+
+  // list: the lock directory under the test's parent, with its three contenders and one holder.
+  const auto list = dlockctl({"--json", "list", kSuiteRoot});
+  ASSERT_EQ(list.status, 0) << list.err;
+  const auto listed = nlohmann::json::parse(list.out);
+  bool found = false;
+  for (const auto& lock : listed["locks"]) {
+    if (lock["path"] != test_root()) continue;
+    found = true;
+    EXPECT_EQ(lock["queue_length"], 3);
+    EXPECT_EQ(lock["waiting"], 2);
+    ASSERT_EQ(lock["holders"].size(), 1u);
+    EXPECT_EQ(lock["holders"][0]["client"], "dlock");
+  }
+  EXPECT_TRUE(found) << list.out;
+  const auto list_text = dlockctl({"list", kSuiteRoot});
+  ASSERT_EQ(list_text.status, 0) << list_text.err;
+  std::cout << "dlockctl list " << kSuiteRoot << "\n" << list_text.out;
+  bool row_found = false;
+  for (const auto& row : table_rows(list_text.out)) {
+    if (row.size() >= 3 && row[0] == test_root()) {
+      row_found = true;
+      EXPECT_EQ(row[1], "3");
+      EXPECT_EQ(row[2], "dlock");
+    }
+  }
+  EXPECT_TRUE(row_found) << list_text.out;
+  clients.release_all();
+}
+
+TEST(Dlockctl, WaitTimesOutWhileHeldAndReturnsZeroAfterRelease) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  EXPECT_EQ(dlockctl({"wait", test_root(), "--timeout-ms", "100"}).status, 0) << "nothing queued: free at once";
+  mutex.lock();
+  const auto started = std::chrono::steady_clock::now();
+  const auto timed_out = dlockctl({"--json", "wait", test_root(), "--timeout-ms", "500"});
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 500ms);
+  EXPECT_EQ(timed_out.status, 1) << timed_out.out << timed_out.err;
+  EXPECT_EQ(nlohmann::json::parse(timed_out.out)["free"], false);
+
+  auto waiting = std::async(std::launch::async, [&] { return dlockctl({"wait", test_root(), "--timeout-ms", "20000"}); });
+  EXPECT_EQ(waiting.wait_for(700ms), std::future_status::timeout) << "wait returned while the lock was held";
+  const auto released = std::chrono::steady_clock::now();
+  mutex.unlock();
+  const auto run = waiting.get();
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - released, 5s) << "woken by the child watch, not by its timeout";
+}
+
+TEST(Dlockctl, ReleaseForceRefusesWithoutYesAndDeletesWithIt) {
+  auto holder = start_hold("dlock_peer", "mutex", test_root());
+  const auto held = holder.read_line(20s);
+  ASSERT_TRUE(held && held->starts_with("HELD ")) << held.value_or("(nothing)");
+  Session session(session_options());
+  const auto before = inspect(session, test_root());
+  ASSERT_EQ(before.contenders.size(), 1u);
+  const auto node = before.contenders[0].node;
+
+  for (const auto& args : std::vector<std::vector<std::string>>{{"release", "--force", test_root(), node},
+                                                                 {"release", test_root(), node, "--yes"},
+                                                                 {"release", test_root(), node}}) {
+    const auto refused = dlockctl(args);
+    EXPECT_EQ(refused.status, 2) << refused.err;
+    EXPECT_NE(refused.err.find("WARNING"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("fencing"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("refused"), std::string::npos) << refused.err;
+  }
+  ASSERT_EQ(inspect(session, test_root()).contenders.size(), 1u) << "a refused release deleted the node";
+  EXPECT_FALSE(another_session_locks(test_root(), 300ms)) << "the holder's node still keeps others out";
+
+  const auto missing = dlockctl({"release", "--force", test_root(), "_c_00000000-0000-4000-8000-000000000000-lock-0000000099", "--yes"});
+  EXPECT_EQ(missing.status, 4) << missing.err;
+
+  const auto run = dlockctl({"--json", "release", "--force", test_root(), node, "--yes"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("fencing"), std::string::npos) << "the warning is printed every time: " << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["deleted"]["node"], node);
+  EXPECT_TRUE(inspect(session, test_root()).contenders.empty());
+  EXPECT_TRUE(another_session_locks(test_root(), 10s)) << "the lock was still taken after its node was deleted";
+  holder.write_line("release");
+  (void)holder.read_line(10s);
+  holder.wait();
+}
+
+TEST(Dlockctl, BadInputIsNamedWithItsRule) {
+  const auto relative = dlockctl({"show", "locks/orders"});
+  EXPECT_EQ(relative.status, 2);
+  EXPECT_NE(relative.err.find("locks/orders"), std::string::npos) << relative.err;
+  EXPECT_NE(relative.err.find("absolute"), std::string::npos) << relative.err;
+
+  const auto bad_connect = dlockctl({"--connect", "localhost:notaport", "show", "/locks/x"}, false);
+  EXPECT_EQ(bad_connect.status, 3);
+  EXPECT_NE(bad_connect.err.find("localhost:notaport"), std::string::npos) << bad_connect.err;
+
+  const auto json_error = dlockctl({"--json", "--connect", "localhost:notaport", "show", "/locks/x"}, false);
+  EXPECT_EQ(json_error.status, 3);
+  EXPECT_EQ(nlohmann::json::parse(json_error.out)["exit_code"], 3);
+
+  const auto no_connect = dlockctl({"show", "/locks/x"}, false);
+  EXPECT_EQ(no_connect.status, 2);
+  EXPECT_NE(no_connect.err.find("--connect"), std::string::npos) << no_connect.err;
+
+  const auto bad_node = dlockctl({"release", "--force", "/locks/x", "../etc", "--yes"});
+  EXPECT_EQ(bad_node.status, 2);
+  EXPECT_NE(bad_node.err.find("../etc"), std::string::npos) << bad_node.err;
+
+  const auto bad_auth = dlockctl({"--auth", "nocolon", "show", "/locks/x"});
+  EXPECT_EQ(bad_auth.status, 2);
+  EXPECT_NE(bad_auth.err.find("SCHEME:SECRET"), std::string::npos) << bad_auth.err;
+
+  const auto help = dlockctl({"--help"}, false);
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("Exit codes"), std::string::npos) << help.out;
+}
+
+}  // namespace
+}  // namespace dlock::testing

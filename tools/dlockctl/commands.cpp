@@ -1,0 +1,217 @@
+#include "commands.hpp"
+
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <vector>
+
+#include "client.hpp"
+#include "contender.hpp"
+#include "dlock/inspect.hpp"
+#include "output.hpp"
+#include "pending.hpp"
+#include "printable.hpp"
+#include "session_access.hpp"
+
+namespace dlockctl {
+namespace {
+
+using dlock::detail::printable;
+
+// A ZooKeeper failure of the tool's own requests, as the library words its errors.
+[[noreturn]] void zk_fail(dlock::detail::Client& client, int rc, const std::string& what) {
+  client.throw_if_gone(what);
+  throw CommandError(kZooKeeper, what + ": " + zerror(rc) +
+                                     (rc == ZNOAUTH ? " (the session's identity " + client.identity() +
+                                                          " lacks the permission; see --auth)"
+                                                    : ""));
+}
+
+std::string child_path(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+}  // namespace
+
+int list_locks(dlock::Session& session, const std::string& base, bool json) {
+  const auto& client = dlock::detail::SessionAccess::client(session);
+  std::vector<std::string> lock_dirs;
+  // Breadth first, one level's listings sent at once.
+  std::vector<std::string> level{base};
+  bool base_exists = true;
+  while (!level.empty()) {
+    std::vector<dlock::detail::Pending<dlock::detail::ChildrenResult>> listings(level.size());
+    for (std::size_t i = 0; i < level.size(); ++i) client->children(level[i], listings[i].callback());
+    std::vector<std::string> next;
+    for (std::size_t i = 0; i < level.size(); ++i) {
+      const auto reply = listings[i].get();
+      if (reply.rc == ZNONODE) {  // deleted meanwhile (a container reaped), or a missing base
+        if (level[i] == base) base_exists = false;
+        continue;
+      }
+      if (reply.rc != ZOK) zk_fail(*client, reply.rc, "listing " + printable(level[i]));
+      if (!dlock::detail::queue_of(reply.names).empty()) lock_dirs.push_back(level[i]);
+      for (const auto& name : reply.names) {
+        const auto child = child_path(level[i], name);
+        // Contender nodes are ephemeral (no children); /zookeeper is the server's own.
+        if (dlock::detail::parse_contender(name) || child == "/zookeeper") continue;
+        next.push_back(child);
+      }
+    }
+    level = std::move(next);
+  }
+
+  std::vector<dlock::LockQueue> queues;
+  for (const auto& dir : lock_dirs) {
+    auto queue = dlock::inspect(session, dir);
+    if (!queue.contenders.empty()) queues.push_back(std::move(queue));
+  }
+  if (json) {
+    nlohmann::json locks = nlohmann::json::array();
+    for (const auto& q : queues) {
+      nlohmann::json holders = nlohmann::json::array();
+      for (std::size_t i = 0; i < q.contenders.size(); ++i) {
+        if (q.contenders[i].holds) holders.push_back(contender_json(q.contenders[i], i));
+      }
+      locks.push_back({{"path", q.path},
+                       {"queue_length", q.contenders.size()},
+                       {"waiting", q.contenders.size() - q.holders().size()},
+                       {"holders", std::move(holders)}});
+    }
+    print_json(std::cout, {{"base", base}, {"base_exists", base_exists}, {"locks", std::move(locks)}});
+    return kOk;
+  }
+  if (!base_exists) {
+    std::cout << printable(base) << ": no such node\n";
+    return kOk;
+  }
+  if (queues.empty()) {
+    std::cout << "no lock under " << printable(base) << " has contenders\n";
+    return kOk;
+  }
+  std::size_t width = 4;
+  for (const auto& q : queues) width = std::max(width, printable(q.path).size());
+  std::cout << "PATH" << std::string(width - 4 + 2, ' ') << "QUEUE  HOLDER(S)\n";
+  for (const auto& q : queues) {
+    const auto path = printable(q.path);
+    std::string holders;
+    for (const auto* h : q.holders()) {
+      if (!holders.empty()) holders += "; ";
+      holders += who(*h) + " (" + std::string(dlock::to_string(h->kind)) + ", session " + session_hex(h->session_id) + ")";
+    }
+    if (holders.empty()) holders = "-";
+    const auto length = std::to_string(q.contenders.size());
+    std::cout << path << std::string(width - path.size() + 2, ' ') << length << std::string(7 - std::min<std::size_t>(6, length.size()), ' ')
+              << holders << "\n";
+  }
+  return kOk;
+}
+
+int show_lock(dlock::Session& session, const std::string& path, bool json) {
+  const auto queue = dlock::inspect(session, path);
+  if (json) {
+    print_json(std::cout, queue_json(queue));
+  } else {
+    print_queue(std::cout, queue);
+  }
+  return kOk;
+}
+
+int wait_free(dlock::Session& session, const std::string& path, std::optional<std::int64_t> timeout_ms, bool json) {
+  const auto& client = dlock::detail::SessionAccess::client(session);
+  const auto start = std::chrono::steady_clock::now();
+  const bool limited = timeout_ms.has_value();
+  const auto deadline = limited ? start + std::chrono::milliseconds(*timeout_ms) : std::chrono::steady_clock::time_point::max();
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool event = false;
+  // A child event on the directory wakes the loop; it re-lists at least once a second anyway (a
+  // watch is not re-armed while the connection is down).
+  const auto watch_id = client->watch_children(path, [&](std::uint64_t) {
+    {
+      std::lock_guard lock(mutex);
+      event = true;
+    }
+    changed.notify_all();
+  });
+  struct Unwatch {
+    dlock::detail::Client& client;
+    std::uint64_t id;
+    ~Unwatch() { client.unwatch_children(id); }
+  } unwatch{*client, watch_id};
+
+  std::size_t queued = 0;
+  for (;;) {
+    {
+      std::lock_guard lock(mutex);
+      event = false;
+    }
+    dlock::detail::Pending<dlock::detail::ChildrenResult> listing;
+    client->children(path, listing.callback(), /*watch=*/true);
+    const auto reply = listing.get();
+    if (reply.rc != ZOK && reply.rc != ZNONODE && !dlock::detail::reply_lost(reply.rc)) {
+      zk_fail(*client, reply.rc, "listing " + printable(path));
+    }
+    if (reply.rc == ZOK || reply.rc == ZNONODE) {
+      queued = dlock::detail::queue_of(reply.names).size();
+      if (queued == 0) break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (limited && now >= deadline) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+      if (json) {
+        print_json(std::cout, {{"path", path}, {"free", false}, {"queue_length", queued}, {"waited_ms", waited}});
+      } else {
+        std::cout << printable(path) << ": still " << queued << (queued == 1 ? " contender" : " contenders")
+                  << " queued after " << waited << " ms\n";
+      }
+      return kTimedOut;
+    }
+    auto until = now + std::chrono::seconds(1);
+    if (limited && deadline < until) until = deadline;
+    std::unique_lock lock(mutex);
+    changed.wait_until(lock, until, [&] { return event; });
+  }
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (json) {
+    print_json(std::cout, {{"path", path}, {"free", true}, {"queue_length", 0}, {"waited_ms", waited}});
+  } else {
+    std::cout << printable(path) << ": free (no contender queued) after " << waited << " ms\n";
+  }
+  return kOk;
+}
+
+int force_release(dlock::Session& session, const std::string& path, const std::string& node, bool json) {
+  const auto& client = dlock::detail::SessionAccess::client(session);
+  const auto queue = dlock::inspect(session, path);
+  const dlock::QueuedContender* target = nullptr;
+  for (const auto& c : queue.contenders) {
+    if (c.node == node) target = &c;
+  }
+  if (target == nullptr) {
+    throw CommandError(kNotFound, "release: NODE \"" + printable(node) + "\" is not in the queue of " + printable(path) +
+                                      " (" + std::to_string(queue.contenders.size()) +
+                                      " contenders; `dlockctl show` lists them); nothing deleted");
+  }
+  const auto full = child_path(path, node);
+  dlock::detail::Pending<int> removal;
+  client->remove(full, removal.callback());
+  const int rc = removal.get();
+  if (rc == ZNONODE) {
+    throw CommandError(kNotFound, "release: " + printable(full) + " was already gone (released or its session ended)");
+  }
+  if (rc != ZOK) zk_fail(*client, rc, "release: deleting " + printable(full));
+  if (json) {
+    auto doc = contender_json(*target, 0);
+    doc.erase("position");
+    print_json(std::cout, {{"path", path}, {"deleted", doc}});
+  } else {
+    std::cout << "deleted " << printable(full) << " (" << who(*target) << ", " << dlock::to_string(target->kind)
+              << (target->holds ? ", was holding" : ", was waiting") << ", session " << session_hex(target->session_id)
+              << ", token " << target->fencing_token << ")\n";
+  }
+  return kOk;
+}
+
+}  // namespace dlockctl

@@ -1,0 +1,141 @@
+#include "output.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <iomanip>
+#include <vector>
+
+#include "printable.hpp"
+
+namespace dlockctl {
+
+std::string iso8601(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char buffer[96];
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms % 1000));
+  return buffer;
+}
+
+std::string session_hex(std::int64_t id) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(id));
+  return buffer;
+}
+
+std::string who(const dlock::QueuedContender& c) {
+  std::string out(dlock::to_string(c.client));
+  switch (c.client) {
+    case dlock::LockClient::Dlock:
+      if (!c.host.empty()) out += " " + c.host;
+      if (c.pid) out += " pid " + std::to_string(*c.pid);
+      if (c.thread) out += " thread " + std::to_string(*c.thread);
+      break;
+    case dlock::LockClient::Curator:
+      if (!c.host.empty()) out += " " + c.host;
+      break;
+    case dlock::LockClient::Kazoo:
+      if (!c.identifier.empty()) out += " identifier '" + c.identifier + "'";
+      break;
+    case dlock::LockClient::Unknown:
+      if (!c.data.empty()) out += " data '" + c.data + "'";
+      break;
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json optional_number(const std::optional<std::int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// The host column: the host where the client writes one, kazoo's identifier otherwise.
+std::string host_column(const dlock::QueuedContender& c) {
+  if (!c.host.empty()) return c.host;
+  if (!c.identifier.empty()) return "id:" + c.identifier;
+  return "-";
+}
+
+}  // namespace
+
+nlohmann::json contender_json(const dlock::QueuedContender& c, std::size_t position) {
+  return {
+      {"position", position},
+      {"node", c.node},
+      {"client", dlock::to_string(c.client)},
+      {"kind", dlock::to_string(c.kind)},
+      {"holds", c.holds},
+      {"host", c.host.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.host)},
+      {"pid", optional_number(c.pid)},
+      {"thread", optional_number(c.thread)},
+      {"acquired_at", c.acquired_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.acquired_at)},
+      {"identifier", c.identifier.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.identifier)},
+      {"data", c.data},
+      {"session_id", session_hex(c.session_id)},
+      {"czxid", c.czxid},
+      {"fencing_token", c.fencing_token},
+      {"since", iso8601(c.created)},
+  };
+}
+
+nlohmann::json queue_json(const dlock::LockQueue& queue) {
+  nlohmann::json contenders = nlohmann::json::array();
+  for (std::size_t i = 0; i < queue.contenders.size(); ++i) contenders.push_back(contender_json(queue.contenders[i], i));
+  return {
+      {"path", queue.path},
+      {"exists", queue.exists},
+      {"queue_length", queue.contenders.size()},
+      {"holders", queue.holders().size()},
+      {"order_defect", queue.order_defect.empty() ? nlohmann::json(nullptr) : nlohmann::json(queue.order_defect)},
+      {"ignored_children", queue.ignored_children},
+      {"contenders", std::move(contenders)},
+  };
+}
+
+void print_queue(std::ostream& out, const dlock::LockQueue& queue) {
+  const std::string path = dlock::detail::printable(queue.path);
+  if (!queue.exists) {
+    out << path << ": no such lock directory (nobody holds or waits)\n";
+    return;
+  }
+  out << path << ": " << queue.contenders.size() << (queue.contenders.size() == 1 ? " contender, " : " contenders, ")
+      << queue.holders().size() << " holding";
+  if (queue.ignored_children > 0) out << ", " << queue.ignored_children << " other children ignored";
+  out << "\n";
+  if (!queue.order_defect.empty()) {
+    out << "WARNING: the queue's order cannot be trusted, no client grants this lock: " << queue.order_defect << "\n";
+  }
+  if (queue.contenders.empty()) return;
+  const std::vector<std::string> header{"#", "HOLDS", "CLIENT", "KIND", "HOST", "PID", "THREAD", "SINCE", "SESSION", "TOKEN", "NODE"};
+  std::vector<std::vector<std::string>> rows{header};
+  for (std::size_t i = 0; i < queue.contenders.size(); ++i) {
+    const auto& c = queue.contenders[i];
+    rows.push_back({std::to_string(i), c.holds ? "yes" : "no", std::string(dlock::to_string(c.client)),
+                    std::string(dlock::to_string(c.kind)), host_column(c), c.pid ? std::to_string(*c.pid) : "-",
+                    c.thread ? std::to_string(*c.thread) : "-", iso8601(c.created), session_hex(c.session_id),
+                    std::to_string(c.fencing_token), dlock::detail::printable(c.node)});
+  }
+  std::vector<std::size_t> width(header.size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+void print_json(std::ostream& out, const nlohmann::json& doc) {
+  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+}  // namespace dlockctl
