@@ -231,9 +231,17 @@ TEST(Inspect, ReadersShareWritersWaitAndOddDataIsEscaped) {
                       ZOO_EPHEMERAL_SEQUENTIAL, &reader), ZOK);
   ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-666666666666-__WRIT__", "{\"client\":\"dlock\",\"pid\":\"x\"",
                       ZOO_EPHEMERAL_SEQUENTIAL, &writer), ZOK);
+  // kazoo's name with a long identifier; Curator's name with half a megabyte of brackets; a contender
+  // name of no known client.
+  std::string kazoo, brackets, unknown;
+  ASSERT_EQ(zk.create(test_root() + "/0123456789abcdef0123456789abcdef__lock__", std::string(300, 'a'),
+                      ZOO_EPHEMERAL_SEQUENTIAL, &kazoo), ZOK);
+  ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-777777777777-lock-", "{" + std::string(500000, '['),
+                      ZOO_EPHEMERAL_SEQUENTIAL, &brackets), ZOK);
+  ASSERT_EQ(zk.create(test_root() + "/someone-lock-", "\\", ZOO_EPHEMERAL_SEQUENTIAL, &unknown), ZOK);
   ASSERT_EQ(zk.create(test_root() + "/not-a-contender", "", ZOO_EPHEMERAL, nullptr), ZOK);
   const auto queue = inspect(session, test_root());
-  ASSERT_EQ(queue.contenders.size(), 3u);
+  ASSERT_EQ(queue.contenders.size(), 6u);
   EXPECT_EQ(queue.ignored_children, 1u);
   EXPECT_EQ(queue.contenders[0].kind, LockKind::Read);
   EXPECT_EQ(queue.contenders[0].client, LockClient::Dlock);
@@ -241,14 +249,20 @@ TEST(Inspect, ReadersShareWritersWaitAndOddDataIsEscaped) {
   EXPECT_EQ(queue.contenders[1].kind, LockKind::Read);
   EXPECT_TRUE(queue.contenders[1].holds) << "a reader with only readers ahead holds";
   EXPECT_EQ(queue.contenders[1].client, LockClient::Curator);
-  EXPECT_EQ(queue.contenders[1].data, "\\x01\\x22x\\xff");
+  EXPECT_EQ(queue.contenders[1].data, "\\x01\"x\\xff");
   EXPECT_EQ(queue.contenders[2].kind, LockKind::Write);
   EXPECT_FALSE(queue.contenders[2].holds);
   EXPECT_EQ(queue.contenders[2].client, LockClient::Curator) << "truncated JSON is no dlock data";
+  EXPECT_FALSE(queue.contenders[2].pid.has_value());
+  EXPECT_EQ(queue.contenders[3].client, LockClient::Kazoo);
+  EXPECT_FALSE(queue.contenders[3].holds);
+  EXPECT_EQ(queue.contenders[3].identifier, std::string(256, 'a') + "...") << "cut after 256 bytes";
+  EXPECT_EQ(queue.contenders[4].client, LockClient::Curator);
+  EXPECT_EQ(queue.contenders[4].data.size(), 259u);
+  EXPECT_EQ(queue.contenders[5].client, LockClient::Unknown);
+  EXPECT_EQ(queue.contenders[5].data, "\\x5c");
   rw.unlock_shared();
-  zk.remove(test_root() + "/not-a-contender");
-  zk.remove(reader);
-  zk.remove(writer);
+  for (const auto& node : {test_root() + "/not-a-contender", reader, writer, kazoo, brackets, unknown}) zk.remove(node);
 }
 
 TEST(Inspect, AMissingDirectoryIsAnEmptyQueueAndABadPathThrows) {
@@ -269,6 +283,7 @@ TEST(Dlockctl, ShowJsonAgreesWithInspect) {
   const auto queue = inspect(clients.session, test_root());
   const auto run = dlockctl({"--json", "show", test_root()});
   ASSERT_EQ(run.status, 0) << run.err;
+  std::cout << "dlockctl --json show " << test_root() << "\n" << run.out;
   const auto doc = nlohmann::json::parse(run.out);
   EXPECT_EQ(doc["path"], test_root());
   ASSERT_EQ(doc["contenders"].size(), queue.contenders.size()) << run.out;
@@ -384,6 +399,7 @@ TEST(Dlockctl, ReleaseForceRefusesWithoutYesAndDeletesWithIt) {
 
   const auto run = dlockctl({"--json", "release", "--force", test_root(), node, "--yes"});
   ASSERT_EQ(run.status, 0) << run.err;
+  std::cout << "dlockctl --json release --force " << test_root() << " " << node << " --yes\n" << run.out << run.err;
   EXPECT_NE(run.err.find("fencing"), std::string::npos) << "the warning is printed every time: " << run.err;
   EXPECT_EQ(nlohmann::json::parse(run.out)["deleted"]["node"], node);
   EXPECT_TRUE(inspect(session, test_root()).contenders.empty());

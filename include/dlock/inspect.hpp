@@ -24,8 +24,9 @@
 //   - A directory that does not exist is an empty queue (`exists` false), not an error. Children
 //     that are not contenders of any known client are not listed (`ignored_children` counts them).
 //   - What a node's data says comes from another process and is not trusted: it is parsed
-//     defensively (never throws on odd data), every text field has bytes outside printable ASCII,
-//     '"' and '\' written as \xNN, and is cut after 256 bytes of input. `node` is the one
+//     defensively (never throws on odd data), every text field has bytes outside printable ASCII
+//     and '\' written as \xNN (a byte 0x01 shows as the four characters \x01), and is cut after
+//     256 bytes of input (then ends in "..."). `node` is the one
 //     exception: it is the child's name exactly as the server lists it (ZooKeeper names are valid
 //     UTF-8 without control characters), so it can name the node again.
 //
