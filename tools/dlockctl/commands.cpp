@@ -67,9 +67,9 @@ int list_locks(dlock::Session& session, const std::string& base, bool json) {
     if (!queue.contenders.empty()) queues.push_back(std::move(queue));
   }
   if (json) {
-    nlohmann::json locks = nlohmann::json::array();
+    nlohmann::ordered_json locks = nlohmann::ordered_json::array();
     for (const auto& q : queues) {
-      nlohmann::json holders = nlohmann::json::array();
+      nlohmann::ordered_json holders = nlohmann::ordered_json::array();
       for (std::size_t i = 0; i < q.contenders.size(); ++i) {
         if (q.contenders[i].holds) holders.push_back(contender_json(q.contenders[i], i));
       }

@@ -50,8 +50,8 @@ std::string who(const dlock::QueuedContender& c) {
 
 namespace {
 
-nlohmann::json optional_number(const std::optional<std::int64_t>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+nlohmann::ordered_json optional_number(const std::optional<std::int64_t>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
 // The host column: the host where the client writes one, kazoo's identifier otherwise.
@@ -63,18 +63,18 @@ std::string host_column(const dlock::QueuedContender& c) {
 
 }  // namespace
 
-nlohmann::json contender_json(const dlock::QueuedContender& c, std::size_t position) {
+nlohmann::ordered_json contender_json(const dlock::QueuedContender& c, std::size_t position) {
   return {
       {"position", position},
       {"node", c.node},
       {"client", dlock::to_string(c.client)},
       {"kind", dlock::to_string(c.kind)},
       {"holds", c.holds},
-      {"host", c.host.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.host)},
+      {"host", c.host.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.host)},
       {"pid", optional_number(c.pid)},
       {"thread", optional_number(c.thread)},
-      {"acquired_at", c.acquired_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.acquired_at)},
-      {"identifier", c.identifier.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.identifier)},
+      {"acquired_at", c.acquired_at.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.acquired_at)},
+      {"identifier", c.identifier.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.identifier)},
       {"data", c.data},
       {"session_id", session_hex(c.session_id)},
       {"czxid", c.czxid},
@@ -83,15 +83,15 @@ nlohmann::json contender_json(const dlock::QueuedContender& c, std::size_t posit
   };
 }
 
-nlohmann::json queue_json(const dlock::LockQueue& queue) {
-  nlohmann::json contenders = nlohmann::json::array();
+nlohmann::ordered_json queue_json(const dlock::LockQueue& queue) {
+  nlohmann::ordered_json contenders = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < queue.contenders.size(); ++i) contenders.push_back(contender_json(queue.contenders[i], i));
   return {
       {"path", queue.path},
       {"exists", queue.exists},
       {"queue_length", queue.contenders.size()},
       {"holders", queue.holders().size()},
-      {"order_defect", queue.order_defect.empty() ? nlohmann::json(nullptr) : nlohmann::json(queue.order_defect)},
+      {"order_defect", queue.order_defect.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(queue.order_defect)},
       {"ignored_children", queue.ignored_children},
       {"contenders", std::move(contenders)},
   };
@@ -134,8 +134,8 @@ void print_queue(std::ostream& out, const dlock::LockQueue& queue) {
   }
 }
 
-void print_json(std::ostream& out, const nlohmann::json& doc) {
-  out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+void print_json(std::ostream& out, const nlohmann::ordered_json& doc) {
+  out << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace dlockctl

@@ -19,13 +19,13 @@ std::string session_hex(std::int64_t id);
 // "kazoo identifier 'worker-3'".
 std::string who(const dlock::QueuedContender& c);
 
-nlohmann::json contender_json(const dlock::QueuedContender& c, std::size_t position);
-nlohmann::json queue_json(const dlock::LockQueue& queue);
+nlohmann::ordered_json contender_json(const dlock::QueuedContender& c, std::size_t position);
+nlohmann::ordered_json queue_json(const dlock::LockQueue& queue);
 
 // `dlockctl show`'s table.
 void print_queue(std::ostream& out, const dlock::LockQueue& queue);
 
 // One JSON document and a newline; text that is not valid UTF-8 is replaced, never thrown on.
-void print_json(std::ostream& out, const nlohmann::json& doc);
+void print_json(std::ostream& out, const nlohmann::ordered_json& doc);
 
 }  // namespace dlockctl
