@@ -304,7 +304,7 @@ TEST(Dlockctl, ShowJsonAgreesWithInspect) {
   EXPECT_EQ(doc["contenders"][0]["pid"], static_cast<std::int64_t>(getpid()));
   EXPECT_EQ(doc["contenders"][1]["client"], "curator");
   EXPECT_EQ(doc["contenders"][2]["client"], "kazoo");
-  EXPECT_EQ(doc["holders"], 1);
+  EXPECT_EQ(doc["holding"], 1);
 
   // The text form: one row per contender, in order (printed: docs/OPERATIONS.md quotes it).
   const auto text = dlockctl({"show", test_root()});
@@ -434,6 +434,11 @@ TEST(Dlockctl, BadInputIsNamedWithItsRule) {
   const auto bad_auth = dlockctl({"--auth", "nocolon", "show", "/locks/x"});
   EXPECT_EQ(bad_auth.status, 2);
   EXPECT_NE(bad_auth.err.find("SCHEME:SECRET"), std::string::npos) << bad_auth.err;
+
+  // The control: well-formed credentials (repeated) pass and the command runs.
+  const auto good_auth = dlockctl({"--auth", "digest:ops:secret", "--auth", "digest:other:pw", "show", test_root()});
+  EXPECT_EQ(good_auth.status, 0) << good_auth.err;
+  EXPECT_EQ(good_auth.err.find("secret"), std::string::npos) << "a secret was echoed: " << good_auth.err;
 
   const auto help = dlockctl({"--help"}, false);
   EXPECT_EQ(help.status, 0);

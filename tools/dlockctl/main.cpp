@@ -69,7 +69,9 @@ int main(int argc, char** argv) {
   bool json = false;
   std::int64_t connect_timeout_ms = 10'000;
   app.add_option("--connect", connect, "ZooKeeper connect string HOST:PORT[,HOST:PORT...][/chroot]")->required();
-  app.add_option("--auth", auth, "credentials SCHEME:SECRET (e.g. digest:user:password), repeatable")->take_all();
+  app.add_option("--auth", auth, "credentials SCHEME:SECRET (e.g. digest:user:password), repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--json", json, "print one JSON document on stdout (errors too, as {\"error\", \"exit_code\"})");
   app.add_option("--connect-timeout-ms", connect_timeout_ms, "give up connecting after this long (default 10000)");
 

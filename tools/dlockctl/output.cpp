@@ -90,7 +90,7 @@ nlohmann::ordered_json queue_json(const dlock::LockQueue& queue) {
       {"path", queue.path},
       {"exists", queue.exists},
       {"queue_length", queue.contenders.size()},
-      {"holders", queue.holders().size()},
+      {"holding", queue.holders().size()},
       {"order_defect", queue.order_defect.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(queue.order_defect)},
       {"ignored_children", queue.ignored_children},
       {"contenders", std::move(contenders)},
