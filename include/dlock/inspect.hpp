@@ -8,7 +8,8 @@
 //
 //   dlock::LockQueue queue = dlock::inspect(session, "/locks/orders/42");
 //   for (const dlock::QueuedContender& c : queue.contenders) {
-//     std::cout << c.node << (c.holds ? " holds" : " waits") << " since " << c.host << ' ' ...;
+//     std::cout << c.node << ' ' << dlock::to_string(c.client) << (c.holds ? " holds" : " waits")
+//               << " (session " << c.session_id << ", token " << c.fencing_token << ")\n";
 //   }
 //
 // Contract:
@@ -17,8 +18,8 @@
 //     the queue may have moved on by the time the call returns. A contender whose node vanished
 //     between the listing and its read is left out (it released or its session ended).
 //   - `holds` follows the locks' own rules (recipes/policies), applied to the contenders found:
-//     an exclusive (Mutex, kazoo Lock) or write contender holds at the head of the queue; a reader holds when no exclusive or
-//     write contender is ahead of it. A queue whose order cannot be trusted (a sequence counter at
+//     an exclusive (Mutex, kazoo Lock) or write contender holds at the head of the queue; a
+//     reader holds when no exclusive or write contender is ahead of it. A queue whose order cannot be trusted (a sequence counter at
 //     its end, contender.hpp) still lists its contenders, with `order_defect` saying why; no lock
 //     would grant anything over it.
 //   - A directory that does not exist is an empty queue (`exists` false), not an error. Children
@@ -26,9 +27,9 @@
 //   - What a node's data says comes from another process and is not trusted: it is parsed
 //     defensively (never throws on odd data), every text field has bytes outside printable ASCII
 //     and '\' written as \xNN (a byte 0x01 shows as the four characters \x01), and is cut after
-//     256 bytes of input (then ends in "..."). `node` is the one
-//     exception: it is the child's name exactly as the server lists it (ZooKeeper names are valid
-//     UTF-8 without control characters), so it can name the node again.
+//     256 bytes of input (then ends in "..."). `node` is the one exception: it is the child's
+//     name exactly as the server lists it (ZooKeeper names are valid UTF-8 without control
+//     characters), so it can name the node again.
 //
 // Client identification (`client`):
 //   - Dlock: a `_c_<uuid>-...` node whose data is dlock's JSON
