@@ -194,6 +194,17 @@ LockQueue inspect(Session& session, std::string_view path_view) {
   std::vector<detail::DataResult> data;
   data.reserve(queue.size());
   for (auto& read : reads) data.push_back(read.get());
+  // A node this identity may not read (a creator-only ACL) is still in the queue: its stat, which
+  // exists() gives without an ACL check, says enough (session, token, since).
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    if (data[i].rc != ZNOAUTH) continue;
+    detail::Pending<detail::StatResult> stat;
+    client->exists(path + "/" + std::string(queue[i].name), stat.callback());
+    const auto found = stat.get();
+    data[i].rc = found.rc;
+    data[i].stat = found.stat;
+    data[i].data = "(not readable by this identity)";
+  }
 
   std::vector<detail::Contender> present;  // the listed contenders still there when read
   for (std::size_t i = 0; i < queue.size(); ++i) {
@@ -211,9 +222,30 @@ LockQueue inspect(Session& session, std::string_view path_view) {
     c.created = std::chrono::system_clock::time_point(std::chrono::milliseconds(reply.stat.ctime));
     result.contenders.push_back(std::move(c));
   }
-  // Who holds, by the locks' own rules, over the contenders still there.
+  // Who holds, by the locks' own rules, over the contenders still there. A downgrade's read node
+  // ties with its own write node (same sequence; their order in the listing is arbitrary): it is
+  // decided without the read node, which shares the write node's verdict.
+  std::vector<std::ptrdiff_t> partner(present.size(), -1);
   for (std::size_t i = 0; i < present.size(); ++i) {
-    result.contenders[i].holds = policy_of(present[i].kind).decide(present, i).holds;
+    if (present[i].kind != detail::ContenderKind::Read) continue;
+    for (std::size_t j = 0; j < present.size(); ++j) {
+      if (present[j].kind == detail::ContenderKind::Write && present[j].sequence == present[i].sequence) {
+        partner[i] = static_cast<std::ptrdiff_t>(j);
+      }
+    }
+  }
+  std::vector<detail::Contender> decided;
+  std::vector<std::size_t> at(present.size(), 0);
+  for (std::size_t i = 0; i < present.size(); ++i) {
+    if (partner[i] >= 0) continue;
+    at[i] = decided.size();
+    decided.push_back(present[i]);
+  }
+  for (std::size_t i = 0; i < present.size(); ++i) {
+    if (partner[i] < 0) result.contenders[i].holds = policy_of(present[i].kind).decide(decided, at[i]).holds;
+  }
+  for (std::size_t i = 0; i < present.size(); ++i) {
+    if (partner[i] >= 0) result.contenders[i].holds = result.contenders[static_cast<std::size_t>(partner[i])].holds;
   }
 
   if (const auto site = detail::find_site(client, path)) result.local_waiters = site->local_waiters();

@@ -30,11 +30,15 @@ bool scheme_char(char c) {
 
 // A scheme named in an error: what the caller wrote, or a note when it cannot be shown as is.
 std::string shown(std::string_view text) {
-  if (text.size() > 64) return "\"" + std::string(text.substr(0, 64)) + "...\"";
-  for (const char c : text) {
+  for (const char c : text.substr(0, 64)) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return "(a value with control characters)";
   }
-  return "\"" + std::string(text) + "\"";
+  // Appended piecewise: `"\"" + std::string(...)` trips GCC 12's false -Wrestrict at -O3 (PR105651).
+  std::string out(1, '"');
+  out.append(text.substr(0, 64));
+  if (text.size() > 64) out.append("...");
+  out.push_back('"');
+  return out;
 }
 
 void check_scheme(std::string_view scheme, const std::string& where) {

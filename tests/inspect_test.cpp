@@ -11,10 +11,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "dlock/dlock.hpp"
 #include "eventually.hpp"
 #include "interop/peers.hpp"
+#include "raw_zk.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -265,6 +267,45 @@ TEST(Inspect, ReadersShareWritersWaitAndOddDataIsEscaped) {
   for (const auto& node : {test_root() + "/not-a-contender", reader, writer, kazoo, brackets, unknown}) zk.remove(node);
 }
 
+// A downgrade's read node ties with its own write node (same sequence, listing order arbitrary):
+// both hold, whichever the listing puts first. Several rounds, so both orders come up.
+TEST(Inspect, ADowngradesReadNodeHoldsBesideItsWriteNodeInEitherListingOrder) {
+  Session session(session_options());
+  SharedMutex lock(session, test_root());
+  for (int round = 0; round < 6; ++round) {
+    lock.lock();
+    lock.lock_shared();  // the downgrade: a read node level with the write node
+    const auto queue = inspect(session, test_root());
+    ASSERT_EQ(queue.contenders.size(), 2u) << "round " << round;
+    EXPECT_TRUE(queue.contenders[0].holds) << "round " << round << ": " << queue.contenders[0].node;
+    EXPECT_TRUE(queue.contenders[1].holds) << "round " << round << ": " << queue.contenders[1].node;
+    lock.unlock();
+    lock.unlock_shared();
+  }
+}
+
+// A node this identity may not read (its creator's ACL) in a directory it may list: shown from
+// its stat, not an error for the whole queue.
+TEST(Inspect, ANodeThisIdentityMayNotReadIsShownFromItsStat) {
+  RawZk raw(zk_connect());
+  ASSERT_EQ(raw.create(test_root(), "", 0), ZOK);  // open, persistent: anyone may list it
+  auto alice_options = session_options();
+  alice_options.auth = {{.scheme = "digest", .secret = "alice:alice-secret-7"}};
+  alice_options.acl = Acl::creator_all();
+  Session alice(alice_options);
+  Mutex mutex(alice, test_root());
+  mutex.lock();
+  Session anonymous(session_options());
+  LockQueue queue;
+  EXPECT_NO_THROW(queue = inspect(anonymous, test_root()));
+  ASSERT_EQ(queue.contenders.size(), 1u);
+  EXPECT_TRUE(queue.contenders[0].holds);
+  EXPECT_EQ(queue.contenders[0].session_id, alice.id());
+  EXPECT_EQ(queue.contenders[0].fencing_token, mutex.fencing_token());
+  EXPECT_EQ(queue.contenders[0].data, "(not readable by this identity)");
+  mutex.unlock();
+}
+
 TEST(Inspect, AMissingDirectoryIsAnEmptyQueueAndABadPathThrows) {
   Session session(session_options());
   const auto queue = inspect(session, test_root() + "/nothing-here");
@@ -371,6 +412,47 @@ TEST(Dlockctl, WaitTimesOutWhileHeldAndReturnsZeroAfterRelease) {
   const auto run = waiting.get();
   EXPECT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_LT(std::chrono::steady_clock::now() - released, 5s) << "woken by the child watch, not by its timeout";
+}
+
+TEST(Dlockctl, WatchPrintsTheQueueOnceAtTheStartAndAgainAtEachChange) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  auto watching = std::async(std::launch::async, [&] {
+    return dlockctl({"--json", "watch", test_root(), "--updates", "3", "--timeout-ms", "20000"});
+  });
+  std::this_thread::sleep_for(1s);  // the first update: nothing queued
+  mutex.lock();
+  std::this_thread::sleep_for(1500ms);  // the second: our node, holding
+  mutex.unlock();                       // the third: nothing queued again
+  const auto run = watching.get();
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  std::vector<nlohmann::json> updates;
+  std::istringstream lines(run.out);
+  for (std::string line; std::getline(lines, line);) updates.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(updates.size(), 3u) << run.out;
+  EXPECT_EQ(updates[0]["queue_length"], 0);
+  EXPECT_EQ(updates[1]["queue_length"], 1);
+  EXPECT_EQ(updates[1]["contenders"][0]["client"], "dlock");
+  EXPECT_EQ(updates[1]["contenders"][0]["holds"], true);
+  EXPECT_EQ(updates[2]["queue_length"], 0);
+  // Bounded by its time as well: no change, one update, then it stops.
+  const auto quiet = dlockctl({"watch", test_root(), "--timeout-ms", "300"});
+  EXPECT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_NE(quiet.out.find(test_root()), std::string::npos) << "no update printed: " << quiet.out;
+  EXPECT_NE(dlockctl({"watch", test_root(), "--updates", "0"}).err.find("watch --updates must be 1 or more, got 0"),
+            std::string::npos);
+}
+
+// A global option after the command works, and arguments CLI11 does not expect are never echoed
+// (one may be a password).
+TEST(Dlockctl, CredentialsAfterTheCommandWorkAndUnexpectedArgumentsAreNotEchoed) {
+  const auto after = dlockctl({"show", test_root(), "--auth", "digest:ops:secret-after-8"});
+  EXPECT_EQ(after.status, 0) << after.err;
+  EXPECT_EQ((after.out + after.err).find("secret-after-8"), std::string::npos) << after.out << after.err;
+  const auto extra = dlockctl({"--json", "show", test_root(), "stray-secret-9"});
+  EXPECT_EQ(extra.status, 2) << extra.out << extra.err;
+  EXPECT_EQ((extra.out + extra.err).find("stray-secret-9"), std::string::npos) << extra.out << extra.err;
+  EXPECT_EQ(nlohmann::json::parse(extra.out)["exit_code"], 2) << extra.out;
 }
 
 TEST(Dlockctl, ReleaseForceRefusesWithoutYesAndDeletesWithIt) {

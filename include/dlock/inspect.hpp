@@ -19,9 +19,12 @@
 //     between the listing and its read is left out (it released or its session ended).
 //   - `holds` follows the locks' own rules (recipes/policies), applied to the contenders found:
 //     an exclusive (Mutex, kazoo Lock) or write contender holds at the head of the queue; a
-//     reader holds when no exclusive or write contender is ahead of it. A queue whose order cannot be trusted (a sequence counter at
-//     its end, contender.hpp) still lists its contenders, with `order_defect` saying why; no lock
-//     would grant anything over it.
+//     reader holds when no exclusive or write contender is ahead of it; a downgrade's read node
+//     (beside its own write node) holds as that write node does. A queue whose order cannot be
+//     trusted (a sequence counter at its end, contender.hpp) still lists its contenders, with
+//     `order_defect` saying why; dlock refuses to grant over it, Curator and kazoo clients may
+//     still grant, each in its own order, so `holds` is then only the listing's order. A node
+//     this identity may not read shows its stat only (data "(not readable by this identity)").
 //   - A directory that does not exist is an empty queue (`exists` false), not an error. Children
 //     that are not contenders of any known client are not listed (`ignored_children` counts them).
 //   - What a node's data says comes from another process and is not trusted: it is parsed

@@ -1,8 +1,11 @@
 #include "commands.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "client.hpp"
@@ -29,6 +32,59 @@ using dlock::detail::printable;
 
 std::string child_path(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// Child events on one directory, for commands that follow its queue (wait, watch): list() arms
+// the watch with its listing; wait_until() returns once an event came after the last list(), or
+// at `until` (callers pass at most a second ahead: a watch is not re-armed while the connection
+// is down, so they list again at least that often).
+class DirectoryChanges {
+ public:
+  DirectoryChanges(dlock::detail::Client& client, std::string path) : client_(client), path_(std::move(path)) {
+    id_ = client_.watch_children(path_, [this](std::uint64_t) {
+      {
+        std::lock_guard lock(mutex_);
+        event_ = true;
+      }
+      changed_.notify_all();
+    });
+  }
+  ~DirectoryChanges() { client_.unwatch_children(id_); }
+  DirectoryChanges(const DirectoryChanges&) = delete;
+  DirectoryChanges& operator=(const DirectoryChanges&) = delete;
+
+  // The directory's children (empty when it does not exist), or nullopt while disconnected.
+  std::optional<std::vector<std::string>> list() {
+    {
+      std::lock_guard lock(mutex_);
+      event_ = false;
+    }
+    dlock::detail::Pending<dlock::detail::ChildrenResult> listing;
+    client_.children(path_, listing.callback(), /*watch=*/true);
+    auto reply = listing.get();
+    if (reply.rc == ZOK) return std::move(reply.names);
+    if (reply.rc == ZNONODE) return std::vector<std::string>{};
+    if (!dlock::detail::reply_lost(reply.rc)) zk_fail(client_, reply.rc, "listing " + printable(path_));
+    return std::nullopt;
+  }
+
+  void wait_until(std::chrono::steady_clock::time_point until) {
+    std::unique_lock lock(mutex_);
+    changed_.wait_until(lock, until, [&] { return event_; });
+  }
+
+ private:
+  dlock::detail::Client& client_;
+  const std::string path_;
+  std::uint64_t id_ = 0;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool event_ = false;
+};
+
+// The next wake-up: a second from now, or the deadline if sooner.
+std::chrono::steady_clock::time_point next_look(std::chrono::steady_clock::time_point deadline) {
+  return std::min(std::chrono::steady_clock::now() + std::chrono::seconds(1), deadline);
 }
 
 }  // namespace
@@ -122,38 +178,11 @@ int wait_free(dlock::Session& session, const std::string& path, std::optional<st
   const auto start = std::chrono::steady_clock::now();
   const bool limited = timeout_ms.has_value();
   const auto deadline = limited ? start + std::chrono::milliseconds(*timeout_ms) : std::chrono::steady_clock::time_point::max();
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool event = false;
-  // A child event on the directory wakes the loop; it re-lists at least once a second anyway (a
-  // watch is not re-armed while the connection is down).
-  const auto watch_id = client->watch_children(path, [&](std::uint64_t) {
-    {
-      std::lock_guard lock(mutex);
-      event = true;
-    }
-    changed.notify_all();
-  });
-  struct Unwatch {
-    dlock::detail::Client& client;
-    std::uint64_t id;
-    ~Unwatch() { client.unwatch_children(id); }
-  } unwatch{*client, watch_id};
-
+  DirectoryChanges changes(*client, path);
   std::size_t queued = 0;
   for (;;) {
-    {
-      std::lock_guard lock(mutex);
-      event = false;
-    }
-    dlock::detail::Pending<dlock::detail::ChildrenResult> listing;
-    client->children(path, listing.callback(), /*watch=*/true);
-    const auto reply = listing.get();
-    if (reply.rc != ZOK && reply.rc != ZNONODE && !dlock::detail::reply_lost(reply.rc)) {
-      zk_fail(*client, reply.rc, "listing " + printable(path));
-    }
-    if (reply.rc == ZOK || reply.rc == ZNONODE) {
-      queued = dlock::detail::queue_of(reply.names).size();
+    if (const auto names = changes.list()) {
+      queued = dlock::detail::queue_of(*names).size();
       if (queued == 0) break;
     }
     const auto now = std::chrono::steady_clock::now();
@@ -167,10 +196,7 @@ int wait_free(dlock::Session& session, const std::string& path, std::optional<st
       }
       return kTimedOut;
     }
-    auto until = now + std::chrono::seconds(1);
-    if (limited && deadline < until) until = deadline;
-    std::unique_lock lock(mutex);
-    changed.wait_until(lock, until, [&] { return event; });
+    changes.wait_until(next_look(deadline));
   }
   const auto waited =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
@@ -180,6 +206,38 @@ int wait_free(dlock::Session& session, const std::string& path, std::optional<st
     std::cout << printable(path) << ": free (no contender queued) after " << waited << " ms\n";
   }
   return kOk;
+}
+
+int watch_lock(dlock::Session& session, const std::string& path, std::optional<std::int64_t> timeout_ms,
+               std::optional<std::int64_t> updates, bool json) {
+  const auto& client = dlock::detail::SessionAccess::client(session);
+  const auto deadline = timeout_ms ? std::chrono::steady_clock::now() + std::chrono::milliseconds(*timeout_ms)
+                                   : std::chrono::steady_clock::time_point::max();
+  DirectoryChanges changes(*client, path);
+  std::optional<std::vector<std::string>> shown;  // the contenders last printed, in queue order
+  std::int64_t printed = 0;
+  for (;;) {
+    if (const auto names = changes.list()) {
+      std::vector<std::string> contenders;
+      for (const auto& c : dlock::detail::queue_of(*names)) contenders.emplace_back(c.name);
+      if (contenders != shown) {
+        // Read after the listing: a contender that left meanwhile is simply not shown.
+        const auto queue = dlock::inspect(session, path);
+        if (json) {
+          // JSON Lines: one document per update, so a reader can follow it as it comes.
+          std::cout << queue_json(queue).dump() << "\n";
+        } else {
+          if (printed > 0) std::cout << "\n";
+          print_queue(std::cout, queue);
+        }
+        std::cout.flush();
+        shown = std::move(contenders);
+        if (++printed == updates) return kOk;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return kOk;
+    changes.wait_until(next_look(deadline));
+  }
 }
 
 int force_release(dlock::Session& session, const std::string& path, const std::string& node, bool json) {

@@ -30,6 +30,11 @@ int show_lock(dlock::Session& session, const std::string& path, bool json);
 // Returns kOk once no contender is queued on `path`, kTimedOut if `timeout_ms` passes first
 // (nullopt: no limit).
 int wait_free(dlock::Session& session, const std::string& path, std::optional<std::int64_t> timeout_ms, bool json);
+// Prints the queue of `path` now and again each time its contenders change (text, or one JSON
+// document per line with --json), until `timeout_ms` passes or `updates` updates are printed
+// (nullopt: no limit; stop it with Ctrl-C). Returns kOk.
+int watch_lock(dlock::Session& session, const std::string& path, std::optional<std::int64_t> timeout_ms,
+               std::optional<std::int64_t> updates, bool json);
 // Deletes contender `node` of `path` (someone else's node). The caller has checked the flags.
 int force_release(dlock::Session& session, const std::string& path, const std::string& node, bool json);
 

@@ -51,7 +51,8 @@ void check_base(const std::string& base) {
 
 int fail(bool json, int code, const std::string& message) {
   std::cerr << "dlockctl: " << message << "\n";
-  if (json) dlockctl::print_json(std::cout, {{"error", message}, {"exit_code", code}});
+  // One line: also a valid JSON Lines entry after watch's updates.
+  if (json) std::cout << nlohmann::ordered_json{{"error", message}, {"exit_code", code}}.dump() << "\n";
   return code;
 }
 
@@ -63,6 +64,9 @@ int main(int argc, char** argv) {
       "Lock paths are lock directories, as a dlock::Mutex or Curator's InterProcessMutex names them."};
   app.footer(dlockctl::kExitCodesHelp);
   app.require_subcommand(1);
+  // Global options may also follow the command ("dlockctl show /x --auth ..."): otherwise CLI11
+  // reports them as unexpected arguments, secret included.
+  app.fallthrough();
 
   std::string connect;
   std::vector<std::string> auth;
@@ -91,6 +95,14 @@ int main(int argc, char** argv) {
   wait->add_option("PATH", path, "the lock directory")->required();
   wait->add_option("--timeout-ms", timeout_ms, "give up after this many milliseconds (default: no limit)");
 
+  std::optional<std::int64_t> updates;
+  auto* watch = app.add_subcommand("watch", "print the queue of PATH now and again each time it changes "
+                                            "(--json: one JSON document per line), until Ctrl-C, --timeout-ms "
+                                            "or --updates");
+  watch->add_option("PATH", path, "the lock directory")->required();
+  watch->add_option("--timeout-ms", timeout_ms, "stop after this many milliseconds (default: no limit)");
+  watch->add_option("--updates", updates, "stop after printing this many updates, the first included (default: no limit)");
+
   std::string node;
   bool force = false;
   bool yes = false;
@@ -104,9 +116,13 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 would list the unexpected arguments: one of them may be a password.
+    return fail(json, dlockctl::kUsage,
+                "unexpected arguments after the command (not shown: they may hold a password); see dlockctl --help");
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, or the parse error
-    return code == 0 ? 0 : dlockctl::kUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    return fail(json, dlockctl::kUsage, e.what());
   }
 
   try {
@@ -114,11 +130,25 @@ int main(int argc, char** argv) {
       throw CommandError(dlockctl::kUsage,
                          "--connect-timeout-ms must be positive, got " + std::to_string(connect_timeout_ms));
     }
+    // Far beyond any script's wait, and far from overflowing a steady_clock deadline.
+    constexpr std::int64_t kMaxTimeoutMs = 366LL * 24 * 3600 * 1000;
+    if (timeout_ms && *timeout_ms > kMaxTimeoutMs) {
+      throw CommandError(dlockctl::kUsage, "--timeout-ms must be at most " + std::to_string(kMaxTimeoutMs) +
+                                               " (a year), got " + std::to_string(*timeout_ms));
+    }
+    if (connect_timeout_ms > kMaxTimeoutMs) {
+      throw CommandError(dlockctl::kUsage, "--connect-timeout-ms must be at most " + std::to_string(kMaxTimeoutMs) +
+                                               " (a year), got " + std::to_string(connect_timeout_ms));
+    }
     if (timeout_ms && *timeout_ms < 0) {
-      throw CommandError(dlockctl::kUsage, "wait --timeout-ms must be 0 or more, got " + std::to_string(*timeout_ms));
+      throw CommandError(dlockctl::kUsage, std::string(watch->parsed() ? "watch" : "wait") +
+                                               " --timeout-ms must be 0 or more, got " + std::to_string(*timeout_ms));
+    }
+    if (updates && *updates < 1) {
+      throw CommandError(dlockctl::kUsage, "watch --updates must be 1 or more, got " + std::to_string(*updates));
     }
     if (list->parsed()) check_base(base);
-    if (show->parsed() || wait->parsed() || release->parsed()) check_path("PATH", path);
+    if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed()) check_path("PATH", path);
     if (release->parsed()) {
       std::cerr << dlockctl::kReleaseWarning;
       if (node.empty() || node.find('/') != std::string::npos || !dlock::detail::parse_contender(node)) {
@@ -143,6 +173,7 @@ int main(int argc, char** argv) {
     if (list->parsed()) return dlockctl::list_locks(session, base, json);
     if (show->parsed()) return dlockctl::show_lock(session, path, json);
     if (wait->parsed()) return dlockctl::wait_free(session, path, timeout_ms, json);
+    if (watch->parsed()) return dlockctl::watch_lock(session, path, timeout_ms, updates, json);
     return dlockctl::force_release(session, path, node, json);
   } catch (const CommandError& e) {
     return fail(json, e.code(), e.what());

@@ -108,7 +108,9 @@ void print_queue(std::ostream& out, const dlock::LockQueue& queue) {
   if (queue.ignored_children > 0) out << ", " << queue.ignored_children << " other children ignored";
   out << "\n";
   if (!queue.order_defect.empty()) {
-    out << "WARNING: the queue's order cannot be trusted, no client grants this lock: " << queue.order_defect << "\n";
+    out << "WARNING: the queue's order cannot be trusted (dlock refuses to grant this lock; Curator and kazoo "
+           "clients may still grant it, each in its own order, so HOLDS is only the listing's order): "
+        << queue.order_defect << "\n";
   }
   if (queue.contenders.empty()) return;
   const std::vector<std::string> header{"#", "HOLDS", "CLIENT", "KIND", "HOST", "PID", "THREAD", "SINCE", "SESSION", "TOKEN", "NODE"};
