@@ -21,30 +21,6 @@ namespace dlock {
 
 using detail::printable;
 
-namespace {
-
-// Text from another client's node: bytes outside printable ASCII, and '\', written as \xNN (so
-// an escape in the output is always ours); cut after `max_bytes` input bytes (with "...").
-// Unlike printable() it keeps '"': dlock's own JSON data stays readable.
-std::string escaped(std::string_view s, std::size_t max_bytes) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max_bytes; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  if (s.size() > max_bytes) out += "...";
-  return out;
-}
-
-}  // namespace
-
 std::string_view to_string(LockClient client) noexcept {
   switch (client) {
     case LockClient::Dlock: return "dlock";
@@ -121,12 +97,12 @@ std::optional<std::int64_t> integer_field(const nlohmann::json& doc, const char*
 std::string text_field(const nlohmann::json& doc, const char* key) {
   const auto it = doc.find(key);
   if (it == doc.end() || !it->is_string()) return {};
-  return escaped(it->get_ref<const std::string&>(), kMaxField);
+  return printable(it->get_ref<const std::string&>(), kMaxField, detail::Quotes::Keep);
 }
 
 // Fills in what the node's name and data tell about the client that made it. Never throws.
 void identify(QueuedContender& c, const std::string& data) {
-  c.data = escaped(data, kMaxField);
+  c.data = printable(data, kMaxField, detail::Quotes::Keep);  // dlock's JSON stays readable
   if (is_curator_name(c.node)) {
     if (!data.empty() && data.size() <= kMaxJson && data.front() == '{') {
       const auto doc = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);

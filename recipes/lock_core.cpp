@@ -22,8 +22,6 @@ constexpr int kMaxParentRecreations = 10;
 // Suspended does not turn the retry into a busy loop.
 constexpr auto kTransientPause = std::chrono::milliseconds(10);
 
-bool transient(int rc) { return reply_lost(rc); }
-
 // What a request needs of a node's ACL: for a NoAuth refusal, the error names both.
 struct Need {
   std::uint32_t permission = 0;  // a Permission bit; 0: not said
@@ -133,7 +131,7 @@ std::optional<ChildrenResult> list(Client& client, const std::string& dir, const
     auto result = listed.get();
     if (result.rc == ZOK) return result;
     if (result.rc == ZNONODE) return ChildrenResult{ZOK, {}, result.event_mark};
-    if (!transient(result.rc)) fail(client, result.rc, what + ": listing " + dir, {kRead, dir});
+    if (!reply_lost(result.rc)) fail(client, result.rc, what + ": listing " + dir, {kRead, dir});
     if (!recover(client, deadline, what)) return std::nullopt;
   }
 }
@@ -158,7 +156,7 @@ void create_parents(Client& client, const std::string& dir, const std::string& w
       client.exists(path, found.callback());
       if (found.get().rc == ZOK) continue;
     }
-    if (rc != ZOK && rc != ZNODEEXISTS && !transient(rc)) fail(client, rc, what + ": creating " + path, {kCreate, parent_of(path)});
+    if (rc != ZOK && rc != ZNODEEXISTS && !reply_lost(rc)) fail(client, rc, what + ": creating " + path, {kCreate, parent_of(path)});
   }
 }
 
@@ -256,7 +254,7 @@ std::optional<ChildrenResult> create_node(Client& client, const std::string& dir
       create_parents(client, dir, what);
       continue;
     }
-    if (!transient(result.rc)) fail(client, result.rc, what + ": creating " + base, {kCreate, dir});
+    if (!reply_lost(result.rc)) fail(client, result.rc, what + ": creating " + base, {kCreate, dir});
     attempt.lost_reply = true;
     if (!recover(client, deadline, what)) return std::nullopt;
     if (client.session_id() == session && !test_hooks::skip_adoption.load()) {
@@ -348,7 +346,7 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     }
     client.remove_waiter(watched, waiter);
     if (rc == ZNONODE) continue;  // the predecessor left between listing and watch
-    if (!transient(rc)) fail(client, rc, what + ": watching " + watched, {kRead, watched});
+    if (!reply_lost(rc)) fail(client, rc, what + ": watching " + watched, {kRead, watched});
     if (!recover(client, deadline, what)) return std::nullopt;
   }
 }
@@ -368,7 +366,7 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
     Pending<StatResult> checked;
     client.exists(beside, checked.callback());
     write_node = checked.get();
-    if (!transient(write_node.rc)) break;
+    if (!reply_lost(write_node.rc)) break;
     if (!recover(client, deadline, what)) return std::nullopt;
   }
   if (write_node.rc != ZOK && write_node.rc != ZNONODE) fail(client, write_node.rc, what + ": checking " + beside);
@@ -394,7 +392,7 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
       }
       return attempt.commit();
     }
-    if (transient(result.rc)) {
+    if (reply_lost(result.rc)) {
       if (!recover(client, deadline, what)) return std::nullopt;
     } else if (result.rc != ZNODEEXISTS) {
       fail(client, result.rc, what + ": creating " + node, {kCreate, dir});

@@ -10,8 +10,6 @@ namespace {
 
 constexpr auto kRetryPause = std::chrono::milliseconds(100);
 
-bool transient(int rc) { return reply_lost(rc); }
-
 int delete_now(Client& client, const std::string& path) {
   Pending<int> done;
   client.remove(path, done.callback());
@@ -74,7 +72,7 @@ void Janitor::run() {
 }
 
 bool Janitor::attempt(const Task& task) {
-  if (task.prefix.empty()) return !transient(delete_now(client_, task.path));
+  if (task.prefix.empty()) return !reply_lost(delete_now(client_, task.path));
   // The node we look for may come from a create whose reply was lost with a connection to
   // another server; sync first so that this server has applied it (the listing is queued right
   // behind the sync and answered after it).
@@ -82,12 +80,12 @@ bool Janitor::attempt(const Task& task) {
   client_.sync(task.path, synced.callback());
   Pending<ChildrenResult> listed;
   client_.children(task.path, listed.callback());
-  if (transient(synced.get())) return false;
+  if (reply_lost(synced.get())) return false;
   const auto children = listed.get();
-  if (transient(children.rc)) return false;
+  if (reply_lost(children.rc)) return false;
   bool done = true;
   for (const auto& name : children.names) {
-    if (name.starts_with(task.prefix) && transient(delete_now(client_, task.path + "/" + name))) {
+    if (name.starts_with(task.prefix) && reply_lost(delete_now(client_, task.path + "/" + name))) {
       done = false;
     }
   }
