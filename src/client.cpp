@@ -275,8 +275,15 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
 bool Client::send_credentials(zhandle_t* zh) {
   for (std::size_t i = 0; i < options_.auth.size(); ++i) {
     const auto& credentials = options_.auth[i];
-    const int rc = zoo_add_auth(zh, credentials.scheme.c_str(), credentials.secret.data(),
-                                static_cast<int>(credentials.secret.size()), &Client::on_auth_reply, &auth_tags_[i]);
+    int rc = ZOK;
+    // The C client refuses (ZINVALIDSTATE) while its handle sits between two connection attempts,
+    // as right after a host of the connect string refused it: a moment later it takes it.
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      rc = zoo_add_auth(zh, credentials.scheme.c_str(), credentials.secret.data(),
+                        static_cast<int>(credentials.secret.size()), &Client::on_auth_reply, &auth_tags_[i]);
+      if (rc != ZINVALIDSTATE) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (rc != ZOK) {
       log(LogLevel::Error, "cannot send the credentials auth[" + std::to_string(i) + "] (scheme \"" +
                                credentials.scheme + "\") to a new ZooKeeper handle: " + zerror(rc));
