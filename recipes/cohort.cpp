@@ -23,14 +23,16 @@ namespace {
 
 }  // namespace
 
-Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site)
+Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site,
+               LockLabels labels)
     : client_(std::move(client)),
       site_(site),
       dir_(std::move(dir)),
       policy_(policy),
       options_(client_->options().handoff),
       // Never the path of a node, so no watch event on the directory wakes local waiters.
-      waiter_key_(dir_ + "/\n" + std::string(policy.marker)) {}
+      waiter_key_(dir_ + "/\n" + std::string(policy.marker)),
+      labels_(std::move(labels)) {}
 
 void Cohort::start() {
   if (!options_.local) return;
@@ -53,6 +55,23 @@ Cohort::~Cohort() {
 }
 
 std::optional<Grant> Cohort::acquire(const Deadline& deadline) {
+  if (!labels_.enabled()) return take(deadline);
+  AcquireReport report(labels_);
+  try {
+    auto grant = take(deadline);
+    if (grant) {
+      report.granted(*grant);
+    } else {
+      report.not_granted(deadline);
+    }
+    return grant;
+  } catch (...) {
+    report.failed();
+    throw;
+  }
+}
+
+std::optional<Grant> Cohort::take(const Deadline& deadline) {
   if (!options_.local) {
     auto acquired = detail::acquire(*client_, dir_, policy_, deadline);
     if (!acquired) return std::nullopt;
@@ -60,7 +79,8 @@ std::optional<Grant> Cohort::acquire(const Deadline& deadline) {
       client_->release_node(acquired->node);
       throw_token_exhausted(dir_, acquired->czxid);
     }
-    return Grant{std::move(acquired->node), fencing_token_of(acquired->czxid), acquired->generation, nullptr};
+    return Grant{std::move(acquired->node), fencing_token_of(acquired->czxid), acquired->generation, nullptr,
+                 GrantSource::ZooKeeper};
   }
   bool self_checked = false;
   std::unique_lock lock(mutex_);
@@ -168,6 +188,7 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
   current_ = node;
   note_listing_locked(*node, acquired->listing);
   Grant grant = grant_locked(node);
+  grant.source = GrantSource::ZooKeeper;
   if (policy_.shared) {
     // Readers that waited for this node hold it together, unless a writer already waits behind
     // it: then they queue a new node behind that writer.
@@ -304,6 +325,8 @@ bool Cohort::may_pass_locked(const CohortNode& node) const {
 }
 
 void Cohort::release(const Grant& grant) noexcept {
+  // Before the node passes on: the next holder's grant is reported after this release.
+  report_release(labels_, grant);
   if (!grant.shared) {
     client_->release_node(grant.node);
     return;

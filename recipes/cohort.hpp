@@ -42,6 +42,7 @@
 #include "client.hpp"
 #include "deadline.hpp"
 #include "lock_core.hpp"
+#include "lock_metrics.hpp"
 
 namespace dlock::detail {
 
@@ -74,12 +75,17 @@ struct Grant {
   std::int64_t token = 0;
   std::uint64_t generation = 0;
   std::shared_ptr<CohortNode> shared;  // null: a node of its own (hand-off off, or a downgrade)
+  // For the metrics (lock_metrics.hpp): whether this hold created its node, and when it was
+  // granted (only stamped when the Session has a metrics sink).
+  GrantSource source = GrantSource::Local;
+  Clock::time_point granted_at{};
 };
 
 class Cohort : public std::enable_shared_from_this<Cohort> {
  public:
-  // `site` owns this cohort; it is kept alive while a node lingers (LockSite::keep_alive).
-  Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site);
+  // `site` owns this cohort; it is kept alive while a node lingers (LockSite::keep_alive). Its
+  // acquisitions and releases are reported under `labels` (lock_metrics.hpp).
+  Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site, LockLabels labels);
   // Starts the child watch and state listener; call once, right after construction.
   void start();
   // Deletes a lingering node.
@@ -101,6 +107,8 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   // Threads of this process waiting for this lock (not counting one that drives a ZooKeeper
   // acquisition).
   std::size_t local_waiters() const;
+  // What its acquisitions and releases are reported under.
+  const LockLabels& labels() const noexcept { return labels_; }
   // The owning site is being destroyed: no further keep_alive calls.
   void detach_site() noexcept;
 
@@ -112,6 +120,8 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
     bool failed = false;  // the node it waited for was lost
   };
 
+  // acquire() without its metrics.
+  std::optional<Grant> take(const Deadline& deadline);
   std::optional<Grant> drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
   std::optional<Grant> wait_as_member(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
   // A hold on current_ for the calling or a waiting thread. Needs mutex_.
@@ -153,6 +163,7 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   const LockPolicy& policy_;
   const HandoffOptions options_;
   const std::string waiter_key_;  // the key local waiters register under with the Client
+  const LockLabels labels_;
 
   mutable std::mutex mutex_;
   std::shared_ptr<CohortNode> current_;  // the node new local holds use

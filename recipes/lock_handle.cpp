@@ -11,6 +11,7 @@ struct LockHandle::State {
   detail::Grant grant;
   LockMode mode = LockMode::Exclusive;
   std::shared_ptr<std::stop_source> lost;
+  detail::LossReport loss_report;  // reports `lost` to the metrics (lock_metrics.hpp)
 };
 
 namespace {
@@ -49,10 +50,13 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   const auto& client = detail::SessionAccess::client(session);
   auto site = detail::site_of(client, path);
   auto tracking = client->track_hold();
-  auto granted = site->cohort(node_kind(mode)).acquire(deadline);
+  auto& cohort = site->cohort(node_kind(mode));
+  auto granted = cohort.acquire(deadline);
   if (!granted) return LockHandle();
   auto lost = client->confirm_hold(std::move(tracking), granted->generation);
-  return LockHandle(std::make_unique<State>(State{std::move(site), std::move(*granted), mode, std::move(lost)}));
+  auto loss_report = detail::report_loss(cohort.labels(), *lost);
+  return LockHandle(std::make_unique<State>(
+      State{std::move(site), std::move(*granted), mode, std::move(lost), std::move(loss_report)}));
 }
 
 LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,

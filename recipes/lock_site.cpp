@@ -33,6 +33,15 @@ const LockPolicy& policy_of(NodeKind kind) {
   return kExclusivePolicy;
 }
 
+LockMode lock_mode_of(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Write: return LockMode::Write;
+    case NodeKind::Read: return LockMode::Read;
+    case NodeKind::Exclusive: break;
+  }
+  return LockMode::Exclusive;
+}
+
 }  // namespace
 
 void LockSite::keep_alive(bool on) {
@@ -65,7 +74,8 @@ Cohort& LockSite::cohort(NodeKind kind) {
   std::lock_guard lock(mutex_);
   auto& slot = cohorts_[static_cast<int>(kind)];
   if (!slot) {
-    slot = std::make_shared<Cohort>(client, path, policy_of(kind), this);
+    slot = std::make_shared<Cohort>(client, path, policy_of(kind), this,
+                                    LockLabels{&client->metrics(), family, lock_mode_of(kind)});
     // Before anyone uses it: its child watch must see every event after its first listing. (It
     // subscribes to the session; no listener takes this mutex.)
     slot->start();
@@ -82,12 +92,14 @@ std::size_t LockSite::local_waiters() const {
   return total;
 }
 
-std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path) {
+std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path,
+                                  std::string_view scope_namespace) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);
   auto& slot = r.sites[{client.get(), path}];
   if (auto existing = slot.lock()) return existing;
-  auto created = std::make_shared<LockSite>(next_site_id.fetch_add(1), path, client);
+  auto family = client->metrics().enabled() ? client->metrics().family_of(path, scope_namespace) : nullptr;
+  auto created = std::make_shared<LockSite>(next_site_id.fetch_add(1), path, client, std::move(family));
   slot = created;
   return created;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "client.hpp"
 #include "cohort.hpp"
@@ -20,8 +21,9 @@ namespace dlock::detail {
 enum class NodeKind : std::uint8_t { Exclusive, Write, Read };
 
 struct LockSite : std::enable_shared_from_this<LockSite> {
-  LockSite(std::uint64_t id_, std::string path_, std::shared_ptr<Client> client_)
-      : id(id_), path(std::move(path_)), client(std::move(client_)) {}
+  LockSite(std::uint64_t id_, std::string path_, std::shared_ptr<Client> client_,
+           std::shared_ptr<const std::string> family_)
+      : id(id_), path(std::move(path_)), client(std::move(client_)), family(std::move(family_)) {}
   ~LockSite();
   LockSite(const LockSite&) = delete;
   LockSite& operator=(const LockSite&) = delete;
@@ -40,6 +42,7 @@ struct LockSite : std::enable_shared_from_this<LockSite> {
   const std::uint64_t id;
   const std::string path;  // the lock directory
   const std::shared_ptr<Client> client;
+  const std::shared_ptr<const std::string> family;  // its metrics label (SessionMetrics::family_of)
 
  private:
   mutable std::mutex mutex_;
@@ -49,8 +52,12 @@ struct LockSite : std::enable_shared_from_this<LockSite> {
   int keep_count_ = 0;              // cohorts keeping a lingering node
 };
 
-// The site of (client, path), shared by every lock object on it while any exists.
-std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path);
+// The site of (client, path), shared by every lock object on it while any exists. A site created
+// here for a DLOCK_SCOPE / LockService lock is given its `scope_namespace`, its metrics family
+// unless a declared prefix covers the path (dlock/metrics.hpp); a site that already exists keeps
+// the family it was created with.
+std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path,
+                                  std::string_view scope_namespace = {});
 // The live site of (client, path), or null: never creates one (inspect.hpp asks for its waiters).
 // The caller's reference may be the last: drop it with no dlock lock held.
 std::shared_ptr<LockSite> find_site(const std::shared_ptr<Client>& client, const std::string& path);

@@ -56,6 +56,24 @@ void refuse_if_other_exclusive_held(const LockSite& site, HoldMode wanted) {
                       "of lock per path");
 }
 
+// The read side for a thread that holds the write side: a node of its own, level with the write
+// node (not the read cohort's), since only this thread holds before the writers queued behind the
+// write node. Empty once the deadline passed.
+std::optional<Grant> downgrade(LockSite& site, const Hold& write, const Deadline& deadline) {
+  const auto acquired = test_hooks::legacy_downgrade.load()
+                            ? acquire(*site.client, site.path, kLegacyDowngradePolicy, deadline)
+                            : acquire_beside(*site.client, site.path, kReadPolicy.marker, write.grant.node,
+                                             write.grant.generation, deadline);
+  if (!acquired) return std::nullopt;
+  // The read hold comes before every writer that queued behind the write node, so it takes the
+  // write hold's token: a later create's zxid could exceed theirs and fence them out.
+  const auto token =
+      test_hooks::downgrade_token_from_create.load() ? fencing_token_of(acquired->czxid) : write.grant.token;
+  // No other local writer may take the write node over while this reader sits beside it.
+  site.cohort(NodeKind::Write).stop_passing(write.grant);
+  return Grant{acquired->node, token, acquired->generation, nullptr, GrantSource::ZooKeeper};
+}
+
 }  // namespace
 
 bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
@@ -75,7 +93,8 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const 
   if (!granted) return false;
   if (test_hooks::after_grant) test_hooks::after_grant();
   auto lost = site->client->confirm_hold(std::move(tracking), granted->generation);
-  holds::add({site, mode, std::move(*granted), 1, std::move(lost)});
+  auto loss_report = report_loss(site->cohort(node_kind(mode)).labels(), *lost);
+  holds::add({site, mode, std::move(*granted), 1, std::move(lost), std::move(loss_report)});
   return true;
 }
 
@@ -92,29 +111,26 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, C
   const Deadline deadline = call.bound(given);
   auto tracking = site->client->track_hold();
   std::optional<Grant> granted;
+  const LockLabels& labels = site->cohort(NodeKind::Read).labels();
   if (write != nullptr) {
-    // A node of its own, level with the write node (not the read cohort's): only this thread
-    // holds before the writers queued behind the write node.
-    const auto acquired =
-        test_hooks::legacy_downgrade.load()
-            ? acquire(*site->client, site->path, kLegacyDowngradePolicy, deadline)
-            : acquire_beside(*site->client, site->path, kReadPolicy.marker, write->grant.node,
-                             write->grant.generation, deadline);
-    if (acquired) {
-      // The read hold comes before every writer that queued behind the write node, so it takes
-      // the write hold's token: a later create's zxid could exceed theirs and fence them out.
-      const auto token = test_hooks::downgrade_token_from_create.load() ? fencing_token_of(acquired->czxid)
-                                                                         : write->grant.token;
-      granted = Grant{acquired->node, token, acquired->generation, nullptr};
-      // No other local writer may take the write node over while this reader sits beside it.
-      site->cohort(NodeKind::Write).stop_passing(write->grant);
+    // Reported here: a downgrade's node does not go through the read cohort's acquire().
+    std::optional<AcquireReport> report;
+    if (labels.enabled()) report.emplace(labels);
+    try {
+      granted = downgrade(*site, *write, deadline);
+    } catch (...) {
+      if (report) report->failed();
+      throw;
     }
+    if (report && granted) report->granted(*granted);
+    if (report && !granted) report->not_granted(deadline);
   } else {
     granted = site->cohort(NodeKind::Read).acquire(deadline);
   }
   if (!granted) return false;
   auto lost = site->client->confirm_hold(std::move(tracking), granted->generation);
-  holds::add({site, HoldMode::Shared, std::move(*granted), 1, std::move(lost)});
+  auto loss_report = report_loss(labels, *lost);
+  holds::add({site, HoldMode::Shared, std::move(*granted), 1, std::move(lost), std::move(loss_report)});
   return true;
 }
 

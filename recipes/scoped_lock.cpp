@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "client.hpp"
+#include "lock_site.hpp"
 #include "dlock/scope.hpp"
 #include "path.hpp"
 #include "self_wait.hpp"
@@ -104,6 +105,9 @@ std::string LockService::path_for(std::string_view ns, std::string_view key) con
 
 ScopedLock LockService::lock_key(LockMode mode, std::string_view ns, std::string key) const {
   const std::string path = path_for(ns, key);
+  // Pins the path's lock site, made with its namespace as its metrics family, for the
+  // acquisition below to find (a site made by another lock object first keeps its own).
+  const auto site = detail::site_of(detail::SessionAccess::client(*session_), path, ns);
   auto handle = LockHandle::try_acquire_for(*session_, path, timeout_, mode);
   if (!handle) {
     const std::string waited = std::string("timed out after ") + std::to_string(timeout_.count()) +

@@ -11,6 +11,7 @@ packages=(
   openjdk-17-jdk-headless          # javac for the Curator interop peer
   libcurator-recipes-java          # Apache Curator 5.4: interop peer and benchmark baseline
   python3-kazoo                    # kazoo 2.8 (for /usr/bin/python3): interop peer and baseline
+  python3-prometheus-client        # its text-format parser checks dlock's /metrics exposition in the tests
   libboost1.81-dev                 # Boost.PFR / Describe (key builder), Beast (example service)
   libpq-dev postgresql             # the example service's database
   gnuplot-nox                      # benchmark chart

@@ -168,7 +168,7 @@ bool Waiter::wait(const Deadline& deadline) {
 }
 
 Client::Client(SessionOptions options)
-    : options_(std::move(options)), acl_((check_credentials(options_.auth), effective_acl(options_.acl, options_.auth))) {
+    : options_(std::move(options)), metrics_(options_.metrics), acl_((check_credentials(options_.auth), effective_acl(options_.acl, options_.auth))) {
   for (const auto& entry : acl_.entries()) {
     acl_entries_.push_back(ACL{static_cast<std::int32_t>(entry.perms),
                                Id{const_cast<char*>(entry.scheme.c_str()), const_cast<char*>(entry.id.c_str())}});
@@ -589,17 +589,18 @@ bool Client::wait_connected(const Deadline& deadline, std::string_view what) {
 }
 
 template <class Submit>
-int Client::submit(Inflight::Request* request, Submit&& submit) {
+int Client::submit(Inflight::Request* request, RequestKind kind, Submit&& submit) {
   std::shared_lock lock(handle_mutex_);
   if (zh_ == nullptr) return ZCLOSING;
   request->generation = context_->generation;
   requests_.fetch_add(1, std::memory_order_relaxed);
+  metrics_.emit([kind](MetricsSink& sink) { sink.on_request(kind); });
   return submit(zh_);
 }
 
 void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {
   queue_request<CreateResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, [&](zhandle_t* zh) {
+    return submit(request, RequestKind::Create, [&](zhandle_t* zh) {
       return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(),
                           static_cast<int>(data.size()), &acl_vector_, mode, on_created, ctx);
     });
@@ -608,7 +609,7 @@ void Client::create(const std::string& path, std::string_view data, int mode, Cr
 
 void Client::children(const std::string& path, ChildrenCallback done, bool watch) {
   queue_request<ChildrenResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request,
+    return submit(request, RequestKind::GetChildren,
                   [&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), watch ? 1 : 0, on_children, ctx); });
   });
 }
@@ -633,32 +634,32 @@ void Client::unwatch_children(std::uint64_t id) {
 
 void Client::exists(const std::string& path, StatCallback done) {
   queue_request<StatResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, [&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
+    return submit(request, RequestKind::Exists, [&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
   });
 }
 
 void Client::get(const std::string& path, DataCallback done) {
   queue_request<DataResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, [&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx); });
+    return submit(request, RequestKind::GetData, [&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx); });
   });
 }
 
 void Client::remove(const std::string& path, RcCallback done) {
   queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
+    return submit(request, RequestKind::Delete, [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
   });
 }
 
 void Client::sync(const std::string& path, RcCallback done) {
   queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, [&](zhandle_t* zh) { return zoo_async(zh, path.c_str(), on_string, ctx); });
+    return submit(request, RequestKind::Sync, [&](zhandle_t* zh) { return zoo_async(zh, path.c_str(), on_string, ctx); });
   });
 }
 
 void Client::watch(const std::string& path, RcCallback done) {
   // getData rather than exists: on NONODE it leaves no watch behind (as Curator does).
   queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, [&](zhandle_t* zh) {
+    return submit(request, RequestKind::GetData, [&](zhandle_t* zh) {
       return zoo_awget(zh, path.c_str(), &Client::on_event, const_cast<void*>(zoo_get_context(zh)), on_data, ctx);
     });
   });
@@ -853,6 +854,7 @@ bool Client::set_state(SessionState next, std::optional<SessionState> only_from,
                        bool defer_callbacks) {
   SessionState previous;
   Clock::duration outage{};
+  SessionStateChanged change;
   {
     std::lock_guard lock(state_mutex_);
     previous = state_.load();
@@ -869,6 +871,14 @@ bool Client::set_state(SessionState next, std::optional<SessionState> only_from,
     if (next == SessionState::Lost) lost_generation_ = std::max(lost_generation_, generation_.load());
     const auto now = Clock::now();
     if (previous == SessionState::Connected) disconnected_since_ = now;
+    change.disconnected_now = previous == SessionState::Connected;
+    // A disconnection ends when the session is back, or closed: it began when Connected was left
+    // (a Lost in between is part of it); before the first connection there was none.
+    if ((next == SessionState::Connected || next == SessionState::Closed) && previous != SessionState::Connected &&
+        ever_connected_) {
+      change.reconnected_or_closed = true;
+      change.disconnected = now - disconnected_since_;
+    }
     if (next == SessionState::Connected && ever_connected_) outage = now - disconnected_since_;
     if (next == SessionState::Connected) ever_connected_ = true;
     state_.store(next, std::memory_order_release);
@@ -877,6 +887,9 @@ bool Client::set_state(SessionState next, std::optional<SessionState> only_from,
   state_cv_.notify_all();
   notify_supervisor();
   log_transition(previous, next, outage);
+  change.from = previous;
+  change.to = next;
+  metrics_.emit([&](MetricsSink& sink) { sink.on_session_state(change); });
   if (next == SessionState::Connected) {
     std::lock_guard lock(holds_mutex_);
     holds_untrusted_ = false;  // a renewed session: holds taken on it are trusted again

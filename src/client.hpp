@@ -32,6 +32,7 @@
 
 #include "deadline.hpp"
 #include "inflight.hpp"
+#include "session_metrics.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock::detail {
@@ -185,6 +186,8 @@ class Client {
   void unsubscribe(std::uint64_t id);
 
   Session::Stats stats() const noexcept;
+  // The session's metrics sink and lock-family labels (SessionOptions::metrics).
+  SessionMetrics& metrics() noexcept { return metrics_; }
   const SessionOptions& options() const noexcept { return options_; }
   // Who this session is to the server, for error messages: the credentials' schemes and digest
   // user names, never a password (security_options.hpp).
@@ -255,13 +258,14 @@ class Client {
   void signal_holds_lost(SessionState lost_to);
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
   template <class Submit>
-  int submit(Inflight::Request* request, Submit&& submit);
+  int submit(Inflight::Request* request, RequestKind kind, Submit&& submit);
   // Registers `done` as an in-flight request and queues it with `submit(request)`; if the C
   // client refuses it, `done` runs inline with the refusal's code.
   template <class Result, class Submit>
   void queue_request(std::function<void(Result)> done, Submit&& submit);
 
   const SessionOptions options_;
+  SessionMetrics metrics_;
   // The ACL every node this session creates gets (SessionOptions::acl), and the C client's view
   // of it (pointing into acl_'s strings).
   const Acl acl_;

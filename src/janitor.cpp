@@ -34,6 +34,7 @@ void Janitor::add(Task task) {
     if (stopping_) return;
     tasks_.push_back(std::move(task));
   }
+  client_.metrics().emit([](MetricsSink& sink) { sink.on_delete_deferred(); });
   cv_.notify_one();
 }
 
@@ -72,6 +73,7 @@ void Janitor::run() {
 }
 
 bool Janitor::attempt(const Task& task) {
+  client_.metrics().emit([](MetricsSink& sink) { sink.on_delete_retried(); });
   if (task.prefix.empty()) return !reply_lost(delete_now(client_, task.path));
   // The node we look for may come from a create whose reply was lost with a connection to
   // another server; sync first so that this server has applied it (the listing is queued right

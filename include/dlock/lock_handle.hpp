@@ -38,6 +38,7 @@
 #include <string>
 
 #include "dlock/error.hpp"
+#include "dlock/lock_mode.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock {
@@ -46,10 +47,6 @@ namespace detail {
 struct LockSite;
 class Deadline;
 }
-
-// Which side of a lock directory a handle holds: a Mutex's (`lock-` nodes) or a SharedMutex's
-// read (`__READ__`) or write (`__WRIT__`) side.
-enum class LockMode { Exclusive, Read, Write };
 
 class LockHandle {
  public:

@@ -58,7 +58,9 @@
 #include "dlock/error.hpp"
 #include "dlock/handoff.hpp"
 #include "dlock/log.hpp"
+#include "dlock/metrics.hpp"
 #include "dlock/security.hpp"
+#include "dlock/session_state.hpp"
 
 namespace dlock {
 
@@ -111,27 +113,11 @@ struct SessionOptions {
   // The ACL of every node this Session creates (lock nodes, and the lock directories it creates).
   // Default: Acl::creator_all_world_read() when `auth` is given, Acl::open() otherwise.
   std::optional<Acl> acl{};
+  // Where the Session reports what its locks do, and how it labels them (dlock/metrics.hpp; a
+  // built-in sink with Prometheus text: dlock/metrics_registry.hpp). Default: no sink, no cost.
+  MetricsOptions metrics{};
 };
 
-// The life of a session, as the locks on it see it.
-enum class SessionState {
-  // Connected to a server; locks held are safe.
-  Connected,
-  // Disconnected; the client is reconnecting. The session (and the locks) may still be alive on
-  // the server, or may expire before the client gets back.
-  Suspended,
-  // The session expired: the server said so, or no server answered for the whole negotiated
-  // session timeout (the client then closes that session itself, so it cannot come back). Every
-  // lock it held is lost. Acquisitions throw LockLost. Unless
-  // `SessionOptions::renew_expired_session` is false, a new session is opened at once (retried
-  // with backoff, up to 5 s apart, until it succeeds or close()) and the state returns to
-  // Connected when it is established.
-  Lost,
-  // `close()` was called or the Session destroyed. Terminal.
-  Closed,
-};
-
-std::string_view to_string(SessionState state) noexcept;
 
 // Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process,
 // as `LogRecord`s; the C client's lines are rate-limited by kind first (see dlock/log.hpp). Lines

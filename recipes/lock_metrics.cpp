@@ -1,0 +1,60 @@
+#include "lock_metrics.hpp"
+
+#include <exception>
+
+#include "cohort.hpp"
+#include "dlock/error.hpp"
+
+namespace dlock::detail {
+
+AcquireReport::AcquireReport(const LockLabels& labels) noexcept : labels_(labels), started_(Clock::now()) {
+  labels_.metrics->emit(
+      [&](MetricsSink& sink) { sink.on_acquire_started(AcquireStarted{*labels_.family, labels_.kind}); });
+}
+
+void AcquireReport::granted(Grant& grant) noexcept {
+  grant.granted_at = Clock::now();
+  ended(AcquireOutcome::Granted, grant.source);
+}
+
+void AcquireReport::not_granted(const Deadline& deadline) noexcept {
+  ended(deadline.abandoned() ? AcquireOutcome::Cancelled : AcquireOutcome::TimedOut, GrantSource::ZooKeeper);
+}
+
+void AcquireReport::failed() noexcept {
+  auto outcome = AcquireOutcome::Error;
+  try {
+    throw;
+  } catch (const LockLost&) {
+    outcome = AcquireOutcome::Lost;
+  } catch (const Error& e) {
+    // The lock object was destroyed under the waiting thread: its call was cancelled.
+    if (e.code() == make_error_code(errc::lock_destroyed)) outcome = AcquireOutcome::Cancelled;
+  } catch (...) {
+  }
+  ended(outcome, GrantSource::ZooKeeper);
+}
+
+void AcquireReport::ended(AcquireOutcome outcome, GrantSource source) noexcept {
+  const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started_);
+  labels_.metrics->emit([&](MetricsSink& sink) {
+    sink.on_acquire_ended(AcquireEnded{*labels_.family, labels_.kind, outcome, source, waited});
+  });
+}
+
+void report_release(const LockLabels& labels, const Grant& grant) noexcept {
+  if (!labels.enabled()) return;
+  const auto held = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - grant.granted_at);
+  labels.metrics->emit([&](MetricsSink& sink) { sink.on_released(Released{*labels.family, labels.kind, held}); });
+}
+
+LossReport report_loss(const LockLabels& labels, const std::stop_source& lost) {
+  if (!labels.enabled()) return nullptr;
+  // Copies of the labels: the hold (and this callback) may outlive the cohort that made them.
+  return std::make_unique<std::stop_callback<std::function<void()>>>(
+      lost.get_token(), std::function<void()>([metrics = labels.metrics, family = labels.family, kind = labels.kind] {
+        metrics->emit([&](MetricsSink& sink) { sink.on_hold_lost(HoldLost{*family, kind}); });
+      }));
+}
+
+}  // namespace dlock::detail
