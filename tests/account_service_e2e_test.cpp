@@ -116,6 +116,18 @@ struct Login {
   HttpReply reply;
 };
 
+// The value of the sample named exactly `series` (name and labels) in a Prometheus text page; 0
+// if absent.
+std::int64_t sample_value(const std::string& page, const std::string& series) {
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 && line[series.size()] == ' ') {
+      return std::stoll(line.substr(series.size() + 1));
+    }
+  }
+  return 0;
+}
+
 struct ModeResult {
   std::vector<Login> logins;
   std::int64_t users = 0;          // app_user rows
@@ -127,6 +139,10 @@ struct ModeResult {
   double seconds = 0;  // the 300 logins, from the first request to the last reply
   std::vector<std::string> left_on_zookeeper;
   std::vector<int> exit_codes;
+  // From each instance's GET /metrics after the load: granted "login" locks, summed, and whether
+  // every page was Prometheus text.
+  std::int64_t login_locks_granted = 0;
+  bool metrics_served = true;
 };
 
 class AccountServiceE2E : public ::testing::Test {
@@ -198,6 +214,13 @@ class AccountServiceE2E : public ::testing::Test {
     for (auto& client : clients) client.join();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 
+    for (int port : ports) {
+      const auto page = exchange(port, http::verb::get, "/metrics", "");
+      result.metrics_served = result.metrics_served && page.status == 200 &&
+                              page.body.find("# TYPE dlock_lock_acquisitions_total counter") != std::string::npos;
+      result.login_locks_granted += sample_value(
+          page.body, R"(dlock_lock_acquisitions_total{family="login",kind="exclusive",outcome="granted"})");
+    }
     // Every lock was released (while the instances, and their sessions, are still alive).
     {
       RawZk zk(zk_connect());
@@ -252,6 +275,9 @@ class AccountServiceE2E : public ::testing::Test {
 TEST_F(AccountServiceE2E, ReleasedAfterCommitEveryUidGetsExactlyOneUserAndOneAccount) {
   const auto r = run("after-commit");
   expect_clean_run(r);
+  // Each instance's /metrics counts the login locks it granted: one per login, over the three.
+  EXPECT_TRUE(r.metrics_served) << "an instance's /metrics was not dlock's Prometheus text";
+  EXPECT_EQ(r.login_locks_granted, kUids * kLoginsPerUid);
   EXPECT_EQ(r.users, kUids);
   EXPECT_EQ(r.accounts, kUids);
   EXPECT_EQ(r.distinct_uids, kUids);  // with users == kUids: no duplicate user
@@ -298,6 +324,7 @@ TEST_F(AccountServiceE2E, ReleasedAfterCommitEveryUidGetsExactlyOneUserAndOneAcc
 TEST_F(AccountServiceE2E, NegativeControlWithoutALockConcurrentFirstLoginsInsertDuplicates) {
   const auto r = run("none");
   expect_clean_run(r);
+  EXPECT_EQ(r.login_locks_granted, 0) << "/metrics counts login locks the service never took";
   EXPECT_GT(r.duplicate_users(), 0) << "no duplicates without a lock: the load is not concurrent enough to test";
   EXPECT_GT(r.duplicate_accounts, 0);
 }

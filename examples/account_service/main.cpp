@@ -16,6 +16,7 @@
 
 #include "account_store.hpp"
 #include "config.hpp"
+#include "dlock/metrics_registry.hpp"
 #include "dlock/scope.hpp"
 #include "dlock/session.hpp"
 #include "http_server.hpp"
@@ -45,7 +46,9 @@ void create_schema(PgConnection& db, const dlock::LockService& locks) {
 }
 
 int run(const Config& config) {
-  dlock::Session session({.connect = config.zk});
+  // Lock metrics for GET /metrics; the families are the DLOCK_SCOPE namespaces ("login", "schema").
+  const auto metrics = std::make_shared<dlock::MetricsRegistry>();
+  dlock::Session session({.connect = config.zk, .metrics = {.sink = metrics}});
   const dlock::LockService locks(session, config.lock_base, config.lock_timeout);
 
   // Every connection is opened before serving, so a wrong --db fails the start, not a request.
@@ -57,7 +60,7 @@ int run(const Config& config) {
   HttpServer server(ioc, config.bind, config.port);
   const std::string instance = config.instance.empty() ? default_instance(server.port()) : config.instance;
   const LoginHandler login(locks, config.lock_release, instance);
-  const Routes routes(session, login,
+  const Routes routes(session, *metrics, login,
                       {.instance = instance,
                        .lock_release = config.lock_release,
                        .delay_before_commit = config.delay_before_commit});

@@ -61,7 +61,13 @@ HttpResponse Routes::handle(const HttpRequest& request) const {
     }
     return health(request);
   }
-  return error_response(request, http::status::not_found, "no such resource: POST /login, GET /health");
+  if (target == "/metrics") {
+    if (request.method() != http::verb::get) {
+      return error_response(request, http::status::method_not_allowed, "use GET");
+    }
+    return metrics(request);
+  }
+  return error_response(request, http::status::not_found, "no such resource: POST /login, GET /health, GET /metrics");
 }
 
 HttpResponse Routes::login(const HttpRequest& request) const {
@@ -125,6 +131,22 @@ HttpResponse Routes::health(const HttpRequest& request) const {
                   {"database", database},
                   {"lock_release", std::string(to_string(options_.lock_release))}};
   return json_response(request, ok ? http::status::ok : http::status::service_unavailable, body.dump());
+}
+
+}  // namespace account_service
+
+namespace account_service {
+
+// What Prometheus scrapes: lock acquisitions, waits and holds of the "login" and "schema" lock
+// families (their DLOCK_SCOPE namespaces), the session's state and requests.
+HttpResponse Routes::metrics(const HttpRequest& request) const {
+  HttpResponse response(http::status::ok, request.version());
+  response.set(http::field::server, "dlock-account-service");
+  response.set(http::field::content_type, dlock::MetricsRegistry::kPrometheusContentType);
+  response.keep_alive(request.keep_alive());
+  response.body() = metrics_.prometheus_text();
+  response.prepare_payload();
+  return response;
 }
 
 }  // namespace account_service

@@ -1,10 +1,11 @@
-// The HTTP API: POST /login and GET /health, in JSON. Opens the transaction around the login
+// The HTTP API: POST /login and GET /health, in JSON; GET /metrics, dlock's metrics as Prometheus text. Opens the transaction around the login
 // handler and commits it after the handler returned, as a framework's @Transactional would.
 #pragma once
 
 #include <chrono>
 #include <string>
 
+#include "dlock/metrics_registry.hpp"
 #include "dlock/session.hpp"
 #include "http_server.hpp"
 #include "login_handler.hpp"
@@ -33,8 +34,10 @@ struct RoutesOptions {
 
 class Routes {
  public:
-  Routes(const dlock::Session& session, const LoginHandler& login, RoutesOptions options)
-      : session_(session), login_(login), options_(std::move(options)) {}
+  // `metrics` is the session's sink (SessionOptions::metrics), served at GET /metrics.
+  Routes(const dlock::Session& session, const dlock::MetricsRegistry& metrics, const LoginHandler& login,
+         RoutesOptions options)
+      : session_(session), metrics_(metrics), login_(login), options_(std::move(options)) {}
 
   // Never throws: every failure is an error response (and a line on stderr for 5xx).
   HttpResponse handle(const HttpRequest& request) const;
@@ -42,7 +45,9 @@ class Routes {
  private:
   HttpResponse login(const HttpRequest& request) const;
   HttpResponse health(const HttpRequest& request) const;
+  HttpResponse metrics(const HttpRequest& request) const;
   const dlock::Session& session_;
+  const dlock::MetricsRegistry& metrics_;
   const LoginHandler& login_;
   RoutesOptions options_;
 };

@@ -18,10 +18,13 @@ namespace prize_draw {
 
 int run_instance(const InstanceOptions& options) {
   const bool uses_dlock = options.variant == Variant::dlock || options.variant == Variant::dlock_nohandoff;
+  const auto metrics = std::make_shared<dlock::MetricsRegistry>();
   std::optional<dlock::Session> session;
   std::optional<dlock::LockService> locks;
   if (uses_dlock) {
-    dlock::SessionOptions session_options{.connect = options.zk};
+    // The lock family is the scope namespace, "pool": its grants tell local hand-offs from
+    // ZooKeeper acquisitions.
+    dlock::SessionOptions session_options{.connect = options.zk, .metrics = {.sink = metrics}};
     session_options.handoff = options.handoff;
     session_options.handoff.local = options.variant == Variant::dlock;
     session.emplace(session_options);
@@ -62,8 +65,13 @@ int run_instance(const InstanceOptions& options) {
   for (auto& worker : workers) worker.join();
   const auto requests = session ? session->stats().requests - requests_before : 0;
   if (!first_error.empty()) std::cerr << options.name << ": a draw failed: " << first_error << std::endl;
+  const auto figures = metrics->snapshot();
+  const auto* pool_lock = figures.find("pool", dlock::LockMode::Exclusive);
   std::cout << "result draws=" << draws << " errors=" << errors << " retries=" << retries
-            << " requests=" << requests << std::endl;
+            << " requests=" << requests
+            << " local_grants=" << (pool_lock ? pool_lock->granted_via(dlock::GrantSource::Local) : 0)
+            << " zookeeper_grants=" << (pool_lock ? pool_lock->granted_via(dlock::GrantSource::ZooKeeper) : 0)
+            << std::endl;
   return errors == 0 ? 0 : 1;
 }
 

@@ -4,6 +4,7 @@
 // Protocol with the process that started it (main.cpp), on stdin/stdout: the instance prints
 // "ready" once connected, waits for a line "go", draws, and prints one line
 //   result draws=<n> errors=<n> retries=<n> requests=<ZooKeeper requests sent while drawing>
+//          local_grants=<n> zookeeper_grants=<n>   (the pool lock's grants, from dlock's metrics)
 // and exits 0 (1 if a draw failed; the first error goes to stderr).
 #pragma once
 

@@ -50,6 +50,7 @@ struct Plan {
 struct Outcome {
   Variant variant{};
   long long draws = 0, errors = 0, retries = 0, requests = 0;
+  long long local_grants = 0, zookeeper_grants = 0;  // of the pool lock (dlock's metrics)
   double seconds = 0;
   PoolTally pool;
 };
@@ -89,6 +90,8 @@ Outcome run_variant(const Plan& plan, Variant variant, dlock_examples::PgConnect
     outcome.errors += field(*line, "errors");
     outcome.retries += field(*line, "retries");
     outcome.requests += field(*line, "requests");
+    outcome.local_grants += field(*line, "local_grants");
+    outcome.zookeeper_grants += field(*line, "zookeeper_grants");
   }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& instance : instances) instance.wait();
@@ -103,12 +106,16 @@ void print_table(const Plan& plan, const std::vector<Outcome>& outcomes) {
       plan.instances, plan.threads, plan.draws, plan.prizes, static_cast<long long>(plan.think.count()),
       plan.handoff.max_passes, static_cast<long long>(plan.handoff.max_time.count()));
   std::printf("| variant | draws/s | draws | seconds | prizes awarded | oversold | lost stock writes | retries | "
-              "ZooKeeper requests per draw |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "ZooKeeper requests per draw | locks passed locally |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& o : outcomes) {
-    std::printf("| %s | %.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %.3f |\n", std::string(to_string(o.variant)).c_str(),
-                static_cast<double>(o.draws) / o.seconds, o.draws, o.seconds, static_cast<long long>(o.pool.awarded),
-                static_cast<long long>(o.pool.oversold), static_cast<long long>(o.pool.lost_writes), o.retries,
-                o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0);
+    const long long grants = o.local_grants + o.zookeeper_grants;
+    const std::string local =
+        grants > 0 ? std::to_string(o.local_grants * 100 / grants) + " %" : std::string("-");
+    std::printf("| %s | %.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %.3f | %s |\n",
+                std::string(to_string(o.variant)).c_str(), static_cast<double>(o.draws) / o.seconds, o.draws,
+                o.seconds, static_cast<long long>(o.pool.awarded), static_cast<long long>(o.pool.oversold),
+                static_cast<long long>(o.pool.lost_writes), o.retries,
+                o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0, local.c_str());
   }
   std::fflush(stdout);
 }
@@ -126,6 +133,19 @@ std::vector<std::string> problems_of(const std::vector<Outcome>& outcomes) {
     if (guards_stock(o.variant) && (o.pool.oversold != 0 || o.pool.lost_writes != 0)) {
       problems.push_back(name + ": " + std::to_string(o.pool.oversold) + " prizes oversold, " +
                          std::to_string(o.pool.lost_writes) + " stock writes lost");
+    }
+    // dlock's metrics count every pool lock granted: one per draw, passed locally only with hand-off.
+    if ((o.variant == Variant::dlock || o.variant == Variant::dlock_nohandoff) &&
+        o.local_grants + o.zookeeper_grants != o.draws) {
+      problems.push_back(name + ": the metrics counted " + std::to_string(o.local_grants + o.zookeeper_grants) +
+                         " pool locks granted for " + std::to_string(o.draws) + " draws");
+    }
+    if (o.variant == Variant::dlock && o.draws > 0 && o.local_grants == 0) {
+      problems.push_back(name + ": no pool lock was passed locally among " + std::to_string(o.draws) +
+                         " draws by threads of the same instances");
+    }
+    if (o.variant == Variant::dlock_nohandoff && o.local_grants != 0) {
+      problems.push_back(name + ": " + std::to_string(o.local_grants) + " pool locks passed locally with hand-off off");
     }
     if (!guards_stock(o.variant) && o.pool.oversold == 0) {
       problems.push_back(name + ": the unguarded control oversold nothing, so this run cannot show a guard working");
