@@ -51,6 +51,9 @@ def command(impl, build):
         return [os.path.join(bench_bin, "dlock_bench")]
     if impl == "dlock-nohandoff":
         return [os.path.join(bench_bin, "dlock_bench"), "--handoff", "off", "--impl-name", "dlock-nohandoff"]
+    if impl == "dlock-metrics":
+        # Diagnostic (not in the default set): dlock with a MetricsRegistry on every session.
+        return [os.path.join(bench_bin, "dlock_bench"), "--metrics", "on", "--impl-name", "dlock-metrics"]
     if impl == "curator":
         return [os.path.join(bench_bin, "curator_bench.sh")]
     if impl == "kazoo":

@@ -3,10 +3,11 @@
 //   dlock_bench --connect HOST:PORT --root /bench/... --workload W1|W2|W3|W4|W5|W6|W7worker
 //               [--seconds S] [--warmup S] [--variant sessions|threads (W6)]
 //               [--cycles N --log FILE (W7worker)] [--shm FILE (W8worker)] (W9hammer)
-//               [--handoff on|off] [--linger-ms N] [--impl-name NAME]
+//               [--handoff on|off] [--linger-ms N] [--metrics on|off] [--impl-name NAME]
 //
 // Prints one JSON line (W7worker writes its holds to --log instead; bench.py merges them).
 #include <dlock/handoff.hpp>
+#include <dlock/metrics_registry.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/session.hpp>
 #include <dlock/shared_mutex.hpp>
@@ -23,10 +24,13 @@ struct DlockImpl {
   std::string name = "dlock";
 
   dlock::HandoffOptions handoff{};
+  // --metrics on: every session reports to one built-in registry (the overhead of dlock's metrics).
+  std::shared_ptr<dlock::MetricsRegistry> metrics{};
 
   std::unique_ptr<Session> open() {
     dlock::SessionOptions options{.connect = connect};
     options.handoff = handoff;
+    if (metrics) options.metrics = {.sink = metrics, .families = {"/bench"}};
     return std::make_unique<Session>(options);
   }
   std::optional<std::uint64_t> requests(Session& s) { return s.stats().requests; }
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
     // --handoff off: a node per acquisition (dlock before hand-off); --linger-ms N: W10.
     impl.handoff.local = args.get("handoff", "on") != "off";
     impl.handoff.linger = std::chrono::milliseconds(static_cast<long>(args.number("linger-ms", 0)));
+    if (args.get("metrics", "off") == "on") impl.metrics = std::make_shared<dlock::MetricsRegistry>();
     impl.name = args.get("impl-name", impl.name);
     if (args.get("workload") == "W5") {
       bench::Setup setup;

@@ -16,6 +16,9 @@
 #   DLOCK_BENCH_WARMUP=2     unmeasured seconds before each measurement, in the same process
 #   DLOCK_BENCH_WORKLOADS=W1,W2,W3,W4,W5,W6,W7   DLOCK_BENCH_IMPLS=dlock,curator,kazoo,floor-sync,floor-pipelined
 #   DLOCK_BENCH_SKIP_DEPS=1  do not run scripts/install-deps.sh (packages already there)
+#   DLOCK_BENCH_OUT=FILE     append the JSON lines to FILE instead of bench/results/<date>.jsonl
+#   DLOCK_BENCH_REPORT=0     leave docs/bench.md and the chart alone (a partial or diagnostic run,
+#                            e.g. the metrics overhead: bench/metrics_overhead.sh)
 #   DLOCK_BENCH_REF=HEAD     build that commit (git archive into build-bench/src-<sha>) instead of the
 #                            working tree
 # A quick smoke run: DLOCK_BENCH_SECONDS=2 DLOCK_BENCH_RUNS=1 bash bench/run.sh
@@ -109,12 +112,16 @@ echo "ZooKeeper server started on 127.0.0.1:$port (pid $zk_pid)"
 
 # ---- the runs ----------------------------------------------------------------------------------
 mkdir -p "$root/bench/results" "$root/docs"
-results="$root/bench/results/$(date +%F).jsonl"
+results="${DLOCK_BENCH_OUT:-$root/bench/results/$(date +%F).jsonl}"
 tag=$(date +%Y%m%d-%H%M%S)
 /usr/bin/python3 "$root/bench/bench.py" --connect "127.0.0.1:$port" --build "$build" --out "$results" \
   --runs "$runs" --seconds "$seconds" --warmup "$warmup" --workloads "$workloads" --impls "$impls" --tag "$tag"
 stop_zookeeper
 
+if [ "${DLOCK_BENCH_REPORT:-1}" = 0 ]; then
+  echo "bench: done in $(( $(date +%s) - started )) s: $results (no report: DLOCK_BENCH_REPORT=0)"
+  exit 0
+fi
 command="bash bench/run.sh"
 if [ "$seconds" != 10 ] || [ "$runs" != 3 ]; then
   command="DLOCK_BENCH_SECONDS=$seconds DLOCK_BENCH_RUNS=$runs $command"

@@ -46,7 +46,11 @@ struct Hold {
 };
 
 // Gives the hold's node back to its cohort (which passes it on, keeps it, or deletes it).
-inline void release(const Hold& hold) { hold.site->cohort(node_kind(hold.mode)).release(hold.grant); }
+// Its loss is no longer reported: a loss signalled from now on is not this hold's.
+inline void release(Hold& hold) {
+  hold.loss_report.reset();
+  hold.site->cohort(node_kind(hold.mode)).release(hold.grant);
+}
 
 namespace holds {
 

@@ -71,6 +71,7 @@ LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode
 void LockHandle::release() {
   if (!state_) throw NotOwner("release() of an empty LockHandle");
   const auto state = std::move(state_);
+  state->loss_report.reset();  // a loss signalled from now on is not this hold's
   state->site->cohort(node_kind(state->mode)).release(state->grant);
 }
 

@@ -48,13 +48,19 @@ void report_release(const LockLabels& labels, const Grant& grant) noexcept {
   labels.metrics->emit([&](MetricsSink& sink) { sink.on_released(Released{*labels.family, labels.kind, held}); });
 }
 
-LossReport report_loss(const LockLabels& labels, const std::stop_source& lost) {
+LossReport report_loss(const LockLabels& labels, const std::stop_source& lost) noexcept {
   if (!labels.enabled()) return nullptr;
-  // Copies of the labels: the hold (and this callback) may outlive the cohort that made them.
-  return std::make_unique<std::stop_callback<std::function<void()>>>(
-      lost.get_token(), std::function<void()>([metrics = labels.metrics, family = labels.family, kind = labels.kind] {
-        metrics->emit([&](MetricsSink& sink) { sink.on_hold_lost(HoldLost{*family, kind}); });
-      }));
+  try {
+    // Copies of the labels: the hold (and this callback) may outlive the cohort that made them.
+    // The metrics pointer stays good: the hold keeps its lock site, and so the Client, alive.
+    return std::make_unique<std::stop_callback<std::function<void()>>>(
+        lost.get_token(), std::function<void()>([metrics = labels.metrics, family = labels.family, kind = labels.kind] {
+          metrics->emit([&](MetricsSink& sink) { sink.on_hold_lost(HoldLost{*family, kind}); });
+        }));
+  } catch (...) {
+    // Out of memory: the grant must still become a hold (else its node would stay held).
+    return nullptr;
+  }
 }
 
 }  // namespace dlock::detail

@@ -51,8 +51,9 @@ class AcquireReport {
 void report_release(const LockLabels& labels, const Grant& grant) noexcept;
 
 // Reports HoldLost once `lost` is requested (at once if it already is), until destroyed. Null
-// without a sink.
+// without a sink, or if it could not be allocated (the hold is kept; only its loss goes uncounted).
+// Destroy it before the hold is released, so that a loss after the release is not counted.
 using LossReport = std::unique_ptr<std::stop_callback<std::function<void()>>>;
-LossReport report_loss(const LockLabels& labels, const std::stop_source& lost);
+LossReport report_loss(const LockLabels& labels, const std::stop_source& lost) noexcept;
 
 }  // namespace dlock::detail

@@ -107,7 +107,8 @@ ScopedLock LockService::lock_key(LockMode mode, std::string_view ns, std::string
   const std::string path = path_for(ns, key);
   // Pins the path's lock site, made with its namespace as its metrics family, for the
   // acquisition below to find (a site made by another lock object first keeps its own).
-  const auto site = detail::site_of(detail::SessionAccess::client(*session_), path, ns);
+  const auto& client = detail::SessionAccess::client(*session_);
+  const auto site = client->metrics().enabled() ? detail::site_of(client, path, ns) : nullptr;
   auto handle = LockHandle::try_acquire_for(*session_, path, timeout_, mode);
   if (!handle) {
     const std::string waited = std::string("timed out after ") + std::to_string(timeout_.count()) +

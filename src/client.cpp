@@ -871,7 +871,8 @@ bool Client::set_state(SessionState next, std::optional<SessionState> only_from,
     if (next == SessionState::Lost) lost_generation_ = std::max(lost_generation_, generation_.load());
     const auto now = Clock::now();
     if (previous == SessionState::Connected) disconnected_since_ = now;
-    change.disconnected_now = previous == SessionState::Connected;
+    // Closing a connected session ends it; it begins no disconnection.
+    change.disconnected_now = previous == SessionState::Connected && next != SessionState::Closed;
     // A disconnection ends when the session is back, or closed: it began when Connected was left
     // (a Lost in between is part of it); before the first connection there was none.
     if ((next == SessionState::Connected || next == SessionState::Closed) && previous != SessionState::Connected &&

@@ -1,6 +1,7 @@
 // MetricsRegistry's snapshot in Prometheus's text exposition format 0.0.4: a "# HELP" and a
 // "# TYPE" line per metric, then one sample per line; histograms as cumulative `_bucket` samples
 // with an `le` label, `_sum` and `_count`.
+#include <array>
 #include <charconv>
 #include <string>
 
@@ -64,6 +65,12 @@ class Writer {
 
 using Figures = MetricsRegistry::LockFigures;
 
+// The `le` labels, written as Prometheus's own clients write them ("0.0005", not "5e-04"), so that
+// a query selecting a bucket by its label finds it.
+constexpr std::array<std::string_view, MetricsRegistry::kBucketBounds.size()> kBucketLabels{
+    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+    "0.25",   "0.5",   "1",      "2.5",   "5",    "10",    "30",   "60"};
+
 void lock_counter(Writer& w, const MetricsRegistry::Snapshot& s, std::string_view name, std::string_view type,
                   std::string_view help, std::uint64_t (*value)(const Figures&)) {
   w.header(name, type, help);
@@ -80,8 +87,7 @@ void histogram(Writer& w, const MetricsRegistry::Snapshot& s, const std::string&
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < MetricsRegistry::kBucketBounds.size(); ++i) {
       cumulative += h.buckets[i];
-      const std::string le = number(MetricsRegistry::kBucketBounds[i]);
-      w.sample(bucket, {{"family", f.family}, {"kind", kind}, {"le", le}}, number(cumulative));
+      w.sample(bucket, {{"family", f.family}, {"kind", kind}, {"le", kBucketLabels[i]}}, number(cumulative));
     }
     cumulative += h.buckets.back();
     w.sample(bucket, {{"family", f.family}, {"kind", kind}, {"le", "+Inf"}}, number(cumulative));

@@ -9,7 +9,8 @@
 namespace dlock::detail {
 namespace {
 
-const std::string kOther = "(other)";
+// Not a std::string: a Session may be made during static initialization, before such a global is.
+constexpr std::string_view kOther = "(other)";
 
 // Whether `prefix` is `path` or one of its parents (on a "/" boundary: "/a/b" is no parent of "/a/bc").
 bool covers(std::string_view prefix, std::string_view path) {

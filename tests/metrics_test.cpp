@@ -63,10 +63,10 @@ TEST(Metrics, AGrantAndItsReleaseAreCountedUnderTheDeclaredFamilyWithWaitAndHold
   EXPECT_EQ(f.acquired(Outcome::Granted), 1u);
   EXPECT_EQ(f.holding, 0u);
   EXPECT_EQ(f.hold.count(), 1u);
-  // 60 ms: in the (0.05, 0.1] bucket, the eighth.
-  EXPECT_EQ(f.hold.buckets[7], 1u) << "hold time " << f.hold.sum_seconds << " s not in (0.05, 0.1]";
+  // At least 60 ms (a busy machine may make it longer): above the seventh bound, 0.05 s.
+  for (std::size_t i = 0; i <= 6; ++i) EXPECT_EQ(f.hold.buckets[i], 0u) << "hold time " << f.hold.sum_seconds << " s";
   EXPECT_GE(f.hold.sum_seconds, 0.06);
-  EXPECT_LT(f.hold.sum_seconds, 5.0);
+  EXPECT_LT(f.hold.sum_seconds, 30.0);
   EXPECT_EQ(s.locks.size(), 1u) << "a family per path would be unbounded";
 }
 
@@ -194,7 +194,9 @@ TEST(Metrics, LocalHandOffsAreToldFromZooKeeperGrants) {
       Mutex other(session, path);
       std::scoped_lock lock(other);
     });
-    ASSERT_TRUE(eventually([&] { return registry->snapshot().find("(other)", LockMode::Exclusive)->waiting == 1; }));
+    // Queued: locally behind this thread's node, or in ZooKeeper behind it.
+    ASSERT_TRUE(eventually([&] { return local ? mutex.local_waiters() == 1 : mutex.participants().size() == 2; }));
+    EXPECT_EQ(registry->snapshot().find("(other)", LockMode::Exclusive)->waiting, 1u);
     mutex.unlock();
     waiter.get();
     const auto s = registry->snapshot();
@@ -207,7 +209,27 @@ TEST(Metrics, LocalHandOffsAreToldFromZooKeeperGrants) {
   }
 }
 
-TEST(Metrics, ReadersSharingANodeAndADowngradeAreCounted) {
+TEST(Metrics, AReaderJoiningAHeldReadNodeIsALocalGrant) {
+  auto registry = std::make_shared<MetricsRegistry>();
+  Session session(with_metrics(registry));
+  SharedMutex rw(session, test_root());
+  rw.lock_shared();
+  auto reader = std::async(std::launch::async, [&] {
+    SharedMutex other(session, test_root());
+    std::shared_lock lock(other);
+    return other.participants().size();
+  });
+  EXPECT_EQ(reader.get(), 1u) << "the second reader did not share the first one's node";
+  rw.unlock_shared();
+  const auto s = registry->snapshot();
+  const auto& read = figures(s, "(other)", LockMode::Read);
+  EXPECT_EQ(read.acquired(Outcome::Granted), 2u);
+  EXPECT_EQ(read.granted_via(GrantSource::ZooKeeper), 1u);
+  EXPECT_EQ(read.granted_via(GrantSource::Local), 1u);
+  EXPECT_EQ(read.holding, 0u);
+}
+
+TEST(Metrics, ADowngradeIsAReadGrantThroughZooKeeper) {
   auto registry = std::make_shared<MetricsRegistry>();
   Session session(with_metrics(registry));
   SharedMutex rw(session, test_root());
@@ -227,6 +249,50 @@ TEST(Metrics, ReadersSharingANodeAndADowngradeAreCounted) {
   EXPECT_EQ(read.granted_via(GrantSource::ZooKeeper), 2u);
   EXPECT_EQ(read.holding, 0u);
   EXPECT_EQ(read.hold.count(), 2u);
+}
+
+TEST(Metrics, ClosingAConnectedSessionLeavesNoSessionDisconnected) {
+  auto registry = std::make_shared<MetricsRegistry>();
+  {
+    Session session(with_metrics(registry));
+    EXPECT_EQ(registry->snapshot().sessions_disconnected, 0u);
+  }
+  const auto s = registry->snapshot();
+  EXPECT_EQ(s.entered(SessionState::Closed), 1u);
+  EXPECT_EQ(s.sessions_disconnected, 0u);
+  EXPECT_EQ(s.disconnected_seconds, 0.0);
+}
+
+TEST(Metrics, AHoldSignalledByAConnectionDropIsCountedLostOnce) {
+  auto registry = std::make_shared<MetricsRegistry>();
+  FaultProxy proxy(zk_server().port());
+  auto options = with_metrics(registry);
+  options.connect = proxy.connect_string();
+  Session session(options);
+  Mutex mutex(session, test_root());
+  mutex.lock();
+  proxy.drop_reply_to_request(ZOO_GETCHILDREN_OP);
+  (void)mutex.participants();  // its reply is dropped with the connection; retried on the next
+  ASSERT_TRUE(eventually([&] { return session.state() == SessionState::Connected && proxy.drops() == 1; }));
+  EXPECT_TRUE(mutex.stop_token().stop_requested());
+  mutex.unlock();
+  session.close();  // after the release: not counted again
+  const auto s = registry->snapshot();
+  const auto& f = figures(s, "(other)", LockMode::Exclusive);
+  EXPECT_EQ(f.lost, 1u);
+  EXPECT_EQ(f.holding, 0u);
+}
+
+TEST(Metrics, AHoldReleasedWhenItsThreadExitsIsCountedReleased) {
+  auto registry = std::make_shared<MetricsRegistry>();
+  Session session(with_metrics(registry));
+  Mutex mutex(session, test_root());
+  std::thread([&] { mutex.lock(); }).join();  // exits holding: released, with a warning
+  const auto s = registry->snapshot();
+  const auto& f = figures(s, "(other)", LockMode::Exclusive);
+  EXPECT_EQ(f.acquired(Outcome::Granted), 1u);
+  EXPECT_EQ(f.holding, 0u);
+  EXPECT_EQ(f.hold.count(), 1u);
 }
 
 TEST(Metrics, RequestsAreCountedByOpAndAddUpToTheSessionsCount) {
@@ -378,6 +444,9 @@ TEST(Metrics, ThePrometheusTextIsReadByPrometheusOwnParserWithTheSnapshotsFigure
       << text;
   EXPECT_EQ(samples["dlock_lock_hold_seconds_count{" + family + "kind=write,}"], 1.0) << text;
   EXPECT_EQ(samples["dlock_lock_hold_seconds_bucket{" + family + "kind=write,le=+Inf,}"], 1.0) << text;
+  // Bucket bounds are written as Prometheus's clients write them, so selectors such as le="0.0005" match.
+  EXPECT_TRUE(samples.contains("dlock_lock_hold_seconds_bucket{" + family + "kind=write,le=0.0005,}")) << text;
+  EXPECT_TRUE(samples.contains("dlock_lock_hold_seconds_bucket{" + family + "kind=write,le=10,}")) << text;
   EXPECT_EQ(samples["dlock_lock_holding{" + family + "kind=read,}"], 0.0) << text;
   EXPECT_EQ(samples["dlock_session_state_changes_total{state=connected,}"], 1.0) << text;
   const auto snapshot = registry->snapshot();

@@ -21,21 +21,27 @@
 //   2. the namespace of a DLOCK_SCOPE / LockService lock ("orders" for
 //      `DLOCK_SCOPE("orders", ...)`);
 //   3. "(other)".
-// A Session reports at most `max_families` distinct families; locks of any further family are
-// reported as "(other)" (and a warning is logged once).
+// A Session reports at most `max_families` distinct families besides "(other)"; locks of any
+// further family are reported as "(other)" (and a warning is logged once).
 //
-// What is counted: acquisitions that reach a lock node, not re-entries (a thread re-entering a
-// Mutex it holds only counts a level, which the metrics do not see). A downgrade (the read side
-// taken by a thread that holds the write side) is an acquisition of kind Read through ZooKeeper.
+// What is counted: acquisitions that reach a lock node (a node of their own, or a local one),
+// not re-entries (a thread re-entering a Mutex it holds only counts a level, which the metrics do
+// not see), and not a call refused before it queued (WouldDeadlock for a thread asking for the
+// write side while it holds the read side). A downgrade (the read side taken by a thread that
+// holds the write side) is an acquisition of kind Read through ZooKeeper.
 //
-// Cost: nothing without a sink. With one, each acquisition costs two clock readings and two sink
-// calls, each release one; docs/METRICS.md has the measured overhead.
+// Cost: nothing without a sink. With one, each acquisition costs two clock readings, two sink
+// calls and two small allocations (the hold's loss report), each release one clock reading and
+// one call; docs/METRICS.md has the measured overhead.
 //
 // Thread-safety: a sink is called from any thread, concurrently: from the threads that lock and
-// unlock, from the ZooKeeper client's threads (requests, state changes), and from dlock's
-// background threads. Its methods must be thread-safe, must not block, and must not call back
-// into the Session (a lock, close()). An exception a method throws is caught and ignored. One
-// sink may serve any number of Sessions. The strings an event refers to live only during the call.
+// unlock, from the ZooKeeper client's threads (requests, state changes), from dlock's background
+// threads, and from a thread that exits holding a lock (after its thread_local objects are gone:
+// a sink must not rely on thread_local state). Some calls are made while dlock holds internal
+// locks (on_request with every request sent; on_session_state during close()): its methods must
+// be thread-safe, must not block, and must not call back into the Session (a lock, close()). An
+// exception a method throws is caught and ignored (one error is logged). One sink may serve any
+// number of Sessions. The strings an event refers to live only during the call.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -115,7 +121,7 @@ struct SessionStateChanged {
   // `disconnected` then says how long it lasted, from the drop to now.
   bool reconnected_or_closed = false;
   std::chrono::nanoseconds disconnected{0};
-  // True when this change begins one (Connected to anything else).
+  // True when this change begins one (Connected to Suspended or Lost; not to Closed).
   bool disconnected_now = false;
 };
 
@@ -132,7 +138,8 @@ class MetricsSink {
   // A request was sent (requests a lock makes, listings and reads of inspect(), the session's own).
   virtual void on_request(RequestKind kind);
   // A lock node's delete could not reach the server and was handed to the background, which
-  // retries it until it succeeds or the session ends.
+  // retries it until it succeeds or the session ends (also the clean-up after a create whose
+  // reply was lost: the background finds and deletes the node by its name's prefix).
   virtual void on_delete_deferred();
   // The background retried one (each attempt, including the one that succeeds).
   virtual void on_delete_retried();
@@ -145,8 +152,8 @@ struct MetricsOptions {
   // "/locks/orders" if that is given. Each must be a valid lock path (absolute, no trailing "/").
   // Default: none.
   std::vector<std::string> families{};
-  // The most distinct families the Session reports; further ones are reported as "(other)".
-  // Default: 100.
+  // The most distinct families the Session reports besides "(other)"; further ones are reported
+  // as "(other)". Must be at least 1. Default: 100.
   std::size_t max_families = 100;
 };
 
