@@ -15,7 +15,7 @@
 
 #include "child_process.hpp"
 #include "counter_worker.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace {
 
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: counter_demo [processes>0] [threads>0] [increments-per-thread>0]\n");
     return 2;
   }
-  dlock::testing::ZooKeeperServer server;
+  dlock::testing::TestingServer server;
   std::printf("ZooKeeper server started on %s (pid %d)\n", server.connect_string().c_str(), server.pid());
   const long long expected = 1LL * processes * threads * cycles;
   std::printf("%d processes x %d threads x %d increments of a counter in a plain file = %lld expected\n",

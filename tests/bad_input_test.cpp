@@ -34,10 +34,11 @@
 #include "dlock/dlock.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/scope.hpp"
-#include "eventually.hpp"
-#include "fault_proxy.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/fault_proxy.hpp"
 #include "raw_zk.hpp"
 #include "run_with_deadline.hpp"
+#include "loopback.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
 

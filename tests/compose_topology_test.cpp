@@ -2,7 +2,7 @@
 //
 // No Docker engine runs here, so the compose file cannot be brought up; instead this test reads it
 // (with a parser for the small YAML subset the file keeps to) and checks it against the facts a
-// running ZooKeeperEnsemble reports through describe(): member ids, `server.N` entries and the
+// running TestingEnsemble reports through describe(): member ids, `server.N` entries and the
 // members every client is given. Ports differ by design (one host with free ports here, one host
 // per container there); the container convention (client 2181, peer 2888, election 3888) is
 // checked on the compose side. Negative controls: altered copies of the file must be rejected.
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "zk_ensemble.hpp"
+#include "dlock/testing/ensemble.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -404,7 +404,7 @@ bool mentions(const std::vector<std::string>& problems, const std::string& needl
 class ComposeTopology : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const ZooKeeperEnsemble ensemble;  // only the facts it started with are needed
+    const TestingEnsemble ensemble;  // only the facts it started with are needed
     harness_ = ensemble.describe();
   }
   static EnsembleTopology harness_;

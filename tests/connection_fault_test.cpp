@@ -9,8 +9,8 @@
 #include <zookeeper/proto.h>
 
 #include "dlock/dlock.hpp"
-#include "eventually.hpp"
-#include "fault_proxy.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/fault_proxy.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"

@@ -15,7 +15,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/scope.hpp"
-#include "eventually.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
 #include "session_access.hpp"
 #include "test_env.hpp"

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hold_log.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/hold_log.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace dlock::testing {
 namespace {

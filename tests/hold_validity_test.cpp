@@ -10,7 +10,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/lock_handle.hpp"
-#include "eventually.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"

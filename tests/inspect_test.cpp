@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
-#include "eventually.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "interop/peers.hpp"
 #include "raw_zk.hpp"
 

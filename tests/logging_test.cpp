@@ -15,6 +15,7 @@
 #include "client_log_line.hpp"
 #include "dlock/dlock.hpp"
 #include "log_bridge.hpp"
+#include "loopback.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -97,7 +98,7 @@ TEST(Logging, AFailedTenSecondConnectLogsAFewLines) {
 
 // Before: 301 lines in 10 s (455 in 15 s).
 TEST(Logging, ATenSecondOutageLogsAFewLines) {
-  ZooKeeperServer private_server;  // this test stops its server
+  TestingServer private_server;  // this test stops its server
   Session session({.connect = private_server.connect_string(), .session_timeout = 4s});
   CapturedLines captured;
   private_server.stop();

@@ -17,12 +17,12 @@
 namespace dlock::testing {
 namespace {
 
-std::unique_ptr<ZooKeeperServer> server;
+std::unique_ptr<TestingServer> server;
 
 class ZooKeeperEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
-    server = std::make_unique<ZooKeeperServer>();
+    server = std::make_unique<TestingServer>();
     // A persistent suite root with an open ACL, as docs/SECURITY.md advises for a lock base: left
     // to the first lock, it would be a container that a Session with credentials (Security.*) can
     // create with its own creator-only ACL once the server has reaped it, and every test after
@@ -44,7 +44,7 @@ class ZooKeeperEnvironment : public ::testing::Environment {
 
 }  // namespace
 
-ZooKeeperServer& zk_server() { return *server; }
+TestingServer& zk_server() { return *server; }
 std::string zk_connect() { return server->connect_string(); }
 
 std::string test_root() {

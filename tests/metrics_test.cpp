@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
-#include "eventually.hpp"
-#include "fault_proxy.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/fault_proxy.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {

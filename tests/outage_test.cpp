@@ -12,10 +12,10 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/scope.hpp"
-#include "eventually.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 // Pauses a server for the lifetime of this object.
 class Paused {
  public:
-  explicit Paused(const ZooKeeperServer& server) : pid_(server.pid()) { ::kill(pid_, SIGSTOP); }
+  explicit Paused(const TestingServer& server) : pid_(server.pid()) { ::kill(pid_, SIGSTOP); }
   ~Paused() { resume(); }
   void resume() {
     if (pid_ > 0) ::kill(pid_, SIGCONT);
@@ -38,7 +38,7 @@ class Paused {
 
 // Item 17.
 TEST(Outage, UnderOnLostAHolderCutOffPastTheSessionTimeoutIsSignalledAndTheSessionLost) {
-  ZooKeeperServer server;
+  TestingServer server;
   Session session({.connect = server.connect_string(), .session_timeout = 2s, .connect_timeout = 10s,
                    .loss_signal = LossSignal::OnLost});
   const auto timeout = session.negotiated_timeout();
@@ -61,7 +61,7 @@ TEST(Outage, UnderOnLostAHolderCutOffPastTheSessionTimeoutIsSignalledAndTheSessi
 
 // Item 18.
 TEST(Outage, AScopedLockThatTimesOutWhileDisconnectedSaysSoInItsCodeAndMessage) {
-  ZooKeeperServer server;
+  TestingServer server;
   Session session({.connect = server.connect_string(), .session_timeout = 4s, .connect_timeout = 10s});
   LockService locks(session, "/locks", 500ms);
   Mutex mutex(session, "/locks/plain");
@@ -96,7 +96,7 @@ TEST(Outage, AMissingChrootIsReportedByTheConstructorNamingIt) {
 // came back. It must not be: nobody can vouch for the node, and under LossSignal::OnSuspended
 // the holds were signalled at the drop, before this grant, so its stop token would start clean.
 bool local_waiter_granted_while_disconnected() {
-  ZooKeeperServer server;
+  TestingServer server;
   Session session({.connect = server.connect_string(), .session_timeout = 8s, .connect_timeout = 10s});
   Mutex holder(session, "/locks/handoff");
   holder.lock();

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
-#include "eventually.hpp"
-#include "fault_proxy.hpp"
-#include "hold_log.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/fault_proxy.hpp"
+#include "dlock/testing/hold_log.hpp"
 #include "loopback.hpp"
 #include "interop/peers.hpp"
 #include "raw_zk.hpp"

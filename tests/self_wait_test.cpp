@@ -7,7 +7,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/scope.hpp"
-#include "eventually.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 #include "test_transaction.hpp"

@@ -13,7 +13,7 @@
 #include "spawn.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -36,7 +36,7 @@ class ExhaustedDirectory : public ::testing::Test {
     server_.stop();
     SpawnOptions options;
     options.log_file = server_.directory() + "/set-counter.log";
-    const pid_t tool = spawn_child({"/usr/bin/java", "-cp", zookeeper_classpath(),
+    const pid_t tool = spawn_child({"/usr/bin/java", "-cp", ZooKeeperInstall::from_environment().classpath,
                                     std::string(DLOCK_TESTS_DIR) + "/support/SetChildCounter.java",
                                     server_.directory() + "/data", kDir, "2147483646"},
                                    options);
@@ -45,7 +45,7 @@ class ExhaustedDirectory : public ::testing::Test {
     // The stat's cversion that clients see is not this counter (Debian's 3.8.0 reports another
     // value): the sequence names the holders get are checked in second_contender instead.
   }
-  ZooKeeperServer server_;
+  TestingServer server_;
 };
 
 // Two sessions: the first takes the next sequence and holds; the second's node gets the same

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
-#include "eventually.hpp"
-#include "fault_proxy.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/fault_proxy.hpp"
 #include "loopback.hpp"
 #include "raw_zk.hpp"
 #include "run_with_deadline.hpp"

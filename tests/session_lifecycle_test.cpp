@@ -13,6 +13,7 @@
 
 #include "dlock/dlock.hpp"
 #include "log_bridge.hpp"
+#include "loopback.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 
@@ -95,7 +96,7 @@ TEST(Session, ListenersSeeStateChangesUntilUnsubscribed) {
 }
 
 TEST(Session, SuspendedWhenTheServerGoesAwayAndLockCallsWaitOrFail) {
-  ZooKeeperServer private_server;  // this test stops its server
+  TestingServer private_server;  // this test stops its server
   Session session({.connect = private_server.connect_string(), .session_timeout = 2s});
   std::promise<void> suspended;
   std::once_flag once;

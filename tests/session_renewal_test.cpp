@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "dlock/dlock.hpp"
-#include "eventually.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "test_env.hpp"
 #include "test_hooks.hpp"
 

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "dlock/session.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace dlock::testing {
 
-ZooKeeperServer& zk_server();
+TestingServer& zk_server();
 std::string zk_connect();
 
 // "/dlock-tests/<Suite>.<Test>": unique to the running test.

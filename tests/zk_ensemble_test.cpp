@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
-#include "eventually.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
-#include "zk_ensemble.hpp"
+#include "dlock/testing/ensemble.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -38,7 +38,7 @@ class Ensemble : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const auto start = Clock::now();
-    ensemble_ = std::make_unique<ZooKeeperEnsemble>();
+    ensemble_ = std::make_unique<TestingEnsemble>();
     std::printf("[ensemble] 3 members serving with one leader after %lld ms\n", ms_since(start));
   }
   static void TearDownTestSuite() { ensemble_.reset(); }
@@ -49,12 +49,12 @@ class Ensemble : public ::testing::Test {
     }
     ensemble_->wait_for_quorum(60s);
   }
-  static std::unique_ptr<ZooKeeperEnsemble> ensemble_;
+  static std::unique_ptr<TestingEnsemble> ensemble_;
 };
-std::unique_ptr<ZooKeeperEnsemble> Ensemble::ensemble_;
+std::unique_ptr<TestingEnsemble> Ensemble::ensemble_;
 
 TEST_F(Ensemble, DescribesThreeMembersWithIdsOneToThreeAndDistinctPorts) {
-  ZooKeeperEnsemble& zk = *ensemble_;
+  TestingEnsemble& zk = *ensemble_;
   ASSERT_EQ(zk.member_count(), 3);
   const EnsembleTopology topology = zk.describe();
   ASSERT_EQ(topology.members.size(), 3u);
@@ -83,7 +83,7 @@ TEST_F(Ensemble, DescribesThreeMembersWithIdsOneToThreeAndDistinctPorts) {
 }
 
 TEST_F(Ensemble, ALockIsTakenAgainAfterTheLeaderDiesAndTheMemberRejoins) {
-  ZooKeeperEnsemble& zk = *ensemble_;
+  TestingEnsemble& zk = *ensemble_;
   Session session(ensemble_session(zk.connect_string()));
   Mutex mutex(session, "/dlock-ensemble/failover");
   mutex.lock();
@@ -126,7 +126,7 @@ TEST_F(Ensemble, ALockIsTakenAgainAfterTheLeaderDiesAndTheMemberRejoins) {
 }
 
 TEST_F(Ensemble, APausedFollowerDoesNotStopTheQuorum) {
-  ZooKeeperEnsemble& zk = *ensemble_;
+  TestingEnsemble& zk = *ensemble_;
   const auto leader = zk.leader();
   ASSERT_TRUE(leader);
   const int follower = (*leader + 1) % zk.member_count();
@@ -144,7 +144,7 @@ TEST_F(Ensemble, APausedFollowerDoesNotStopTheQuorum) {
 }
 
 TEST_F(Ensemble, RestartAllKeepsTheDataAndTheHeartbeatGoesOn) {
-  ZooKeeperEnsemble& zk = *ensemble_;
+  TestingEnsemble& zk = *ensemble_;
   Heartbeat heartbeat(zk.connect_string());
   ASSERT_TRUE(eventually([&] { return heartbeat.writes() >= 3; }, 10s)) << "the heartbeat does not write";
   {
@@ -172,7 +172,7 @@ TEST_F(Ensemble, RestartAllKeepsTheDataAndTheHeartbeatGoesOn) {
 // DLOCK_4537_CYCLES (default 2000; 20000 takes about 45 s) and DLOCK_4537_HEARTBEAT=1 choose the
 // run. What it showed here is in zk_ensemble.hpp, above Heartbeat.
 TEST_F(Ensemble, DISABLED_Zookeeper4537StallsOnAFollower) {
-  ZooKeeperEnsemble& zk = *ensemble_;
+  TestingEnsemble& zk = *ensemble_;
   const char* cycles_env = std::getenv("DLOCK_4537_CYCLES");
   const int cycles = cycles_env != nullptr ? std::atoi(cycles_env) : 2000;
   const char* heartbeat_env = std::getenv("DLOCK_4537_HEARTBEAT");

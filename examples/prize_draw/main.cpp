@@ -29,7 +29,7 @@
 #include "postgres_server.hpp"
 #include "prize_pool.hpp"
 #include "variant.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace prize_draw {
 namespace {
@@ -172,12 +172,12 @@ int compare(const Options& options) {
     }
     plan.variants.push_back(*variant);
   }
-  std::unique_ptr<dlock::testing::ZooKeeperServer> zk;
+  std::unique_ptr<dlock::testing::TestingServer> zk;
   std::unique_ptr<dlock::testing::PostgresServer> pg;
   if (options.has("--zk")) {
     plan.zk = options.text("--zk", "");
   } else {
-    zk = std::make_unique<dlock::testing::ZooKeeperServer>();
+    zk = std::make_unique<dlock::testing::TestingServer>();
     plan.zk = zk->connect_string();
   }
   if (options.has("--db")) {

@@ -2,7 +2,7 @@
 //
 //   build/tests/capacity/ensemble_write_rate [seconds=5] [sessions=4] [outstanding=200]
 //
-// Starts a 3-member ensemble from the Debian packages on loopback (tests/support/zk_ensemble.hpp,
+// Starts a 3-member ensemble from the Debian packages on loopback (include/dlock/testing/ensemble.hpp,
 // stopped by PID at exit), then `sessions` raw C-client sessions each keep `outstanding`
 // asynchronous creates of EPHEMERAL_SEQUENTIAL nodes in flight for `seconds`. Prints one JSON line
 // with the completed creates per second: every create is a quorum write, fsync'd on a majority,
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "zk_ensemble.hpp"
+#include "dlock/testing/ensemble.hpp"
 
 namespace {
 
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   const int sessions = argc > 2 ? std::stoi(argv[2]) : 4;
   const int outstanding = argc > 3 ? std::stoi(argv[3]) : 200;
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  dlock::testing::ZooKeeperEnsemble ensemble;
+  dlock::testing::TestingEnsemble ensemble;
   const std::string connect = ensemble.connect_string();
   std::vector<Writer> writers(static_cast<std::size_t>(sessions));
   for (int i = 0; i < sessions; ++i) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's "Use it in your project", step by step, as a user would run it: a library-only
 # build of the source tree (no tests, no examples), `cmake --install` into a scratch prefix, then
-# tests/consumer (find_package(dlock) + dlock::dlock, on the compiler's default C++ standard)
-# configured against that prefix, built and run.
+# tests/consumer (find_package(dlock COMPONENTS testing): dlock::dlock, on the compiler's default C++
+# standard, and an integration test on dlock::testing + GoogleTest) configured against that
+# prefix, built and run.
 #
 #   run.sh <dlock source dir> <scratch dir>
 set -euo pipefail
@@ -17,3 +18,4 @@ cmake --install "$work/dlock-build" --prefix "$work/prefix" >/dev/null
 cmake -S "$here" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer-build"
 "$work/consumer-build/consumer"
+"$work/consumer-build/consumer_testing"

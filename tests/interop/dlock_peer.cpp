@@ -20,7 +20,7 @@
 // T threads share one Session; each makes N holds. --ignore-lock records "holds" without taking
 // the lock: the negative control that shows the checker catches overlaps. Every hold's line says
 // whether its lock-lost stop token had been requested by the time it exited ("lost") or already
-// when it was granted ("lost_at_enter"); see tests/support/hold_log.hpp.
+// when it was granted ("lost_at_enter"); see include/dlock/testing/hold_log.hpp.
 //
 //   dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE]
 //                   [--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced]
@@ -53,7 +53,7 @@
 
 #include "counter_worker.hpp"
 #include "dlock/dlock.hpp"
-#include "hold_log.hpp"
+#include "dlock/testing/hold_log.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "child_process.hpp"
 #include "counter_worker.hpp"
-#include "hold_log.hpp"
+#include "dlock/testing/hold_log.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "fault_proxy.hpp"
+#include "dlock/testing/fault_proxy.hpp"
 #include "reliability_support.hpp"
 
 namespace dlock::testing::reliability {
@@ -29,7 +29,7 @@ namespace {
 
 TEST(DroppedCreates, ConnectionsDroppedRightAfterCreatesAreForwardedLeaveNoOrphanAndNoDoubleHolder) {
   TestEnsemble ensemble;
-  ZooKeeperEnsemble& zk = ensemble.zk();
+  TestingEnsemble& zk = ensemble.zk();
   std::vector<std::unique_ptr<FaultProxy>> proxies;
   std::string through_proxies;
   for (int i = 0; i < zk.member_count(); ++i) {

@@ -15,7 +15,7 @@ namespace {
 
 TEST(EnsembleRestart, ClientsWaitingThroughAFullRestartResumeOrFailClearlyAndLeaveNothing) {
   TestEnsemble ensemble;
-  ZooKeeperEnsemble& zk = ensemble.zk();
+  TestingEnsemble& zk = ensemble.zk();
   RunSpec spec;
   spec.connects.assign(3, ensemble.connect());
   spec.cycles = scaled_cycles(200);

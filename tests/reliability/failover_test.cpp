@@ -22,7 +22,7 @@ void member_killed_mid_run(Victim victim_kind) {
   const bool leader = victim_kind == Victim::Leader;
   const std::string name = leader ? "Failover.LeaderKilledMidRunThenRestarted" : "Failover.FollowerKilledMidRunThenRestarted";
   TestEnsemble ensemble;
-  ZooKeeperEnsemble& zk = ensemble.zk();
+  TestingEnsemble& zk = ensemble.zk();
   RunSpec spec;
   spec.connects.assign(3, ensemble.connect());
   spec.cycles = scaled_cycles(400);

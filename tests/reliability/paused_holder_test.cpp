@@ -8,7 +8,7 @@
 //
 // Both processes are `dlock_peer hold` (tests/interop/dlock_peer.cpp); the resource is a file
 // that admits a write only if its token is at least the newest admitted (fenced_write in
-// tests/support/hold_log.hpp, dlock::FencingGate's rule across processes).
+// include/dlock/testing/hold_log.hpp, dlock::FencingGate's rule across processes).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -20,7 +20,7 @@
 
 #include "reliability_support.hpp"
 #include "spawn.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace dlock::testing::reliability {
 namespace {

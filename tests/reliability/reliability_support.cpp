@@ -17,7 +17,7 @@
 
 #include "session_access.hpp"
 #include "spawn.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 #ifndef DLOCK_PEER
 #error "DLOCK_PEER must name the dlock_peer program"
@@ -95,7 +95,7 @@ std::string peer_program() { return DLOCK_PEER; }
 
 TestEnsemble::TestEnsemble() {
   const auto start = Clock::now();
-  zk_ = std::make_unique<ZooKeeperEnsemble>();
+  zk_ = std::make_unique<TestingEnsemble>();
   heartbeat_ = std::make_unique<Heartbeat>(zk_->connect_string());
   start_ms_ = ms_since(start);
   std::printf("[reliability] ensemble of 3 serving after %lld ms (leader: member %d)\n", start_ms_,

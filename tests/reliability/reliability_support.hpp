@@ -1,9 +1,9 @@
 // Support for the fault-injection scenarios on a 3-node ensemble (dlock_reliability_tests).
 //
-// Every test starts its own ZooKeeperEnsemble (3 QuorumPeerMain members on loopback) with a
+// Every test starts its own TestingEnsemble (3 QuorumPeerMain members on loopback) with a
 // Heartbeat writer against ZOOKEEPER-4537, runs lock cycles in several `dlock_peer run` processes
 // (tests/interop/dlock_peer.cpp) while it injects faults, and checks the merged hold logs
-// (tests/support/hold_log.hpp): no overlap between holds whose sessions were valid, tokens in
+// (include/dlock/testing/hold_log.hpp): no overlap between holds whose sessions were valid, tokens in
 // order, every cycle done, and no lock node left, neither while the peers' sessions are still
 // open (an orphan of a live session would block the lock until that session ends) nor after.
 //
@@ -27,10 +27,10 @@
 
 #include "child_process.hpp"
 #include "dlock/session.hpp"
-#include "eventually.hpp"
-#include "hold_log.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/hold_log.hpp"
 #include "raw_zk.hpp"
-#include "zk_ensemble.hpp"
+#include "dlock/testing/ensemble.hpp"
 
 namespace dlock::testing::reliability {
 
@@ -57,12 +57,12 @@ class TestEnsemble {
  public:
   TestEnsemble();
   ~TestEnsemble();
-  ZooKeeperEnsemble& zk() { return *zk_; }
+  TestingEnsemble& zk() { return *zk_; }
   std::string connect() const { return zk_->connect_string(); }
   long long start_ms() const { return start_ms_; }
 
  private:
-  std::unique_ptr<ZooKeeperEnsemble> zk_;
+  std::unique_ptr<TestingEnsemble> zk_;
   std::unique_ptr<Heartbeat> heartbeat_;
   long long start_ms_ = 0;
 };

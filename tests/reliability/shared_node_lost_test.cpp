@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
-#include "hold_log.hpp"
+#include "dlock/testing/hold_log.hpp"
 #include "raw_zk.hpp"
 #include "session_access.hpp"
 #include "reliability_support.hpp"

@@ -14,7 +14,7 @@
 
 #include "loopback.hpp"
 #include "spawn.hpp"
-#include "zk_server.hpp"  // make_temp_dir
+#include "dlock/testing/server.hpp"  // make_temp_dir
 
 namespace dlock::testing {
 namespace {

@@ -1,4 +1,12 @@
-// Test support: a ZooKeeper ensemble of N members (Debian's `zookeeper` package, 3.8.0) on loopback.
+// dlock/testing/ensemble.hpp: a ZooKeeper ensemble of N members on loopback, with member kill,
+// pause and restart, for fault tests (part of `dlock::testing`).
+//
+//   dlock::testing::TestingEnsemble ensemble;              // 3 members; waits for a leader
+//   dlock::Session session({.connect = ensemble.connect_string()});
+//   ensemble.kill(*ensemble.leader());                     // a new leader is elected
+//   ensemble.pause(1); ... ensemble.resume(1);             // a stalled member (SIGSTOP/SIGCONT)
+//
+// ZooKeeper is found as dlock/testing/server.hpp says (EnsembleOptions::install).
 //
 // Each member is a child JVM running QuorumPeerMain with its own directory (zoo.cfg, dataDir with
 // `myid`) and its own client, peer and election ports, all picked from free loopback ports. Member
@@ -17,6 +25,8 @@
 // Not thread-safe: drive an ensemble from one thread.
 #pragma once
 
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
 #include <sys/types.h>
 #include <zookeeper/zookeeper.h>
 
@@ -31,6 +41,8 @@
 #include <thread>
 #include <vector>
 
+#include "dlock/testing/server.hpp"
+
 namespace dlock::testing {
 
 struct EnsembleOptions {
@@ -42,6 +54,8 @@ struct EnsembleOptions {
   int container_check_ms = 1000;
   // How long start-up (and each restart) may take before it counts as failed.
   std::chrono::milliseconds start_timeout{std::chrono::seconds(60)};
+  // Default: ZooKeeperInstall::from_environment() (dlock/testing/server.hpp).
+  ZooKeeperInstall install = ZooKeeperInstall::from_environment();
 };
 
 // One `server.N=host:peer:election[:role][;[client_host:]client_port]` entry: the form zoo.cfg uses,
@@ -70,12 +84,12 @@ struct EnsembleTopology {
   std::string connect_string;
 };
 
-class ZooKeeperEnsemble {
+class TestingEnsemble {
  public:
-  explicit ZooKeeperEnsemble(EnsembleOptions options = {});
-  ~ZooKeeperEnsemble();
-  ZooKeeperEnsemble(const ZooKeeperEnsemble&) = delete;
-  ZooKeeperEnsemble& operator=(const ZooKeeperEnsemble&) = delete;
+  explicit TestingEnsemble(EnsembleOptions options = {});
+  ~TestingEnsemble();
+  TestingEnsemble(const TestingEnsemble&) = delete;
+  TestingEnsemble& operator=(const TestingEnsemble&) = delete;
 
   // "127.0.0.1:<port1>,127.0.0.1:<port2>,...": every member, in index order.
   std::string connect_string() const;

@@ -1,4 +1,4 @@
-#include "zk_ensemble.hpp"
+#include "dlock/testing/ensemble.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,7 +12,7 @@
 
 #include "loopback.hpp"
 #include "spawn.hpp"
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -73,9 +73,9 @@ std::optional<ServerEntry> parse_server_entry(std::string_view entry) {
   return out;
 }
 
-ZooKeeperEnsemble::ZooKeeperEnsemble(EnsembleOptions options) : options_(options) {
-  require_zookeeper_installed();
-  if (options_.members < 1) throw std::invalid_argument("ZooKeeperEnsemble: members must be >= 1");
+TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(options)) {
+  options_.install.check();
+  if (options_.members < 1) throw std::invalid_argument("TestingEnsemble: members must be >= 1");
   dir_ = make_temp_dir("dlock-zk-ensemble");
   members_.resize(static_cast<std::size_t>(options_.members));
   // A port can be taken between free_port() and a member's bind: a second try gets new ports.
@@ -91,19 +91,19 @@ ZooKeeperEnsemble::ZooKeeperEnsemble(EnsembleOptions options) : options_(options
       if (attempt == 2) {
         std::error_code ignored;
         std::filesystem::remove_all(dir_, ignored);
-        throw std::runtime_error("ZooKeeperEnsemble did not start: " + why);
+        throw std::runtime_error("TestingEnsemble did not start: " + why);
       }
     }
   }
 }
 
-ZooKeeperEnsemble::~ZooKeeperEnsemble() {
+TestingEnsemble::~TestingEnsemble() {
   stop_all();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
 }
 
-void ZooKeeperEnsemble::configure() {
+void TestingEnsemble::configure() {
   std::set<int> taken;
   const auto fresh_port = [&taken] {
     for (;;) {
@@ -142,22 +142,22 @@ void ZooKeeperEnsemble::configure() {
   }
 }
 
-void ZooKeeperEnsemble::start_member(int i) {
+void TestingEnsemble::start_member(int i) {
   Member& m = members_[static_cast<std::size_t>(i)];
   m.paused = false;
   SpawnOptions spawn;
   spawn.log_file = m.dir + "/server.log";
-  m.pid = spawn_child(zookeeper_command(kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms), spawn);
+  m.pid = spawn_child(zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms), spawn);
 }
 
-void ZooKeeperEnsemble::check_index(int i) const {
+void TestingEnsemble::check_index(int i) const {
   if (i < 0 || i >= member_count()) {
-    throw std::out_of_range("ZooKeeperEnsemble: no member " + std::to_string(i) + " (there are " +
+    throw std::out_of_range("TestingEnsemble: no member " + std::to_string(i) + " (there are " +
                             std::to_string(member_count()) + ")");
   }
 }
 
-std::string ZooKeeperEnsemble::logs() const {
+std::string TestingEnsemble::logs() const {
   std::string out;
   for (int i = 0; i < member_count(); ++i) {
     const Member& m = members_[static_cast<std::size_t>(i)];
@@ -167,7 +167,7 @@ std::string ZooKeeperEnsemble::logs() const {
   return out;
 }
 
-std::string ZooKeeperEnsemble::connect_string() const {
+std::string TestingEnsemble::connect_string() const {
   std::string out;
   for (int i = 0; i < member_count(); ++i) {
     if (i > 0) out += ',';
@@ -176,35 +176,35 @@ std::string ZooKeeperEnsemble::connect_string() const {
   return out;
 }
 
-std::string ZooKeeperEnsemble::member_connect_string(int i) const {
+std::string TestingEnsemble::member_connect_string(int i) const {
   return "127.0.0.1:" + std::to_string(client_port(i));
 }
 
-int ZooKeeperEnsemble::client_port(int i) const {
+int TestingEnsemble::client_port(int i) const {
   check_index(i);
   return members_[static_cast<std::size_t>(i)].client_port;
 }
 
-pid_t ZooKeeperEnsemble::pid(int i) const {
+pid_t TestingEnsemble::pid(int i) const {
   check_index(i);
   return members_[static_cast<std::size_t>(i)].pid;
 }
 
-bool ZooKeeperEnsemble::running(int i) const { return pid(i) > 0; }
+bool TestingEnsemble::running(int i) const { return pid(i) > 0; }
 
-bool ZooKeeperEnsemble::paused(int i) const {
+bool TestingEnsemble::paused(int i) const {
   check_index(i);
   return members_[static_cast<std::size_t>(i)].paused;
 }
 
-std::string ZooKeeperEnsemble::mode(int i) const {
+std::string TestingEnsemble::mode(int i) const {
   check_index(i);
   const Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0 || m.paused) return {};
   return server_mode(m.client_port, 500ms);
 }
 
-std::optional<int> ZooKeeperEnsemble::leader() const {
+std::optional<int> TestingEnsemble::leader() const {
   std::optional<int> found;
   for (int i = 0; i < member_count(); ++i) {
     if (mode(i) != "leader") continue;
@@ -214,7 +214,7 @@ std::optional<int> ZooKeeperEnsemble::leader() const {
   return found;
 }
 
-int ZooKeeperEnsemble::wait_for_quorum(std::chrono::milliseconds timeout) {
+int TestingEnsemble::wait_for_quorum(std::chrono::milliseconds timeout) {
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   std::string last;
   for (;;) {
@@ -247,7 +247,7 @@ int ZooKeeperEnsemble::wait_for_quorum(std::chrono::milliseconds timeout) {
   }
 }
 
-void ZooKeeperEnsemble::kill(int i) {
+void TestingEnsemble::kill(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0) return;
@@ -257,7 +257,7 @@ void ZooKeeperEnsemble::kill(int i) {
   m.paused = false;
 }
 
-void ZooKeeperEnsemble::stop(int i) {
+void TestingEnsemble::stop(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   stop_child(m.pid, SIGTERM, 5s);
@@ -265,22 +265,22 @@ void ZooKeeperEnsemble::stop(int i) {
   m.paused = false;
 }
 
-void ZooKeeperEnsemble::pause(int i) {
+void TestingEnsemble::pause(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
-  if (m.pid <= 0) throw std::logic_error("ZooKeeperEnsemble::pause: member " + std::to_string(i) + " is not running");
+  if (m.pid <= 0) throw std::logic_error("TestingEnsemble::pause: member " + std::to_string(i) + " is not running");
   ::kill(m.pid, SIGSTOP);
   m.paused = true;
 }
 
-void ZooKeeperEnsemble::resume(int i) {
+void TestingEnsemble::resume(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid > 0) ::kill(m.pid, SIGCONT);
   m.paused = false;
 }
 
-void ZooKeeperEnsemble::restart(int i) {
+void TestingEnsemble::restart(int i) {
   check_index(i);
   stop(i);
   start_member(i);
@@ -301,7 +301,7 @@ void ZooKeeperEnsemble::restart(int i) {
   }
 }
 
-void ZooKeeperEnsemble::stop_all() {
+void TestingEnsemble::stop_all() {
   // SIGTERM to all first, so they shut down in parallel.
   for (const Member& m : members_) {
     if (m.pid <= 0) continue;
@@ -311,13 +311,13 @@ void ZooKeeperEnsemble::stop_all() {
   for (int i = 0; i < member_count(); ++i) stop(i);
 }
 
-void ZooKeeperEnsemble::restart_all() {
+void TestingEnsemble::restart_all() {
   stop_all();
   for (int i = 0; i < member_count(); ++i) start_member(i);
   wait_for_quorum(options_.start_timeout);
 }
 
-EnsembleTopology ZooKeeperEnsemble::describe() const {
+EnsembleTopology TestingEnsemble::describe() const {
   EnsembleTopology out;
   out.connect_string = connect_string();
   for (int i = 0; i < member_count(); ++i) {
@@ -336,7 +336,7 @@ EnsembleTopology ZooKeeperEnsemble::describe() const {
     if (i == 0) {
       out.server_entries = entries;
     } else if (entries != out.server_entries) {
-      throw std::logic_error("ZooKeeperEnsemble: member " + std::to_string(member_id(i)) +
+      throw std::logic_error("TestingEnsemble: member " + std::to_string(member_id(i)) +
                              "'s zoo.cfg lists other servers than member 1's");
     }
   }

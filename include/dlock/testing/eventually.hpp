@@ -1,5 +1,8 @@
-// Test support: waiting for a condition without a fixed sleep.
+// dlock/testing/eventually.hpp: waiting for a condition without a fixed sleep (part of
+// `dlock::testing`).
 #pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <chrono>
 #include <functional>

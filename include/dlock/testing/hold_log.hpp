@@ -1,4 +1,6 @@
-// Test support: the hold logs that lock clients write, and the checker that merges them.
+// dlock/testing/hold_log.hpp: hold logs that lock clients write, and the checker that merges them
+// (part of `dlock::testing`): the way to show that a lock excluded, whichever clients and
+// processes held it.
 //
 // Every peer (dlock, Curator, kazoo) appends one JSON line per hold:
 //   {"client":"curator#1","session":"0x1000...","mode":"exclusive"|"read"|"write",
@@ -20,6 +22,8 @@
 // writer appends to under flock, admitting a write only if its token is at least the newest one
 // admitted so far (dlock::FencingGate's rule), and `check_writes` reads its write log back.
 #pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <cstdint>
 #include <string>
@@ -48,6 +52,33 @@ struct HoldEvent {
   std::string event;  // "lost", "error", "timeout", "new-session", ...
   std::string what;   // the exception's message, if any
   std::int64_t at_ns = 0;
+};
+
+// Appends records to a log file, one JSON line each, written at once (a test can follow a run,
+// and nothing is lost if the process is killed). Any number of processes and threads may write
+// one file: each line goes out in one write() on an O_APPEND descriptor, so lines never
+// interleave. Take `enter_ns` right after the lock is granted and `exit_ns` right before it is
+// released, both from now_ns(). Thread-safe.
+class HoldLogWriter {
+ public:
+  // Opens (creates) `file` for appending; throws std::runtime_error naming it if it cannot.
+  explicit HoldLogWriter(const std::string& file);
+  ~HoldLogWriter();
+  HoldLogWriter(const HoldLogWriter&) = delete;
+  HoldLogWriter& operator=(const HoldLogWriter&) = delete;
+
+  // Throws std::runtime_error if the line could not be written whole.
+  void record(const HoldRecord& hold);
+  void record(const HoldEvent& event);
+
+  // CLOCK_MONOTONIC in nanoseconds: the clock of every time in a log (shared by the processes
+  // of one machine).
+  static std::int64_t now_ns();
+
+ private:
+  void write_line(const std::string& line);
+  std::string file_;
+  int fd_ = -1;
 };
 
 // Reads one log; throws std::runtime_error naming the file and line of a malformed record.

@@ -1,5 +1,5 @@
 // Test support: starting a long-running server (a JVM, postgres) as a child process and stopping it
-// by PID. Shared by ZooKeeperServer, ZooKeeperEnsemble and PostgresServer.
+// by PID. Shared by TestingServer, TestingEnsemble and PostgresServer.
 //
 // The child gets PR_SET_PDEATHSIG(SIGKILL), so the kernel kills it if the thread that started it
 // dies first: start servers from a thread that outlives them (the main thread).

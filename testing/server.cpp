@@ -1,4 +1,4 @@
-#include "zk_server.hpp"
+#include "dlock/testing/server.hpp"
 
 #include "loopback.hpp"
 #include "spawn.hpp"
@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,11 +15,8 @@
 #include <vector>
 
 namespace dlock::testing {
-namespace {
 
 using namespace std::chrono_literals;
-
-}  // namespace
 
 std::string four_letter_word(int port, std::string_view word, std::chrono::milliseconds timeout) {
   const int fd = connect_loopback(port, timeout);
@@ -39,7 +37,10 @@ std::string make_temp_dir(std::string_view prefix) {
   return templ;
 }
 
-std::string zookeeper_classpath() {
+namespace {
+
+// Debian's `zookeeper` package: the server's jars and what they need, in /usr/share/java.
+std::string debian_classpath() {
   static const char* const jars[] = {
       "zookeeper.jar", "zookeeper-jute.jar", "netty-handler.jar", "netty-common.jar",
       "netty-buffer.jar", "netty-transport.jar", "netty-codec.jar", "netty-resolver.jar",
@@ -54,10 +55,54 @@ std::string zookeeper_classpath() {
   return classpath;
 }
 
-std::vector<std::string> zookeeper_command(std::string_view main_class, const std::string& config,
-                                           int container_check_ms) {
-  return {"/usr/bin/java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-          "-Dznode.container.checkIntervalMs=" + std::to_string(container_check_ms), "-cp", zookeeper_classpath(),
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+}  // namespace
+
+ZooKeeperInstall ZooKeeperInstall::from_environment() {
+  ZooKeeperInstall install;
+  install.java = environment("DLOCK_JAVA");
+  if (install.java.empty()) install.java = "/usr/bin/java";
+  install.classpath = environment("DLOCK_ZOOKEEPER_CLASSPATH");
+  if (install.classpath.empty()) install.classpath = debian_classpath();
+  return install;
+}
+
+void ZooKeeperInstall::check() const {
+  const bool from_env_java = !environment("DLOCK_JAVA").empty();
+  if (::access(java.c_str(), X_OK) != 0) {
+    throw std::runtime_error(
+        "dlock::testing: no Java runtime at " + java +
+        (from_env_java ? " (from DLOCK_JAVA)" : " (Debian: apt-get install default-jre-headless, or set DLOCK_JAVA)"));
+  }
+  const bool from_env_classpath = !environment("DLOCK_ZOOKEEPER_CLASSPATH").empty();
+  std::string missing;
+  std::size_t begin = 0;
+  while (begin <= classpath.size()) {
+    const auto end = std::min(classpath.find(':', begin), classpath.size());
+    const std::string entry = classpath.substr(begin, end - begin);
+    begin = end + 1;
+    if (entry.empty()) continue;
+    // "dir/*" (every jar of dir): the directory must exist.
+    const std::string file = entry.ends_with("/*") ? entry.substr(0, entry.size() - 2) : entry;
+    if (!std::filesystem::exists(file)) missing += (missing.empty() ? "" : ", ") + file;
+  }
+  if (!missing.empty()) {
+    throw std::runtime_error(
+        "dlock::testing: ZooKeeper's classpath names files that do not exist: " + missing +
+        (from_env_classpath ? " (from DLOCK_ZOOKEEPER_CLASSPATH)"
+                            : " (Debian: apt-get install zookeeper; elsewhere set DLOCK_ZOOKEEPER_CLASSPATH to "
+                              "ZooKeeper's jars and their dependencies, e.g. /opt/zookeeper/lib/*)"));
+  }
+}
+
+std::vector<std::string> zookeeper_command(const ZooKeeperInstall& install, std::string_view main_class,
+                                           const std::string& config, int container_check_ms) {
+  return {install.java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+          "-Dznode.container.checkIntervalMs=" + std::to_string(container_check_ms), "-cp", install.classpath,
           std::string(main_class), config};
 }
 
@@ -69,14 +114,8 @@ std::string server_mode(int port, std::chrono::milliseconds timeout) {
   return reply.substr(begin, reply.find_first_of("\r\n", begin) - begin);
 }
 
-void require_zookeeper_installed() {
-  if (!std::filesystem::exists("/usr/share/java/zookeeper.jar")) {
-    throw std::runtime_error("ZooKeeper is not installed (/usr/share/java/zookeeper.jar): apt-get install zookeeper");
-  }
-}
-
-ZooKeeperServer::ZooKeeperServer(ServerOptions options) : options_(options) {
-  require_zookeeper_installed();
+TestingServer::TestingServer(TestingServerOptions options) : options_(std::move(options)) {
+  options_.install.check();
   // A port can be taken between free_port() and the server's bind: try a few.
   for (int attempt = 1;; ++attempt) {
     try {
@@ -89,7 +128,7 @@ ZooKeeperServer::ZooKeeperServer(ServerOptions options) : options_(options) {
   }
 }
 
-ZooKeeperServer::~ZooKeeperServer() {
+TestingServer::~TestingServer() {
   stop();
   if (!dir_.empty()) {
     std::error_code ignored;
@@ -97,7 +136,7 @@ ZooKeeperServer::~ZooKeeperServer() {
   }
 }
 
-void ZooKeeperServer::start_once() {
+void TestingServer::start_once() {
   if (dir_.empty()) dir_ = make_temp_dir("dlock-zk");
   port_ = free_port();
   const std::string data = dir_ + "/data";
@@ -115,8 +154,8 @@ void ZooKeeperServer::start_once() {
   const std::string log = dir_ + "/server.log";
   SpawnOptions spawn;
   spawn.log_file = log;
-  pid_ = spawn_child(zookeeper_command("org.apache.zookeeper.server.ZooKeeperServerMain", dir_ + "/zoo.cfg",
-                                       options_.container_check_ms),
+  pid_ = spawn_child(zookeeper_command(options_.install, "org.apache.zookeeper.server.ZooKeeperServerMain",
+                                       dir_ + "/zoo.cfg", options_.container_check_ms),
                      spawn);
   const auto give_up = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < give_up) {
@@ -131,12 +170,12 @@ void ZooKeeperServer::start_once() {
   throw std::runtime_error("ZooKeeper did not start serving within 30 s; see " + log);
 }
 
-void ZooKeeperServer::restart() {
+void TestingServer::restart() {
   stop();
   start_once();
 }
 
-void ZooKeeperServer::stop() {
+void TestingServer::stop() {
   if (pid_ <= 0) return;
   stop_child(pid_, SIGTERM, 5s);
   pid_ = -1;

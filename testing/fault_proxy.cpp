@@ -1,4 +1,4 @@
-#include "fault_proxy.hpp"
+#include "dlock/testing/fault_proxy.hpp"
 
 #include "loopback.hpp"
 
@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <thread>
 #include <optional>
 #include <utility>
 #include <stdexcept>
@@ -61,12 +63,40 @@ void FaultProxy::drop_before_request(int opcode, int times) {
   drops_left_ = times;
 }
 
+void FaultProxy::delay_request(int opcode, std::chrono::milliseconds delay, int times) {
+  delay_ms_ = delay.count();
+  delay_opcode_ = opcode;
+  delays_left_ = times;
+}
+
+namespace {
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void FaultProxy::cut_off() { cut_until_ns_ = std::numeric_limits<std::int64_t>::max(); }
+
+void FaultProxy::cut_off_for(std::chrono::milliseconds duration) {
+  cut_until_ns_ = now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+}
+
+void FaultProxy::heal() { cut_until_ns_ = 0; }
+
+bool FaultProxy::cut() const { return now_ns() < cut_until_ns_.load(); }
+
 void FaultProxy::accept_loop() {
   while (!stopping_) {
     pollfd pfd{listen_fd_, POLLIN, 0};
     if (::poll(&pfd, 1, 100) <= 0) continue;
     const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (client < 0) continue;
+    if (cut()) {
+      // Cut off: the connection is refused as a dead network would (closed at once).
+      ::close(client);
+      continue;
+    }
     ++active_;
     std::thread([this, client] {
       relay(client);
@@ -111,6 +141,7 @@ void FaultProxy::relay(int client_fd) {
   bool open = server_fd >= 0;
   char buffer[64 * 1024];
   while (open && !stopping_) {
+    if (cut()) break;  // every connection goes at once
     pollfd fds[2] = {{client_fd, POLLIN, 0}, {server_fd, POLLIN, 0}};
     if (::poll(fds, 2, 100) <= 0) continue;
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -149,6 +180,11 @@ void FaultProxy::relay(int client_fd) {
           ++drops_;  // the server never sees the request
           open = false;
           break;
+        }
+        if (request && opcode == delay_opcode_.load() && delays_left_.fetch_sub(1) > 0) {
+          // A slow link: this request, and everything behind it on this connection, waits.
+          std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_.load()));
+          ++delays_;
         }
         if (armed && misorder_.load()) {
           misorder_armed = true;

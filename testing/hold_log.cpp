@@ -1,4 +1,4 @@
-#include "hold_log.hpp"
+#include "dlock/testing/hold_log.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -273,6 +273,43 @@ std::string WriteReport::summary() const {
       << " stale writes landed";
   for (const auto& example : examples) out << "\n  " << example;
   return out.str();
+}
+
+HoldLogWriter::HoldLogWriter(const std::string& file) : file_(file) {
+  fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot open hold log " + file + ": " + std::strerror(errno));
+}
+
+HoldLogWriter::~HoldLogWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::int64_t HoldLogWriter::now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void HoldLogWriter::record(const HoldRecord& hold) {
+  nlohmann::json line{{"client", hold.client}, {"session", hold.session}, {"mode", hold.mode},
+                      {"token", hold.token},   {"enter_ns", hold.enter_ns}, {"exit_ns", hold.exit_ns}};
+  if (hold.lost) line["lost"] = true;
+  if (hold.lost_at_enter) line["lost_at_enter"] = true;
+  if (hold.asked_ns != 0) line["asked_ns"] = hold.asked_ns;
+  write_line(line.dump() + "\n");
+}
+
+void HoldLogWriter::record(const HoldEvent& event) {
+  const nlohmann::json line{{"client", event.client}, {"session", event.session}, {"event", event.event},
+                            {"what", event.what},     {"at_ns", event.at_ns}};
+  write_line(line.dump() + "\n");
+}
+
+void HoldLogWriter::write_line(const std::string& line) {
+  const ssize_t n = ::write(fd_, line.data(), line.size());
+  if (n != static_cast<ssize_t>(line.size())) {
+    throw std::runtime_error("writing hold log " + file_ + " failed" + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
+  }
 }
 
 }  // namespace dlock::testing
