@@ -3,7 +3,16 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
 #include <charconv>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -73,11 +82,45 @@ std::optional<ServerEntry> parse_server_entry(std::string_view entry) {
   return out;
 }
 
+EnsembleBackend EnsembleOptions::backend_from_environment() {
+  const char* value = std::getenv("DLOCK_TESTING_BACKEND");
+  return value != nullptr && std::string_view(value) == "docker" ? EnsembleBackend::Docker : EnsembleBackend::Process;
+}
+
+std::string EnsembleOptions::docker_image_from_environment() {
+  const char* value = std::getenv("DLOCK_TESTING_ZOOKEEPER_IMAGE");
+  return value != nullptr && *value != '\0' ? value : "dlock-zookeeper:debian";
+}
+
+int TestingEnsemble::docker(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv{options_.docker};
+  argv.insert(argv.end(), args.begin(), args.end());
+  SpawnOptions spawn;
+  spawn.log_file = dir_ + "/docker.log";
+  return wait_child(spawn_child(argv, spawn));
+}
+
 TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(options)) {
-  options_.install.check();
+  if (options_.backend == EnsembleBackend::Docker) {
+    if (::access(options_.docker.c_str(), X_OK) != 0) {
+      throw std::runtime_error("TestingEnsemble (Docker backend): no docker client at " + options_.docker +
+                               " (Debian: apt-get install docker.io)");
+    }
+  } else {
+    options_.install.check();
+  }
   if (options_.members < 1) throw std::invalid_argument("TestingEnsemble: members must be >= 1");
   dir_ = make_temp_dir("dlock-zk-ensemble");
   members_.resize(static_cast<std::size_t>(options_.members));
+  if (options_.backend == EnsembleBackend::Docker &&
+      docker({"image", "inspect", "--format", "{{.Id}}", options_.docker_image}) != 0) {
+    const std::string why = file_tail(dir_ + "/docker.log", 600);
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+    throw std::runtime_error("TestingEnsemble (Docker backend): image " + options_.docker_image +
+                             " not found, or no Docker engine answers at $DOCKER_HOST (scripts/docker-engine.sh "
+                             "start and images make both): " + why);
+  }
   // A port can be taken between free_port() and a member's bind: a second try gets new ports.
   for (int attempt = 1;; ++attempt) {
     try {
@@ -147,7 +190,20 @@ void TestingEnsemble::start_member(int i) {
   m.paused = false;
   SpawnOptions spawn;
   spawn.log_file = m.dir + "/server.log";
-  m.pid = spawn_child(zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms), spawn);
+  if (options_.backend == EnsembleBackend::Process) {
+    m.pid = spawn_child(zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms),
+                        spawn);
+    return;
+  }
+  // The member's directory (zoo.cfg, data) at the same path inside, so zoo.cfg's dataDir holds;
+  // the host's network, so the members and the clients meet on the same loopback ports.
+  m.container = "dlock-zk-" + std::filesystem::path(dir_).filename().string() + "-" + std::to_string(member_id(i));
+  docker({"rm", "-f", m.container});  // a container of an earlier start of this member, if left
+  auto command = zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms);
+  std::vector<std::string> argv{options_.docker, "run", "--rm", "--name", m.container, "--network", "host",
+                                "-v", m.dir + ":" + m.dir, "--entrypoint", command.front(), options_.docker_image};
+  argv.insert(argv.end(), command.begin() + 1, command.end());
+  m.pid = spawn_child(argv, spawn);
 }
 
 void TestingEnsemble::check_index(int i) const {
@@ -251,6 +307,9 @@ void TestingEnsemble::kill(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0) return;
+  // A container's process is the engine's child, not ours: the engine kills it (its `docker run`
+  // client then exits and is reaped below).
+  if (options_.backend == EnsembleBackend::Docker) docker({"kill", m.container});
   ::kill(m.pid, SIGKILL);
   ::waitpid(m.pid, nullptr, 0);
   m.pid = -1;
@@ -260,6 +319,7 @@ void TestingEnsemble::kill(int i) {
 void TestingEnsemble::stop(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
+  if (options_.backend == EnsembleBackend::Docker && m.pid > 0) docker({"stop", "-t", "5", m.container});
   stop_child(m.pid, SIGTERM, 5s);
   m.pid = -1;
   m.paused = false;
@@ -269,14 +329,22 @@ void TestingEnsemble::pause(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0) throw std::logic_error("TestingEnsemble::pause: member " + std::to_string(i) + " is not running");
-  ::kill(m.pid, SIGSTOP);
+  if (options_.backend == EnsembleBackend::Docker) {
+    docker({"pause", m.container});  // freezes the container's processes (cgroup freezer)
+  } else {
+    ::kill(m.pid, SIGSTOP);
+  }
   m.paused = true;
 }
 
 void TestingEnsemble::resume(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
-  if (m.pid > 0) ::kill(m.pid, SIGCONT);
+  if (m.pid > 0 && options_.backend == EnsembleBackend::Docker) {
+    if (m.paused) docker({"unpause", m.container});
+  } else if (m.pid > 0) {
+    ::kill(m.pid, SIGCONT);
+  }
   m.paused = false;
 }
 
@@ -302,6 +370,14 @@ void TestingEnsemble::restart(int i) {
 }
 
 void TestingEnsemble::stop_all() {
+  if (options_.backend == EnsembleBackend::Docker) {
+    // One `docker rm -f` for all: they go in parallel, paused ones too.
+    std::vector<std::string> args{"rm", "-f"};
+    for (const Member& m : members_) {
+      if (m.pid > 0) args.push_back(m.container);
+    }
+    if (args.size() > 2) docker(args);
+  }
   // SIGTERM to all first, so they shut down in parallel.
   for (const Member& m : members_) {
     if (m.pid <= 0) continue;
@@ -345,65 +421,91 @@ EnsembleTopology TestingEnsemble::describe() const {
 
 // --- Heartbeat ---------------------------------------------------------------------------------
 
+struct Heartbeat::State {
+  static void on_set(int rc, const Stat* stat, const void* data);
+  static void on_create(int rc, const char* path, const void* data);
+  void run();
+
+  std::string connect;
+  std::string path;
+  std::chrono::milliseconds interval{};
+  zhandle_t* zh = nullptr;
+  std::atomic<bool> in_flight{false};
+  std::atomic<std::uint64_t> writes{0};
+  std::atomic<std::uint64_t> errors{0};
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread thread;
+};
+
 Heartbeat::Heartbeat(const std::string& connect, std::chrono::milliseconds interval, std::string path)
-    : connect_(connect), path_(std::move(path)), interval_(interval) {
-  zh_ = zookeeper_init(connect_.c_str(), nullptr, 4000, nullptr, nullptr, 0);
-  if (zh_ == nullptr) throw std::runtime_error("Heartbeat: zookeeper_init failed for " + connect_);
-  thread_ = std::thread([this] { run(); });
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.connect = connect;
+  s.path = std::move(path);
+  s.interval = interval;
+  s.zh = zookeeper_init(s.connect.c_str(), nullptr, 4000, nullptr, nullptr, 0);
+  if (s.zh == nullptr) throw std::runtime_error("Heartbeat: zookeeper_init failed for " + s.connect);
+  s.thread = std::thread([&s] { s.run(); });
 }
 
 Heartbeat::~Heartbeat() {
+  State& s = *state_;
   {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
+    std::lock_guard lock(s.mutex);
+    s.stopping = true;
   }
-  wake_.notify_all();
-  thread_.join();
-  if (zh_ != nullptr) zookeeper_close(zh_);  // no completion runs after this returns
+  s.wake.notify_all();
+  s.thread.join();
+  if (s.zh != nullptr) zookeeper_close(s.zh);  // no completion runs after this returns
 }
 
-void Heartbeat::run() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    if (zh_ == nullptr || zoo_state(zh_) == ZOO_EXPIRED_SESSION_STATE || zoo_state(zh_) == ZOO_AUTH_FAILED_STATE) {
+std::uint64_t Heartbeat::writes() const { return state_->writes.load(); }
+std::uint64_t Heartbeat::errors() const { return state_->errors.load(); }
+
+void Heartbeat::State::run() {
+  std::unique_lock lock(mutex);
+  while (!stopping) {
+    if (zh == nullptr || zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE || zoo_state(zh) == ZOO_AUTH_FAILED_STATE) {
       // The session is gone for good (every member was down too long): start a new one.
-      if (zh_ != nullptr) zookeeper_close(zh_);  // completions are done or dropped once it returns
-      in_flight_ = false;
-      zh_ = zookeeper_init(connect_.c_str(), nullptr, 4000, nullptr, nullptr, 0);
-      ++errors_;
+      if (zh != nullptr) zookeeper_close(zh);  // completions are done or dropped once it returns
+      in_flight = false;
+      zh = zookeeper_init(connect.c_str(), nullptr, 4000, nullptr, nullptr, 0);
+      ++errors;
     }
-    if (zh_ != nullptr && zoo_state(zh_) == ZOO_CONNECTED_STATE && !in_flight_.exchange(true)) {
-      if (zoo_aset(zh_, path_.c_str(), "x", 1, -1, &Heartbeat::on_set, this) != ZOK) {
-        in_flight_ = false;
-        ++errors_;
+    if (zh != nullptr && zoo_state(zh) == ZOO_CONNECTED_STATE && !in_flight.exchange(true)) {
+      if (zoo_aset(zh, path.c_str(), "x", 1, -1, &State::on_set, this) != ZOK) {
+        in_flight = false;
+        ++errors;
       }
     }
-    wake_.wait_for(lock, interval_, [this] { return stopping_; });
+    wake.wait_for(lock, interval, [this] { return stopping; });
   }
 }
 
-void Heartbeat::on_set(int rc, const Stat*, const void* data) {
-  auto* self = static_cast<Heartbeat*>(const_cast<void*>(data));
+void Heartbeat::State::on_set(int rc, const Stat*, const void* data) {
+  auto* self = static_cast<State*>(const_cast<void*>(data));
   if (rc == ZNONODE &&
-      zoo_acreate(self->zh_, self->path_.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, &Heartbeat::on_create, self) == ZOK) {
+      zoo_acreate(self->zh, self->path.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, &State::on_create, self) == ZOK) {
     return;  // still in flight
   }
   if (rc == ZOK) {
-    ++self->writes_;
+    ++self->writes;
   } else {
-    ++self->errors_;
+    ++self->errors;
   }
-  self->in_flight_ = false;
+  self->in_flight = false;
 }
 
-void Heartbeat::on_create(int rc, const char*, const void* data) {
-  auto* self = static_cast<Heartbeat*>(const_cast<void*>(data));
+void Heartbeat::State::on_create(int rc, const char*, const void* data) {
+  auto* self = static_cast<State*>(const_cast<void*>(data));
   if (rc == ZOK || rc == ZNODEEXISTS) {
-    ++self->writes_;
+    ++self->writes;
   } else {
-    ++self->errors_;
+    ++self->errors;
   }
-  self->in_flight_ = false;
+  self->in_flight = false;
 }
 
 }  // namespace dlock::testing

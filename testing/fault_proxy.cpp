@@ -79,7 +79,11 @@ std::int64_t now_ns() {
 void FaultProxy::cut_off() { cut_until_ns_ = std::numeric_limits<std::int64_t>::max(); }
 
 void FaultProxy::cut_off_for(std::chrono::milliseconds duration) {
-  cut_until_ns_ = now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+  // Saturated: a duration too long to add is forever.
+  const auto now = now_ns();
+  const auto limit = std::numeric_limits<std::int64_t>::max();
+  const auto ns = duration.count() > (limit - now) / 1'000'000 ? limit - now : duration.count() * 1'000'000;
+  cut_until_ns_ = duration.count() <= 0 ? 0 : now + ns;
 }
 
 void FaultProxy::heal() { cut_until_ns_ = 0; }
@@ -182,9 +186,17 @@ void FaultProxy::relay(int client_fd) {
           break;
         }
         if (request && opcode == delay_opcode_.load() && delays_left_.fetch_sub(1) > 0) {
-          // A slow link: this request, and everything behind it on this connection, waits.
-          std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_.load()));
+          // A slow link: this request, and everything behind it on this connection, waits, in
+          // slices, so that a cut or the proxy's end is not held up by it.
+          const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms_.load());
+          while (std::chrono::steady_clock::now() < until && !stopping_ && !cut()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
           ++delays_;
+          if (stopping_ || cut()) {  // cut while held back: the request is lost with the connection
+            open = false;
+            break;
+          }
         }
         if (armed && misorder_.load()) {
           misorder_armed = true;

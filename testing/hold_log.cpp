@@ -296,19 +296,27 @@ void HoldLogWriter::record(const HoldRecord& hold) {
   if (hold.lost) line["lost"] = true;
   if (hold.lost_at_enter) line["lost_at_enter"] = true;
   if (hold.asked_ns != 0) line["asked_ns"] = hold.asked_ns;
-  write_line(line.dump() + "\n");
+  // Invalid UTF-8 (an exception's message, a peer's name) is replaced, not thrown about.
+  write_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void HoldLogWriter::record(const HoldEvent& event) {
   const nlohmann::json line{{"client", event.client}, {"session", event.session}, {"event", event.event},
                             {"what", event.what},     {"at_ns", event.at_ns}};
-  write_line(line.dump() + "\n");
+  write_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void HoldLogWriter::write_line(const std::string& line) {
-  const ssize_t n = ::write(fd_, line.data(), line.size());
-  if (n != static_cast<ssize_t>(line.size())) {
-    throw std::runtime_error("writing hold log " + file_ + " failed" + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
+  // One write() per line: on a local file system an O_APPEND write lands whole at the end. A
+  // short write (a full disk) finishes the line, so the next one is not glued to it, then throws.
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw std::runtime_error("writing hold log " + file_ + " failed" + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
+    }
+    done += static_cast<std::size_t>(n);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace dlock::testing {
@@ -38,11 +39,18 @@ std::vector<std::string> lock_nodes(zhandle_t* zh, const std::string& root) {
   while (!todo.empty()) {
     const std::string path = todo.back();
     todo.pop_back();
+    // Only a node that went meanwhile may be skipped: any other error would make the check pass
+    // without having looked.
+    const auto check = [&](int rc, const char* what) {
+      if (rc == ZOK) return true;
+      if (rc == ZNONODE) return false;
+      throw std::runtime_error(std::string("dlock::testing: ") + what + " " + path + " failed: " + zerror(rc));
+    };
     Stat stat{};
-    if (zoo_exists(zh, path.c_str(), 0, &stat) != ZOK) continue;
+    if (!check(zoo_exists(zh, path.c_str(), 0, &stat), "exists")) continue;
     if (stat.ephemeralOwner > 0) found.push_back(path);  // a container's owner is negative
     String_vector names{};
-    if (zoo_get_children(zh, path.c_str(), 0, &names) != ZOK) continue;
+    if (!check(zoo_get_children(zh, path.c_str(), 0, &names), "getChildren")) continue;
     for (int i = 0; i < names.count; ++i) todo.push_back((path == "/" ? "" : path) + "/" + names.data[i]);
     deallocate_String_vector(&names);
   }

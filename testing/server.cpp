@@ -62,6 +62,8 @@ std::string environment(const char* name) {
 
 }  // namespace
 
+ZooKeeperInstall ZooKeeperInstall::debian() { return {"/usr/bin/java", debian_classpath()}; }
+
 ZooKeeperInstall ZooKeeperInstall::from_environment() {
   ZooKeeperInstall install;
   install.java = environment("DLOCK_JAVA");
@@ -72,14 +74,16 @@ ZooKeeperInstall ZooKeeperInstall::from_environment() {
 }
 
 void ZooKeeperInstall::check() const {
-  const bool from_env_java = !environment("DLOCK_JAVA").empty();
-  if (::access(java.c_str(), X_OK) != 0) {
-    throw std::runtime_error(
-        "dlock::testing: no Java runtime at " + java +
-        (from_env_java ? " (from DLOCK_JAVA)" : " (Debian: apt-get install default-jre-headless, or set DLOCK_JAVA)"));
+  // java: started with execv (no PATH search), so an absolute path to an executable file.
+  if (java.empty() || java.front() != '/' || !std::filesystem::is_regular_file(java) ||
+      ::access(java.c_str(), X_OK) != 0) {
+    throw std::runtime_error("dlock::testing: java \"" + java +
+                             "\" must be the absolute path of an executable file (the java command; set by "
+                             "DLOCK_JAVA or ZooKeeperInstall::java; Debian: apt-get install default-jre-headless)");
   }
   const bool from_env_classpath = !environment("DLOCK_ZOOKEEPER_CLASSPATH").empty();
   std::string missing;
+  bool has_zookeeper = false;
   std::size_t begin = 0;
   while (begin <= classpath.size()) {
     const auto end = std::min(classpath.find(':', begin), classpath.size());
@@ -87,8 +91,22 @@ void ZooKeeperInstall::check() const {
     begin = end + 1;
     if (entry.empty()) continue;
     // "dir/*" (every jar of dir): the directory must exist.
-    const std::string file = entry.ends_with("/*") ? entry.substr(0, entry.size() - 2) : entry;
-    if (!std::filesystem::exists(file)) missing += (missing.empty() ? "" : ", ") + file;
+    const bool wildcard = entry.ends_with("/*");
+    const std::string file = wildcard ? entry.substr(0, entry.size() - 2) : entry;
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      missing += (missing.empty() ? "" : ", ") + file;
+      continue;
+    }
+    const auto is_zookeeper_jar = [](const std::filesystem::path& path) {
+      const auto name = path.filename().string();
+      return name.starts_with("zookeeper") && name.ends_with(".jar") && !name.starts_with("zookeeper-jute");
+    };
+    if (wildcard) {
+      for (const auto& item : std::filesystem::directory_iterator(file, ec)) has_zookeeper |= is_zookeeper_jar(item.path());
+    } else {
+      has_zookeeper |= is_zookeeper_jar(file);
+    }
   }
   if (!missing.empty()) {
     throw std::runtime_error(
@@ -96,6 +114,12 @@ void ZooKeeperInstall::check() const {
         (from_env_classpath ? " (from DLOCK_ZOOKEEPER_CLASSPATH)"
                             : " (Debian: apt-get install zookeeper; elsewhere set DLOCK_ZOOKEEPER_CLASSPATH to "
                               "ZooKeeper's jars and their dependencies, e.g. /opt/zookeeper/lib/*)"));
+  }
+  if (!has_zookeeper) {
+    throw std::runtime_error("dlock::testing: ZooKeeper's classpath \"" + classpath +
+                             "\" has no zookeeper*.jar: it must list ZooKeeper's jars and their dependencies, "
+                             "separated by ':', each a jar or a directory as dir/* (set by DLOCK_ZOOKEEPER_CLASSPATH "
+                             "or ZooKeeperInstall::classpath)");
   }
 }
 
@@ -119,11 +143,15 @@ TestingServer::TestingServer(TestingServerOptions options) : options_(std::move(
   // A port can be taken between free_port() and the server's bind: try a few.
   for (int attempt = 1;; ++attempt) {
     try {
-      start_once();
+      start_once(/*same_port=*/false);
       return;
     } catch (const std::exception&) {
       stop();
-      if (attempt == 3) throw;
+      if (attempt == 3) {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_, ignored);
+        throw;
+      }
     }
   }
 }
@@ -136,9 +164,9 @@ TestingServer::~TestingServer() {
   }
 }
 
-void TestingServer::start_once() {
+void TestingServer::start_once(bool same_port) {
   if (dir_.empty()) dir_ = make_temp_dir("dlock-zk");
-  port_ = free_port();
+  if (!same_port || port_ == 0) port_ = free_port();
   const std::string data = dir_ + "/data";
   std::filesystem::create_directories(data);
   {
@@ -172,7 +200,22 @@ void TestingServer::start_once() {
 
 void TestingServer::restart() {
   stop();
-  start_once();
+  // The same port, so that clients (and their sessions) find the server again. Another process
+  // may have taken it meanwhile: retried for 10 s, then an error naming it.
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    try {
+      start_once(/*same_port=*/true);
+      return;
+    } catch (const std::exception& e) {
+      stop();
+      if (std::chrono::steady_clock::now() > give_up) {
+        throw std::runtime_error("TestingServer::restart: could not serve on port " + std::to_string(port_) +
+                                 " again within 10 s (another process may hold it): " + e.what());
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+  }
 }
 
 void TestingServer::stop() {

@@ -127,8 +127,13 @@ TEST(Metrics, TimedOutErrorAndCancelledAcquisitionsAreCountedAsSuch) {
       return std::string(e.what());
     }
   });
-  ASSERT_TRUE(eventually([&] { return held.participants().size() == 2; }));
-  EXPECT_EQ(registry->snapshot().find("(other)", LockMode::Exclusive)->waiting, 1u);
+  // Inside its call (the waiting gauge counts it from there; the object may then be destroyed
+  // under it) and queued behind the holder. The timed-out attempt's node may still be on its way
+  // out, so the count of contenders alone does not say the waiter has begun.
+  ASSERT_TRUE(eventually([&] {
+    const auto* f = registry->snapshot().find("(other)", LockMode::Exclusive);
+    return f != nullptr && f->waiting == 1 && held.participants().size() == 2;
+  }));
   doomed.reset();
   EXPECT_NE(waiting.get(), "granted");
   holder.release();

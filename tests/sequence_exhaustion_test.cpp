@@ -36,7 +36,8 @@ class ExhaustedDirectory : public ::testing::Test {
     server_.stop();
     SpawnOptions options;
     options.log_file = server_.directory() + "/set-counter.log";
-    const pid_t tool = spawn_child({"/usr/bin/java", "-cp", ZooKeeperInstall::from_environment().classpath,
+    const auto install = ZooKeeperInstall::from_environment();
+    const pid_t tool = spawn_child({install.java, "-cp", install.classpath,
                                     std::string(DLOCK_TESTS_DIR) + "/support/SetChildCounter.java",
                                     server_.directory() + "/data", kDir, "2147483646"},
                                    options);

@@ -3,12 +3,14 @@
 // suite, a hold log to show that two service instances never hold one order's lock at once (and a
 // control that shows the checker sees it when they do), and a partition through a FaultProxy.
 #include <dlock/dlock.hpp>
+#include <dlock/testing/ensemble.hpp>  // compiles in a user's project too (not used below)
 #include <dlock/testing/eventually.hpp>
 #include <dlock/testing/fault_proxy.hpp>
 #include <dlock/testing/gtest.hpp>
 #include <dlock/testing/hold_log.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,7 +55,9 @@ dlock::testing::HoldReport charge_concurrently(OrdersTest& test, const std::stri
     }
   }
   (void)test;
-  return dlock::testing::check_holds(dlock::testing::read_hold_log(log));
+  auto report = dlock::testing::check_holds(dlock::testing::read_hold_log(log));
+  std::filesystem::remove_all(std::filesystem::path(log).parent_path());
+  return report;
 }
 
 TEST_F(OrdersTest, TwoInstancesNeverHoldAnOrdersLockAtOnce) {

@@ -28,22 +28,29 @@
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <sys/types.h>
-#include <zookeeper/zookeeper.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "dlock/testing/server.hpp"
 
 namespace dlock::testing {
+
+// Where members run.
+enum class EnsembleBackend {
+  // A JVM per member, started from the installed jars (ZooKeeperInstall).
+  Process,
+  // A container per member (`docker run --network host`, the member's directory mounted at the
+  // same path), from `EnsembleOptions::docker_image`; kill, stop, pause and resume go through
+  // `docker kill / stop / pause / unpause`. The Docker engine must answer (DOCKER_HOST) and the
+  // image exist: scripts/docker-engine.sh starts one and builds it from Debian's packages.
+  Docker,
+};
 
 struct EnsembleOptions {
   int members = 3;
@@ -54,8 +61,18 @@ struct EnsembleOptions {
   int container_check_ms = 1000;
   // How long start-up (and each restart) may take before it counts as failed.
   std::chrono::milliseconds start_timeout{std::chrono::seconds(60)};
-  // Default: ZooKeeperInstall::from_environment() (dlock/testing/server.hpp).
+  // Default: ZooKeeperInstall::from_environment() (dlock/testing/server.hpp). Process backend only.
   ZooKeeperInstall install = ZooKeeperInstall::from_environment();
+  // Default: Docker if the environment variable DLOCK_TESTING_BACKEND is "docker", else Process.
+  EnsembleBackend backend = backend_from_environment();
+  // The members' image (Docker backend): Debian's ZooKeeper with Java, as docker/zookeeper builds
+  // it. Default: $DLOCK_TESTING_ZOOKEEPER_IMAGE, else "dlock-zookeeper:debian".
+  std::string docker_image = docker_image_from_environment();
+  // The docker client. Default: /usr/bin/docker.
+  std::string docker = "/usr/bin/docker";
+
+  static EnsembleBackend backend_from_environment();
+  static std::string docker_image_from_environment();
 };
 
 // One `server.N=host:peer:election[:role][;[client_host:]client_port]` entry: the form zoo.cfg uses,
@@ -98,7 +115,8 @@ class TestingEnsemble {
   int member_count() const { return static_cast<int>(members_.size()); }
   int member_id(int i) const { return i + 1; }
   int client_port(int i) const;
-  pid_t pid(int i) const;  // -1 when the member is not running
+  // -1 when the member is not running. Docker backend: the PID of its `docker run` client.
+  pid_t pid(int i) const;
   bool running(int i) const;
   bool paused(int i) const;
   const std::string& directory() const { return dir_; }
@@ -134,7 +152,10 @@ class TestingEnsemble {
     int election_port = 0;
     pid_t pid = -1;
     bool paused = false;
+    std::string container;  // Docker backend: the container's name
   };
+  // Docker backend: runs `docker <args...>` and waits; its exit code.
+  int docker(const std::vector<std::string>& args) const;
   void configure();
   void start_member(int i);
   void check_index(int i) const;
@@ -165,25 +186,12 @@ class Heartbeat {
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
 
-  std::uint64_t writes() const { return writes_.load(); }  // acknowledged by the server
-  std::uint64_t errors() const { return errors_.load(); }
+  std::uint64_t writes() const;  // acknowledged by the server
+  std::uint64_t errors() const;
 
  private:
-  static void on_set(int rc, const Stat* stat, const void* data);
-  static void on_create(int rc, const char* path, const void* data);
-  void run();
-
-  std::string connect_;
-  std::string path_;
-  std::chrono::milliseconds interval_;
-  zhandle_t* zh_ = nullptr;
-  std::atomic<bool> in_flight_{false};
-  std::atomic<std::uint64_t> writes_{0};
-  std::atomic<std::uint64_t> errors_{0};
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
+  struct State;  // the C client's handle and the writer thread: nothing of the C client leaks here
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace dlock::testing

@@ -3,15 +3,16 @@
 //
 //   dlock::testing::FaultProxy proxy(server.port());
 //   dlock::Session session({.connect = proxy.connect_string()});
-//   proxy.drop_reply_to_request(ZOO_CREATE_OP);   // the next create is applied, its reply lost
+//   proxy.drop_reply_to_request(op::create);      // the next create is applied, its reply lost
 //   proxy.cut_off_for(std::chrono::seconds(6));   // a partition longer than the session timeout
 //
 // Faults: instead of forwarding a chosen request (the server never sees it); instead of passing on
 // the server's reply to it (the server applied it; the client only sees CONNECTIONLOSS); passing
 // that reply on with a wrong xid (the C client fails its pending requests and reconnects); holding
 // a chosen request back for a while (a slow link); or cutting every client off (open connections
-// closed, new ones refused) until healed. Opcodes are ZooKeeper's (`ZOO_CREATE2_OP`, ... in
-// <zookeeper/zookeeper.h>; `ZOO_CREATE_OP` = 1, `ZOO_DELETE_OP` = 2, `ZOO_GETCHILDREN2_OP` = 12).
+// closed; a connection attempt is accepted and closed at once) until healed. Requests are named by
+// ZooKeeper's opcodes: `op::` below has those dlock sends (a fault armed for an opcode the client
+// never sends never fires: check drops() or delays()).
 //
 // It splits both streams into ZooKeeper frames (4-byte big-endian length; after the connect
 // handshake, a request starts with xid and opcode, a reply with the xid) and forwards whole frames
@@ -30,6 +31,17 @@
 #include <thread>
 
 namespace dlock::testing {
+
+// The opcodes of the requests dlock sends (ZooKeeper's protocol numbers; <zookeeper/zookeeper.h>
+// names them ZOO_*_OP).
+namespace op {
+inline constexpr int create = 15;       // create2 (zoo_acreate2): every lock node dlock creates
+inline constexpr int remove = 2;        // delete: a release
+inline constexpr int exists = 3;
+inline constexpr int get_data = 4;      // also a predecessor's watch
+inline constexpr int get_children = 8;  // the queue's listing
+inline constexpr int sync = 9;
+}  // namespace op
 
 class FaultProxy {
  public:

@@ -13,7 +13,8 @@
 // root path, and after each test fails it if a lock node (an ephemeral node) is still under that
 // root 5 s after the test body ended: a leaked hold blocks every other client of its lock until
 // its session ends. Sessions the test made must be closed or destroyed by then (a test's own
-// objects are, when they go out of scope).
+// objects are, when they go out of scope). A test may stop() the server; it is restarted after.
+// A fixture that overrides SetUp or TearDown must call ZooKeeperTest's.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -61,8 +62,17 @@ class ZooKeeperTest : public ::testing::Test {
     return {.connect = connect_string(), .session_timeout = session_timeout};
   }
 
+  // Starts the server if the suite's SetUpTestSuite did not (a derived fixture that declares its
+  // own SetUpTestSuite hides this one).
+  void SetUp() override { SetUpTestSuite(); }
+
   void TearDown() override {
     if (!server_) return;
+    if (server_->pid() <= 0) {
+      // The test stopped the server: nothing to look at; the next test gets it back.
+      server_->restart();
+      return;
+    }
     const auto left = wait_for_no_lock_nodes_under(connect_string(), root());
     EXPECT_TRUE(left.empty()) << "lock nodes left under " << root() << " after the test: " << left.size()
                               << (left.empty() ? "" : " (first: " + left.front() + ")");

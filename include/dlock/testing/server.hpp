@@ -41,6 +41,9 @@ struct ZooKeeperInstall {
 
   // From the environment variables, else Debian's layout.
   static ZooKeeperInstall from_environment();
+  // Debian's layout: /usr/bin/java and the `zookeeper` package's jars (also inside the images
+  // docker/zookeeper builds).
+  static ZooKeeperInstall debian();
   // Throws std::runtime_error naming what is missing (the java executable, a jar of the
   // classpath), and how to point at it.
   void check() const;
@@ -76,12 +79,13 @@ class TestingServer {
   // SIGTERM, then SIGKILL after 5 s; waits for the process. Idempotent. Sessions see their
   // connection drop; their sessions live on until the server comes back, or expire.
   void stop();
-  // Starts it again after stop(), on the same data (sessions and nodes survive a restart) and a new
-  // free port: clients must be told the new connect_string().
+  // Starts it again (stopped first if running) on the same port and data: clients reconnect, and
+  // sessions whose timeout has not passed meanwhile survive with their nodes. Throws
+  // std::runtime_error naming the port if it cannot serve there again within 10 s.
   void restart();
 
  private:
-  void start_once();
+  void start_once(bool same_port);
   TestingServerOptions options_;
   std::string dir_;
   int port_ = 0;

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# A Docker engine for the tests and the demo, started and stopped by this script (no systemd), and
+# the images they use, built locally from Debian's packages (no registry needed).
+#
+#   scripts/docker-engine.sh start    starts dockerd unless ours already answers; prints its DOCKER_HOST
+#   scripts/docker-engine.sh images   builds the base and ZooKeeper images unless present
+#   scripts/docker-engine.sh stop     stops the dockerd this script started (by PID)
+#   scripts/docker-engine.sh env      prints "export DOCKER_HOST=..." for a shell
+#
+# The engine leaves the machine's network as it found it: no iptables rules, no NAT, no bridge,
+# no IP forwarding (--iptables=false --ip6tables=false --ip-masq=false --ip-forward=false
+# --bridge=none); containers use the host's network (--network host) on their own loopback ports.
+# It listens on a socket of its own (so it never meets another engine on this machine) and keeps
+# its images in DLOCK_DOCKER_DIR (default /var/cache/dlock-docker): a second run on one machine
+# finds them built. Images:
+#   dlock/debian:bookworm     debootstrap --variant=minbase bookworm, from apt's own Debian mirror
+#   dlock-zookeeper:debian    docker/zookeeper (Debian's zookeeper package)
+# Needs root (dockerd, debootstrap) and the packages docker.io, debootstrap (scripts/install-deps.sh).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+state=${DLOCK_DOCKER_DIR:-/var/cache/dlock-docker}
+socket="$state/docker.sock"
+export DOCKER_HOST="unix://$socket"
+docker=/usr/bin/docker  # Debian's client; another one earlier on PATH may lack what we use
+
+answers() { "$docker" version >/dev/null 2>&1; }
+
+start() {
+  mkdir -p "$state"
+  if answers; then echo "$DOCKER_HOST"; return; fi
+  if [ -f "$state/dockerd.pid" ] && kill -0 "$(cat "$state/dockerd.pid")" 2>/dev/null; then
+    echo "docker-engine: dockerd $(cat "$state/dockerd.pid") runs but does not answer on $socket" >&2
+    exit 1
+  fi
+  rm -f "$socket" "$state/dockerd.pid"
+  # setsid: the engine outlives this script, and a Ctrl-C in the caller's terminal does not reach it.
+  setsid /usr/sbin/dockerd --host "$DOCKER_HOST" --data-root "$state/data" --exec-root "$state/exec" \
+    --pidfile "$state/dockerd.pid" --iptables=false --ip6tables=false --ip-masq=false --ip-forward=false \
+    --bridge=none --storage-driver=overlay2 >"$state/dockerd.log" 2>&1 </dev/null &
+  for _ in $(seq 1 300); do
+    if answers; then echo "$DOCKER_HOST"; return; fi
+    sleep 0.1
+  done
+  echo "docker-engine: dockerd did not answer within 30 s; its log:" >&2
+  tail -n 30 "$state/dockerd.log" >&2
+  exit 1
+}
+
+stop() {
+  [ -f "$state/dockerd.pid" ] || return 0
+  local pid
+  pid=$(cat "$state/dockerd.pid")
+  # Containers first (by name prefix: ours), then the engine by PID; SIGKILL after 20 s.
+  "$docker" ps -aq --filter name=dlock- 2>/dev/null | xargs -r "$docker" rm -f >/dev/null 2>&1 || true
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 200); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$state/dockerd.pid"
+}
+
+# The Debian mirror apt uses here (debootstrap needs one; no registry is reachable).
+mirror() {
+  local uri
+  uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n 1)
+  [ -n "$uri" ] || uri=$(grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | head -n 1)
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+
+images() {
+  start >/dev/null
+  if ! "$docker" image inspect dlock/debian:bookworm >/dev/null 2>&1; then
+    local dir
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' RETURN
+    echo "docker-engine: debootstrap bookworm from $(mirror) (about a minute)"
+    debootstrap --variant=minbase bookworm "$dir" "$(mirror)" >"$state/debootstrap.log" 2>&1 ||
+      { tail -n 20 "$state/debootstrap.log" >&2; exit 1; }
+    # The same mirror inside, for the images' apt-get.
+    echo "deb $(mirror) bookworm main" >"$dir/etc/apt/sources.list"
+    tar -C "$dir" -c . | "$docker" import - dlock/debian:bookworm >/dev/null
+  fi
+  if ! "$docker" image inspect dlock-zookeeper:debian >/dev/null 2>&1; then
+    echo "docker-engine: building dlock-zookeeper:debian"
+    DOCKER_BUILDKIT=0 "$docker" build -q --network host --build-arg BASE_IMAGE=dlock/debian:bookworm \
+      -t dlock-zookeeper:debian "$root/docker/zookeeper" >/dev/null
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  images) images ;;
+  env) echo "export DOCKER_HOST=$DOCKER_HOST" ;;
+  *) echo "usage: $0 start|images|stop|env" >&2; exit 2 ;;
+esac
