@@ -59,6 +59,9 @@ stop() {
   done
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$state/dockerd.pid"
+  # What the engine may leave mounted (its network namespace file, a container's layers): gone
+  # too, so the machine is as it was and the state directory can be removed.
+  awk -v dir="$state/" 'index($2, dir) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
 }
 
 # The Debian mirror apt uses here (debootstrap needs one; no registry is reachable).
