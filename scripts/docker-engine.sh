@@ -25,11 +25,21 @@ docker=/usr/bin/docker  # Debian's client; another one earlier on PATH may lack 
 
 answers() { "$docker" version >/dev/null 2>&1; }
 
+# The PID in our pidfile, if it is still our dockerd (a pidfile that survived a reboot may name
+# another process now, which must not be signalled).
+our_pid() {
+  [ -f "$state/dockerd.pid" ] || return 1
+  local pid
+  pid=$(cat "$state/dockerd.pid")
+  [ -n "$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = /usr/sbin/dockerd ] &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--data-root $state/data" && echo "$pid"
+}
+
 start() {
   mkdir -p "$state"
   if answers; then echo "$DOCKER_HOST"; return; fi
-  if [ -f "$state/dockerd.pid" ] && kill -0 "$(cat "$state/dockerd.pid")" 2>/dev/null; then
-    echo "docker-engine: dockerd $(cat "$state/dockerd.pid") runs but does not answer on $socket" >&2
+  if pid=$(our_pid); then
+    echo "docker-engine: dockerd $pid runs but does not answer on $socket" >&2
     exit 1
   fi
   rm -f "$socket" "$state/dockerd.pid"
@@ -47,17 +57,17 @@ start() {
 }
 
 stop() {
-  [ -f "$state/dockerd.pid" ] || return 0
   local pid
-  pid=$(cat "$state/dockerd.pid")
-  # Containers first (by name prefix: ours), then the engine by PID; SIGKILL after 20 s.
-  "$docker" ps -aq --filter name=dlock- 2>/dev/null | xargs -r "$docker" rm -f >/dev/null 2>&1 || true
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 200); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
+  if pid=$(our_pid); then
+    # Containers first (by name prefix: ours), then the engine by PID; SIGKILL after 20 s.
+    "$docker" ps -aq --filter name=dlock- 2>/dev/null | xargs -r "$docker" rm -f >/dev/null 2>&1 || true
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 200); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
+  fi
   rm -f "$state/dockerd.pid"
   # What the engine may leave mounted (its network namespace file, a container's layers): gone
   # too, so the machine is as it was and the state directory can be removed.
@@ -68,22 +78,28 @@ stop() {
 mirror() {
   local uri
   uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n 1)
-  [ -n "$uri" ] || uri=$(grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | head -n 1)
+  # "deb [options] URI suite ...": the first field that looks like a URI.
+  [ -n "$uri" ] || uri=$(grep -h '^deb ' /etc/apt/sources.list 2>/dev/null |
+    awk '{for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' | head -n 1)
   echo "${uri:-http://deb.debian.org/debian}"
 }
 
 images() {
   start >/dev/null
   if ! "$docker" image inspect dlock/debian:bookworm >/dev/null 2>&1; then
-    local dir
-    dir=$(mktemp -d)
-    trap 'rm -rf "$dir"' RETURN
+    local dir ok=1
+    dir=$(mktemp -d "$state/rootfs.XXXXXX")  # under the state directory: a failed run leaves nothing elsewhere
     echo "docker-engine: debootstrap bookworm from $(mirror) (about a minute)"
-    debootstrap --variant=minbase bookworm "$dir" "$(mirror)" >"$state/debootstrap.log" 2>&1 ||
-      { tail -n 20 "$state/debootstrap.log" >&2; exit 1; }
-    # The same mirror inside, for the images' apt-get.
-    echo "deb $(mirror) bookworm main" >"$dir/etc/apt/sources.list"
-    tar -C "$dir" -c . | "$docker" import - dlock/debian:bookworm >/dev/null
+    if debootstrap --variant=minbase bookworm "$dir" "$(mirror)" >"$state/debootstrap.log" 2>&1; then
+      # The same mirror inside, for the images' apt-get.
+      echo "deb $(mirror) bookworm main" >"$dir/etc/apt/sources.list"
+      tar -C "$dir" -c . | "$docker" import - dlock/debian:bookworm >/dev/null || ok=0
+    else
+      tail -n 20 "$state/debootstrap.log" >&2
+      ok=0
+    fi
+    rm -rf "$dir"
+    [ "$ok" = 1 ] || { echo "docker-engine: the base image could not be made" >&2; return 1; }
   fi
   if ! "$docker" image inspect dlock-zookeeper:debian >/dev/null 2>&1; then
     echo "docker-engine: building dlock-zookeeper:debian"

@@ -21,11 +21,14 @@ mark "build + suite"
 # engine is started here (no systemd; its own socket; the host network left as it was) and stopped
 # by PID on exit; images are built from Debian's packages on first use and kept in
 # /var/cache/dlock-docker for later runs on this machine (about 2 minutes and 1 GB from nothing).
-bash scripts/docker-engine.sh start >/dev/null
-trap 'bash scripts/docker-engine.sh stop' EXIT
+trap 'bash scripts/docker-engine.sh stop' EXIT  # first: a start that fails half-way is stopped too
+DOCKER_HOST=$(bash scripts/docker-engine.sh start)
+export DOCKER_HOST
 bash scripts/docker-engine.sh images
-DOCKER_HOST=$(bash scripts/docker-engine.sh start) DLOCK_TESTING_BACKEND=docker \
-  build/tests/dlock_tests --gtest_filter='Ensemble.*:TestingKit.*Docker*'
+DLOCK_TESTING_BACKEND=docker timeout -k 10 600 build/tests/dlock_tests --gtest_filter='Ensemble.*:TestingKit.*Docker*'
+bash scripts/docker-engine.sh stop
+trap - EXIT
+unset DOCKER_HOST
 mark "Docker ensemble"
 
 # The sanitizer build: the same suite, less the packaging check (it only re-tests the install) and

@@ -212,7 +212,8 @@ class Client {
   };
 
   // zookeeper_init2 with a new HandleContext (the new current generation). Resolves the
-  // connect string's host names: never called with handle_mutex_ held.
+  // connect string's host names: never called with handle_mutex_ held, but by the constructor
+  // (nothing else can use the handle yet).
   zhandle_t* open_handle(std::unique_ptr<HandleContext>& context);
   // After connecting: a chroot in the connect string must exist (ConnectError naming it if not).
   void check_chroot();

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -92,12 +93,52 @@ std::string EnsembleOptions::docker_image_from_environment() {
   return value != nullptr && *value != '\0' ? value : "dlock-zookeeper:debian";
 }
 
-int TestingEnsemble::docker(const std::vector<std::string>& args) const {
+int TestingEnsemble::docker(const std::vector<std::string>& args, std::string* output) const {
   std::vector<std::string> argv{options_.docker};
   argv.insert(argv.end(), args.begin(), args.end());
   SpawnOptions spawn;
-  spawn.log_file = dir_ + "/docker.log";
-  return wait_child(spawn_child(argv, spawn));
+  const std::string out_file = dir_ + "/docker.out";
+  spawn.log_file = output != nullptr ? out_file : dir_ + "/docker.log";
+  if (output != nullptr) std::filesystem::remove(out_file);
+  const pid_t pid = spawn_child(argv, spawn);
+  // No docker command of ours takes a minute unless the engine hangs: then fail, not hang.
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  int status = 0;
+  while (!reap_if_exited(pid, &status)) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      stop_child(pid, SIGKILL, 1s);
+      throw std::runtime_error("TestingEnsemble (Docker backend): `docker " + args.front() +
+                               "` did not finish within 60 s (is the engine at DOCKER_HOST hung?)");
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  if (output != nullptr) *output = file_tail(out_file, 1 << 20);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void TestingEnsemble::docker_checked(const std::vector<std::string>& args) const {
+  if (docker(args) == 0) return;
+  std::string command = "docker";
+  for (const auto& arg : args) command += " " + arg;
+  throw std::runtime_error("TestingEnsemble (Docker backend): `" + command + "` failed: " +
+                           file_tail(dir_ + "/docker.log", 600));
+}
+
+void TestingEnsemble::remove_orphans() const {
+  // Containers of ensembles whose test process died without its destructors (a crash, SIGKILL):
+  // the kernel killed their `docker run` clients, not the containers. Each carries its owner's PID.
+  std::string listing;
+  if (docker({"ps", "-a", "--filter", "label=dlock.testing.owner", "--format",
+              "{{.ID}} {{.Label \"dlock.testing.owner\"}}"},
+             &listing) != 0) {
+    return;
+  }
+  std::istringstream lines(listing);
+  std::string id;
+  long owner = 0;
+  while (lines >> id >> owner) {
+    if (owner > 0 && ::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH) docker({"rm", "-f", id});
+  }
 }
 
 TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(options)) {
@@ -112,14 +153,24 @@ TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(o
   if (options_.members < 1) throw std::invalid_argument("TestingEnsemble: members must be >= 1");
   dir_ = make_temp_dir("dlock-zk-ensemble");
   members_.resize(static_cast<std::size_t>(options_.members));
-  if (options_.backend == EnsembleBackend::Docker &&
-      docker({"image", "inspect", "--format", "{{.Id}}", options_.docker_image}) != 0) {
-    const std::string why = file_tail(dir_ + "/docker.log", 600);
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-    throw std::runtime_error("TestingEnsemble (Docker backend): image " + options_.docker_image +
-                             " not found, or no Docker engine answers at $DOCKER_HOST (scripts/docker-engine.sh "
-                             "start and images make both): " + why);
+  if (options_.backend == EnsembleBackend::Docker) {
+    const char* host = std::getenv("DOCKER_HOST");
+    const std::string where = host != nullptr && *host != '\0' ? std::string("DOCKER_HOST=") + host
+                                                               : std::string("DOCKER_HOST unset: /var/run/docker.sock");
+    std::string why;
+    if (docker({"version"}) != 0) {
+      why = "no Docker engine answers (" + where + "; scripts/docker-engine.sh start runs one)";
+    } else if (docker({"image", "inspect", "--format", "{{.Id}}", options_.docker_image}) != 0) {
+      why = "no image " + options_.docker_image + " on the engine at " + where +
+            " (scripts/docker-engine.sh images builds dlock-zookeeper:debian)";
+    }
+    if (!why.empty()) {
+      why += ": " + file_tail(dir_ + "/docker.log", 400);
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+      throw std::runtime_error("TestingEnsemble (Docker backend): " + why);
+    }
+    remove_orphans();
   }
   // A port can be taken between free_port() and a member's bind: a second try gets new ports.
   for (int attempt = 1;; ++attempt) {
@@ -200,7 +251,11 @@ void TestingEnsemble::start_member(int i) {
   m.container = "dlock-zk-" + std::filesystem::path(dir_).filename().string() + "-" + std::to_string(member_id(i));
   docker({"rm", "-f", m.container});  // a container of an earlier start of this member, if left
   auto command = zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms);
-  std::vector<std::string> argv{options_.docker, "run", "--rm", "--name", m.container, "--network", "host",
+  // As the caller's user, so the files it writes into the member's directory are the caller's.
+  // No --rm: kill() and stop() remove the container themselves, before its name is used again.
+  std::vector<std::string> argv{options_.docker, "run", "--name", m.container, "--network", "host",
+                                "--label", "dlock.testing.owner=" + std::to_string(::getpid()),
+                                "--user", std::to_string(::getuid()) + ":" + std::to_string(::getgid()),
                                 "-v", m.dir + ":" + m.dir, "--entrypoint", command.front(), options_.docker_image};
   argv.insert(argv.end(), command.begin() + 1, command.end());
   m.pid = spawn_child(argv, spawn);
@@ -307,9 +362,9 @@ void TestingEnsemble::kill(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0) return;
-  // A container's process is the engine's child, not ours: the engine kills it (its `docker run`
-  // client then exits and is reaped below).
-  if (options_.backend == EnsembleBackend::Docker) docker({"kill", m.container});
+  // A container's process is the engine's child, not ours: the engine kills and removes it (its
+  // `docker run` client then exits and is reaped below).
+  if (options_.backend == EnsembleBackend::Docker) docker_checked({"rm", "-f", m.container});
   ::kill(m.pid, SIGKILL);
   ::waitpid(m.pid, nullptr, 0);
   m.pid = -1;
@@ -319,7 +374,10 @@ void TestingEnsemble::kill(int i) {
 void TestingEnsemble::stop(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
-  if (options_.backend == EnsembleBackend::Docker && m.pid > 0) docker({"stop", "-t", "5", m.container});
+  if (options_.backend == EnsembleBackend::Docker && m.pid > 0) {
+    docker({"stop", "-t", "5", m.container});  // SIGTERM, SIGKILL after 5 s
+    docker_checked({"rm", "-f", m.container});
+  }
   stop_child(m.pid, SIGTERM, 5s);
   m.pid = -1;
   m.paused = false;
@@ -330,7 +388,7 @@ void TestingEnsemble::pause(int i) {
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0) throw std::logic_error("TestingEnsemble::pause: member " + std::to_string(i) + " is not running");
   if (options_.backend == EnsembleBackend::Docker) {
-    docker({"pause", m.container});  // freezes the container's processes (cgroup freezer)
+    docker_checked({"pause", m.container});  // freezes the container's processes (cgroup freezer)
   } else {
     ::kill(m.pid, SIGSTOP);
   }
@@ -341,7 +399,7 @@ void TestingEnsemble::resume(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid > 0 && options_.backend == EnsembleBackend::Docker) {
-    if (m.paused) docker({"unpause", m.container});
+    if (m.paused) docker_checked({"unpause", m.container});
   } else if (m.pid > 0) {
     ::kill(m.pid, SIGCONT);
   }
@@ -372,11 +430,19 @@ void TestingEnsemble::restart(int i) {
 void TestingEnsemble::stop_all() {
   if (options_.backend == EnsembleBackend::Docker) {
     // One `docker rm -f` for all: they go in parallel, paused ones too.
+    // By name, whatever the member's state here: none may outlive the ensemble.
     std::vector<std::string> args{"rm", "-f"};
     for (const Member& m : members_) {
-      if (m.pid > 0) args.push_back(m.container);
+      if (!m.container.empty()) args.push_back(m.container);
     }
     if (args.size() > 2) docker(args);
+    for (int i = 0; i < member_count(); ++i) {
+      Member& m = members_[static_cast<std::size_t>(i)];
+      stop_child(m.pid, SIGKILL, 1s);
+      m.pid = -1;
+      m.paused = false;
+    }
+    return;
   }
   // SIGTERM to all first, so they shut down in parallel.
   for (const Member& m : members_) {

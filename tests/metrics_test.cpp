@@ -131,7 +131,8 @@ TEST(Metrics, TimedOutErrorAndCancelledAcquisitionsAreCountedAsSuch) {
   // under it) and queued behind the holder. The timed-out attempt's node may still be on its way
   // out, so the count of contenders alone does not say the waiter has begun.
   ASSERT_TRUE(eventually([&] {
-    const auto* f = registry->snapshot().find("(other)", LockMode::Exclusive);
+    const auto snapshot = registry->snapshot();
+    const auto* f = snapshot.find("(other)", LockMode::Exclusive);
     return f != nullptr && f->waiting == 1 && held.participants().size() == 2;
   }));
   doomed.reset();

@@ -117,13 +117,18 @@ TEST(TestingKit, DockerBackendMembersAreContainersThatPauseAndDie) {
   }
   Session session(ensemble_session_options(ensemble.connect_string()));
   Mutex mutex(session, "/docker/lock");
-  const int follower = *ensemble.leader() == 0 ? 1 : 0;
+  const int leader = ensemble.wait_for_quorum();
+  const int follower = leader == 0 ? 1 : 0;
   ensemble.pause(follower);
   EXPECT_EQ(docker_output("inspect -f '{{.State.Paused}}' " + tag + "-" + std::to_string(follower + 1)), "true\n");
+  // The frozen container is the member that stopped answering.
+  EXPECT_EQ(four_letter_word(ensemble.client_port(follower), "srvr", 1s), "") << "a paused member answered";
   EXPECT_TRUE(mutex.try_lock_for(20s)) << "two of three members serve";
   mutex.unlock();
   ensemble.resume(follower);
-  ensemble.kill(*ensemble.leader());
+  EXPECT_TRUE(eventually([&] { return !four_letter_word(ensemble.client_port(follower), "srvr", 1s).empty(); }))
+      << "the resumed member does not answer";
+  ensemble.kill(ensemble.wait_for_quorum());
   EXPECT_TRUE(eventually([&] {
     const auto running = docker_output("ps -q --filter name=" + tag);
     return std::count(running.begin(), running.end(), '\n') == 2;
@@ -131,6 +136,16 @@ TEST(TestingKit, DockerBackendMembersAreContainersThatPauseAndDie) {
       << docker_output("ps --filter name=" + tag);
   EXPECT_TRUE(mutex.try_lock_for(30s)) << "no lock after the leader's container was killed";
   mutex.unlock();
+  // Killed members are removed at once, so a restart reuses the name.
+  const int killed = [&] {
+    for (int i = 0; i < 3; ++i) {
+      if (!ensemble.running(i)) return i;
+    }
+    return -1;
+  }();
+  ASSERT_GE(killed, 0);
+  ensemble.restart(killed);
+  EXPECT_TRUE(ensemble.running(killed));
 }
 
 // The fixture's promise, shown failing: run in a child process of this binary (below), this test

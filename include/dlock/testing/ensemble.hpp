@@ -42,6 +42,9 @@
 namespace dlock::testing {
 
 // Where members run.
+//
+// Docker: members carry the label dlock.testing.owner=<the test process's PID>; a new ensemble
+// removes the containers of owners that are gone (a test process killed before its destructors).
 enum class EnsembleBackend {
   // A JVM per member, started from the installed jars (ZooKeeperInstall).
   Process,
@@ -154,8 +157,13 @@ class TestingEnsemble {
     bool paused = false;
     std::string container;  // Docker backend: the container's name
   };
-  // Docker backend: runs `docker <args...>` and waits; its exit code.
-  int docker(const std::vector<std::string>& args) const;
+  // Docker backend: runs `docker <args...>` and waits (at most 60 s, then throws); its exit code,
+  // and its output if `output` is given.
+  int docker(const std::vector<std::string>& args, std::string* output = nullptr) const;
+  // The same; throws, with docker's message, unless it succeeded.
+  void docker_checked(const std::vector<std::string>& args) const;
+  // Removes the containers of ensembles whose test process is gone (label dlock.testing.owner).
+  void remove_orphans() const;
   void configure();
   void start_member(int i);
   void check_index(int i) const;
