@@ -45,10 +45,11 @@ LockHandle::~LockHandle() {
   if (state_) release();
 }
 
-LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline) {
+LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
+                            std::string_view scope_namespace) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
-  auto site = detail::site_of(client, path);
+  auto site = detail::site_of(client, path, scope_namespace);
   auto tracking = client->track_hold();
   auto& cohort = site->cohort(node_kind(mode));
   auto granted = cohort.acquire(deadline);

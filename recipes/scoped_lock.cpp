@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "client.hpp"
-#include "lock_site.hpp"
+#include "deadline.hpp"
 #include "dlock/scope.hpp"
 #include "path.hpp"
 #include "self_wait.hpp"
@@ -105,11 +105,7 @@ std::string LockService::path_for(std::string_view ns, std::string_view key) con
 
 ScopedLock LockService::lock_key(LockMode mode, std::string_view ns, std::string key) const {
   const std::string path = path_for(ns, key);
-  // Pins the path's lock site, made with its namespace as its metrics family, for the
-  // acquisition below to find (a site made by another lock object first keeps its own).
-  const auto& client = detail::SessionAccess::client(*session_);
-  const auto site = client->metrics().enabled() ? detail::site_of(client, path, ns) : nullptr;
-  auto handle = LockHandle::try_acquire_for(*session_, path, timeout_, mode);
+  auto handle = LockHandle::take(*session_, path, mode, detail::Deadline::in(timeout_), ns);
   if (!handle) {
     const std::string waited = std::string("timed out after ") + std::to_string(timeout_.count()) +
                                " ms waiting for the " + detail::describe(mode) + " on " + path + " (key " + key + ")";

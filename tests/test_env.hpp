@@ -24,6 +24,15 @@ inline SessionOptions session_options(std::chrono::milliseconds session_timeout 
   return {.connect = zk_connect(), .session_timeout = session_timeout, .connect_timeout = std::chrono::seconds(10)};
 }
 
+// session_options() with the connect string of `proxy` (a FaultProxy, or anything with a
+// connect_string()) instead of the suite's server.
+template <class Proxy>
+SessionOptions session_options_via(const Proxy& proxy, std::chrono::milliseconds session_timeout = std::chrono::seconds(4)) {
+  auto options = session_options(session_timeout);
+  options.connect = proxy.connect_string();
+  return options;
+}
+
 // expire_until_lost (raw_zk.hpp) against the suite's server.
 bool expire_until_lost(Session& session);
 

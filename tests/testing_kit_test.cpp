@@ -80,9 +80,7 @@ TEST(TestingKit, ARestartedServerServesTheSamePortAndTheSessionSurvives) {
 
 TEST(TestingKit, TheNamedCreateOpcodeIsTheOneDlockSends) {
   FaultProxy proxy(zk_server().port());
-  auto options = session_options();
-  options.connect = proxy.connect_string();
-  Session session(options);
+  Session session(session_options_via(proxy));
   proxy.drop_reply_to_request(op::create);
   Mutex mutex(session, test_root());
   mutex.lock();  // the node's create is applied, its reply lost: dlock recovers
@@ -170,9 +168,7 @@ TEST(TestingKit, TheFixtureFailsATestThatLeavesALockNodeBehind) {
 
 TEST(TestingKit, ACutOffDropsTheConnectionAndRefusesNewOnesUntilHealed) {
   FaultProxy proxy(zk_server().port());
-  auto options = session_options(4s);
-  options.connect = proxy.connect_string();
-  Session session(options);
+  Session session(session_options_via(proxy, 4s));
   proxy.cut_off();
   ASSERT_TRUE(eventually([&] { return session.state() == SessionState::Suspended; })) << "still connected";
   std::this_thread::sleep_for(1s);
@@ -184,9 +180,7 @@ TEST(TestingKit, ACutOffDropsTheConnectionAndRefusesNewOnesUntilHealed) {
 
 TEST(TestingKit, ADelayedRequestIsAnsweredNoSoonerThanTheDelay) {
   FaultProxy proxy(zk_server().port());
-  auto options = session_options();
-  options.connect = proxy.connect_string();
-  Session session(options);
+  Session session(session_options_via(proxy));
   Mutex mutex(session, test_root());
   proxy.delay_request(ZOO_GETCHILDREN_OP, 300ms);
   const auto start = std::chrono::steady_clock::now();

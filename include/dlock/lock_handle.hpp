@@ -36,12 +36,15 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include "dlock/error.hpp"
 #include "dlock/lock_mode.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock {
+
+class LockService;
 
 namespace detail {
 struct LockSite;
@@ -88,8 +91,11 @@ class LockHandle {
  private:
   struct State;
   explicit LockHandle(std::unique_ptr<State> state) noexcept;
-  // acquire and try_acquire_for: empty once `deadline` passed.
-  static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline);
+  friend class LockService;
+  // acquire and try_acquire_for, and LockService's guards (`scope_namespace`: the lock's metrics
+  // family unless a declared prefix covers it): empty once `deadline` passed.
+  static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
+                         std::string_view scope_namespace = {});
   std::unique_ptr<State> state_;
 };
 
