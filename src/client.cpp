@@ -760,8 +760,14 @@ void Client::on_session_event(int zk_state, std::uint64_t generation) {
   } else if (zk_state == ZOO_EXPIRED_SESSION_STATE) {
     on_session_expired();
   } else if (zk_state == ZOO_AUTH_FAILED_STATE) {
-    // The handle is done for (the server refused a credential). Like an expiry: Lost, and a new
-    // session if renewals are on (the constructor reports it instead: await_credentials).
+    // The handle is done for (the server refused a credential). Recorded before the state moves:
+    // the constructor, woken by that move, must see a refusal, not a time-out, even when this
+    // event comes before the auth reply (seen once in a fresh-clone run). Then like an expiry:
+    // Lost, and a new session if renewals are on (the constructor reports it: await_credentials).
+    {
+      std::lock_guard lock(state_mutex_);
+      auth_refused_ = true;
+    }
     on_session_expired();
   } else if (state() == SessionState::Connected) {
     set_state(SessionState::Suspended);
