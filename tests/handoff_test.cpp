@@ -103,16 +103,21 @@ TEST(HandOff, TokensStrictlyIncreaseAcrossLocalPassesAndAcrossClients) {
 TEST(HandOff, NegativeControlUnscaledPassTokensOvertakeTheNextClient) {
   // czxid + pass (the trap): a pass's token exceeds that of a client that queued meanwhile.
   ScopedHook trap(detail::test_hooks::handoff_unscaled_tokens);
-  Session a(session_options()), b(session_options());
+  // B's czxid exceeds A's by the writes in between (other tests' sessions closing in the
+  // background among them: once more than seven, which seven passes did not outrun): 40 passes,
+  // all allowed, do.
+  constexpr int kWaiters = 40;
+  auto a_options = session_options();
+  a_options.handoff.max_passes = 64;
+  a_options.handoff.max_time = 30s;
+  Session a(a_options), b(session_options());
   Mutex first(a, test_root());
   std::vector<std::int64_t> tokens;
   std::mutex record;
   first.lock();
-  // Seven more threads of A wait locally (all passed: max_passes is 8); B queues behind A's node.
-  // B's czxid exceeds A's by the writes in between (other tests' closing sessions among them):
-  // seven passes outrun a few.
+  // More threads of A wait locally (all passed); B queues behind A's node.
   std::vector<std::thread> workers;
-  for (int t = 0; t < 7; ++t) {
+  for (int t = 0; t < kWaiters; ++t) {
     workers.emplace_back([&] {
       Mutex mutex(a, test_root());
       std::scoped_lock guard(mutex);
@@ -120,7 +125,7 @@ TEST(HandOff, NegativeControlUnscaledPassTokensOvertakeTheNextClient) {
       tokens.push_back(mutex.fencing_token());
     });
   }
-  ASSERT_TRUE(eventually([&] { return first.local_waiters() == 7; }));
+  ASSERT_TRUE(eventually([&] { return first.local_waiters() == kWaiters; }));
   auto other = std::async(std::launch::async, [&] {
     Mutex mutex(b, test_root());
     std::scoped_lock guard(mutex);
