@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 #include "counter_worker.hpp"
 #include "dlock/testing/server.hpp"
 

@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "child_process.hpp"
-#include "postgres_server.hpp"
+#include "dlock/testing/process.hpp"
+#include "dlock/testing/postgres.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 

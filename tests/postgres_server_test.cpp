@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "postgres_server.hpp"
+#include "dlock/testing/postgres.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -55,7 +55,7 @@ TEST(PostgresServer, StartsAnswersSqlAndLeavesNothingBehind) {
       EXPECT_NE(std::string(e.what()).find("relation \"no_such_table\" does not exist"), std::string::npos) << e.what();
     }
     try {
-      pg.query_int("SELECT owner FROM accounts LIMIT 1");
+      (void)pg.query_int("SELECT owner FROM accounts LIMIT 1");
       ADD_FAILURE() << "no exception";
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find("not an integer"), std::string::npos) << e.what();

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 #include "counter_worker.hpp"
 #include "dlock/dlock.hpp"
 #include "raw_zk.hpp"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 
 namespace dlock::testing {
 namespace {

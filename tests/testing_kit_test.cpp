@@ -19,7 +19,7 @@
 #include "dlock/testing/leftovers.hpp"
 #include "dlock/testing/gtest.hpp"
 #include "dlock/testing/server.hpp"
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {

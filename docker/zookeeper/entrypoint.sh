@@ -5,6 +5,7 @@
 #   ZOO_TICK_TIME (2000), ZOO_4LW_COMMANDS_WHITELIST (srvr), ZOO_ADMINSERVER_ENABLED (false),
 #   ZOO_INIT_LIMIT (10), ZOO_SYNC_LIMIT (5), ZOO_CLIENT_PORT (2181, or this member's ";client" part)
 #   ZOO_CONTAINER_CHECK_MS (60000: how often empty container nodes are reaped)
+#   ZOO_CFG_EXTRA  more "key=value" lines for zoo.cfg, space-separated (clientPortAddress=127.0.0.1)
 set -euo pipefail
 client_port=${ZOO_CLIENT_PORT:-2181}
 if [ -n "${ZOO_MY_ID:-}" ]; then
@@ -25,6 +26,7 @@ fi
   echo "4lw.commands.whitelist=${ZOO_4LW_COMMANDS_WHITELIST:-srvr}"
   echo "admin.enableServer=${ZOO_ADMINSERVER_ENABLED:-false}"
   for entry in ${ZOO_SERVERS:-}; do echo "$entry"; done
+  for entry in ${ZOO_CFG_EXTRA:-}; do echo "$entry"; done
 } >/conf/zoo.cfg
 echo "$client_port" >/conf/client_port
 main=org.apache.zookeeper.server.ZooKeeperServerMain

@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 #include "instance.hpp"
 #include "options.hpp"
 #include "pg_connection.hpp"
-#include "postgres_server.hpp"
+#include "dlock/testing/postgres.hpp"
 #include "prize_pool.hpp"
 #include "variant.hpp"
 #include "dlock/testing/server.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 #include "counter_worker.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "raw_zk.hpp"

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 #include "dlock/session.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/hold_log.hpp"

@@ -1,4 +1,4 @@
-#include "child_process.hpp"
+#include "dlock/testing/process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -99,6 +99,10 @@ int ChildProcess::wait() {
 void ChildProcess::kill(int signal) {
   if (pid_ > 0) ::kill(pid_, signal);
 }
+
+void ChildProcess::pause() { kill(SIGSTOP); }
+
+void ChildProcess::resume() { kill(SIGCONT); }
 
 std::string executable_dir() {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();

@@ -1,59 +1,48 @@
-#include "postgres_server.hpp"
+#include "dlock/testing/postgres.hpp"
 
-#include <libpq-fe.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
-#include <memory>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "dlock/testing/server.hpp"  // make_temp_dir
 #include "loopback.hpp"
 #include "spawn.hpp"
-#include "dlock/testing/server.hpp"  // make_temp_dir
 
 namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-struct ConnCloser {
-  void operator()(PGconn* conn) const { PQfinish(conn); }
-};
-struct ResultClearer {
-  void operator()(PGresult* result) const { PQclear(result); }
-};
-using Conn = std::unique_ptr<PGconn, ConnCloser>;
-using Result = std::unique_ptr<PGresult, ResultClearer>;
-
 std::string trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
 }
 
-Conn connect(const std::string& conninfo) {
-  Conn conn(PQconnectdb(conninfo.c_str()));
-  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
-    throw std::runtime_error("PostgreSQL: cannot connect (" + conninfo +
-                             "): " + trimmed(conn ? PQerrorMessage(conn.get()) : "out of memory"));
-  }
-  return conn;
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
-Result run(const std::string& conninfo, const std::string& sql) {
-  const Conn conn = connect(conninfo);
-  Result result(PQexec(conn.get(), sql.c_str()));
-  const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    throw std::runtime_error("PostgreSQL: " +
-                             trimmed(result ? PQresultErrorMessage(result.get()) : PQerrorMessage(conn.get())) +
-                             " (in: " + sql + ")");
+SpawnOptions as_server_owner(const std::string& dir, const std::string& log_name, bool drop, uid_t uid, gid_t gid) {
+  SpawnOptions options;
+  options.log_file = dir + "/" + log_name;
+  options.working_dir = dir;
+  if (drop) {
+    options.uid = uid;
+    options.gid = gid;
   }
-  return result;
+  return options;
 }
 
 }  // namespace
@@ -86,7 +75,7 @@ PostgresServer::PostgresServer(PostgresOptions options) : options_(options) {
     if (drop_privileges_ && (::chown(dir_.c_str(), uid_, gid_) != 0 || ::chown(socket_dir.c_str(), uid_, gid_) != 0)) {
       throw std::runtime_error("cannot give " + dir_ + " to the postgres user");
     }
-    SpawnOptions as_owner = spawn_options("initdb.log");
+    SpawnOptions as_owner = as_server_owner(dir_, "initdb.log", drop_privileges_, uid_, gid_);
     const pid_t initdb = spawn_child({bin + "/initdb", "-D", dir_ + "/data", "-U", user_, "--auth=trust", "-E", "UTF8",
                                       "--no-locale", "--no-sync", "--no-instructions"},
                                      as_owner);
@@ -122,30 +111,19 @@ std::string PostgresServer::conninfo() const {
   return "host=127.0.0.1 port=" + std::to_string(port_) + " dbname=postgres user=" + user_;
 }
 
-SpawnOptions PostgresServer::spawn_options(const std::string& log_name) const {
-  SpawnOptions options;
-  options.log_file = dir_ + "/" + log_name;
-  options.working_dir = dir_;
-  if (drop_privileges_) {
-    options.uid = uid_;
-    options.gid = gid_;
-  }
-  return options;
-}
-
 void PostgresServer::start_once() {
   port_ = free_port();
   const std::string bin = kPostgresBin;
-  SpawnOptions as_owner = spawn_options("postgres.log");
+  SpawnOptions as_owner = as_server_owner(dir_, "postgres.log", drop_privileges_, uid_, gid_);
   as_owner.own_process_group = true;
   pid_ = spawn_child({bin + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-c",
                       "listen_addresses=127.0.0.1", "-k", dir_ + "/socket", "-c", options_.fsync ? "fsync=on" : "fsync=off", "-c",
                       "max_connections=" + std::to_string(options_.max_connections)},
                      as_owner);
-  const std::string ping = conninfo() + " connect_timeout=2";
   const auto give_up = std::chrono::steady_clock::now() + options_.start_timeout;
   while (std::chrono::steady_clock::now() < give_up) {
-    if (PQping(ping.c_str()) == PQPING_OK) return;
+    const pid_t ping = spawn_child({bin + "/pg_isready", "-q", "-h", "127.0.0.1", "-p", std::to_string(port_), "-t", "2"});
+    if (wait_child(ping) == 0) return;
     if (reap_if_exited(pid_)) {
       pid_ = -1;
       throw std::runtime_error("postgres exited during start-up: " + file_tail(as_owner.log_file));
@@ -162,21 +140,42 @@ void PostgresServer::stop() {
   pid_ = -1;
 }
 
-void PostgresServer::execute(const std::string& sql) const { run(conninfo(), sql); }
+std::string PostgresServer::psql(const std::string& sql) const {
+  // Output and errors in files of their own (several threads may query at once).
+  static std::atomic<unsigned> next{0};
+  const std::string base = dir_ + "/psql-" + std::to_string(::getpid()) + "-" + std::to_string(next++);
+  SpawnOptions options;
+  options.log_file = base + ".err";
+  const pid_t pid = spawn_child({std::string(kPostgresBin) + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                                 "-h", "127.0.0.1", "-p", std::to_string(port_), "-U", user_, "-d", "postgres", "-o",
+                                 base + ".out", "-c", sql},
+                                options);
+  const int rc = wait_child(pid);
+  std::string output = read_file(base + ".out");
+  const std::string errors = trimmed(read_file(base + ".err"));
+  std::error_code ignored;
+  std::filesystem::remove(base + ".out", ignored);
+  std::filesystem::remove(base + ".err", ignored);
+  if (rc != 0) {
+    throw std::runtime_error("PostgreSQL: " + (errors.empty() ? "psql exited with " + std::to_string(rc) : errors) +
+                             " (in: " + sql + ")");
+  }
+  return output;
+}
+
+void PostgresServer::execute(const std::string& sql) const { (void)psql(sql); }
 
 std::int64_t PostgresServer::query_int(const std::string& sql) const {
-  const Result result = run(conninfo(), sql);
-  if (PQntuples(result.get()) < 1 || PQnfields(result.get()) < 1 || PQgetisnull(result.get(), 0, 0)) {
-    throw std::runtime_error("PostgreSQL: no value returned by: " + sql);
-  }
-  const char* text = PQgetvalue(result.get(), 0, 0);
+  const std::string output = psql(sql);
+  const std::string text = trimmed(output.substr(0, output.find('\n')));
+  if (text.empty()) throw std::runtime_error("PostgreSQL: no value returned by: " + sql);
   try {
     std::size_t used = 0;
     const long long value = std::stoll(text, &used);
-    if (text[used] != '\0') throw std::invalid_argument(text);
+    if (used != text.size()) throw std::invalid_argument(text);
     return value;
   } catch (const std::logic_error&) {
-    throw std::runtime_error(std::string("PostgreSQL: not an integer: '") + text + "' from: " + sql);
+    throw std::runtime_error("PostgreSQL: not an integer: '" + text + "' from: " + sql);
   }
 }
 
