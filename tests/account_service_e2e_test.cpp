@@ -11,10 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <filesystem>
@@ -31,15 +27,14 @@
 
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/postgres.hpp"
+#include "http_exchange.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = boost::beast::http;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
@@ -54,44 +49,6 @@ constexpr std::int64_t kFirstUid = 1001;
 constexpr auto kDelayBeforeCommit = 100ms;
 
 std::string service_binary() { return executable_dir() + "/../examples/account_service/account_service"; }
-
-struct HttpReply {
-  int status = 0;  // 0 when the exchange failed
-  std::string body;
-  std::string error;  // what failed, when it did
-};
-
-// One request on a fresh connection, with one deadline for connect, write and read. (Beast's
-// tcp_stream deadlines apply to asynchronous operations, hence the private io_context.)
-HttpReply exchange(int port, http::verb verb, const std::string& target, const std::string& body,
-                   std::chrono::seconds timeout = 60s) {
-  asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  http::request<http::string_body> request(verb, target, 11);
-  request.set(http::field::host, "127.0.0.1:" + std::to_string(port));
-  request.set(http::field::content_type, "application/json");
-  request.keep_alive(false);
-  request.body() = body;
-  request.prepare_payload();
-  beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  HttpReply reply;
-  stream.expires_after(timeout);
-  const asio::ip::tcp::endpoint endpoint(asio::ip::address_v4::loopback(), static_cast<unsigned short>(port));
-  stream.async_connect(endpoint, [&](beast::error_code ec) {
-    if (ec) return void(reply.error = "connect: " + ec.message());
-    http::async_write(stream, request, [&](beast::error_code ec, std::size_t) {
-      if (ec) return void(reply.error = "write: " + ec.message());
-      http::async_read(stream, buffer, response, [&](beast::error_code ec, std::size_t) {
-        if (ec) return void(reply.error = "read: " + ec.message());
-        reply.status = response.result_int();
-        reply.body = response.body();
-      });
-    });
-  });
-  ioc.run();
-  return reply;
-}
 
 // SIGTERM, then the exit status once the child closed its stdout (it exits), or -1 (and SIGKILL)
 // if it is still running after `grace`.
@@ -184,7 +141,7 @@ class AccountServiceE2E : public ::testing::Test {
       ports.push_back(std::stoi(line->substr(10)));
     }
     for (int port : ports) {
-      const auto health = exchange(port, http::verb::get, "/health", "");
+      const auto health = http_exchange(port, http::verb::get, "/health", "");
       EXPECT_EQ(health.status, 200) << health.error << health.body;
     }
 
@@ -204,7 +161,7 @@ class AccountServiceE2E : public ::testing::Test {
         start.arrive_and_wait();
         for (std::size_t i = next++; i < result.logins.size(); i = next++) {
           auto& login = result.logins[i];
-          login.reply = exchange(ports[static_cast<std::size_t>(login.instance)], http::verb::post, "/login",
+          login.reply = http_exchange(ports[static_cast<std::size_t>(login.instance)], http::verb::post, "/login",
                                  json{{"uid", login.uid}}.dump());
         }
       });
@@ -215,7 +172,7 @@ class AccountServiceE2E : public ::testing::Test {
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 
     for (int port : ports) {
-      const auto page = exchange(port, http::verb::get, "/metrics", "");
+      const auto page = http_exchange(port, http::verb::get, "/metrics", "");
       result.metrics_served = result.metrics_served && page.status == 200 &&
                               page.body.find("# TYPE dlock_lock_acquisitions_total counter") != std::string::npos;
       result.login_locks_granted += sample_value(
