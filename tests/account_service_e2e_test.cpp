@@ -27,7 +27,7 @@
 
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/postgres.hpp"
-#include "http_exchange.hpp"
+#include "http_client.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 
@@ -35,6 +35,8 @@ namespace dlock::testing {
 namespace {
 
 namespace http = boost::beast::http;
+using account_service::http_exchange;
+using account_service::HttpReply;
 using namespace std::chrono_literals;
 using nlohmann::json;
 

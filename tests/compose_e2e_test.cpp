@@ -35,7 +35,7 @@
 #include "dlock/testing/leftovers.hpp"
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/server.hpp"
-#include "http_exchange.hpp"
+#include "http_client.hpp"
 #include "loopback.hpp"
 #include "spawn.hpp"
 
@@ -43,6 +43,8 @@ namespace dlock::testing {
 namespace {
 
 namespace http = boost::beast::http;
+using account_service::http_exchange;
+using account_service::HttpReply;
 using namespace std::chrono_literals;
 using nlohmann::json;
 

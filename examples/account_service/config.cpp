@@ -67,6 +67,17 @@ const std::vector<Option>& options() {
        [](Config& c, auto w, auto v) {
          c.delay_before_commit = std::chrono::milliseconds(parse_integer(w, v, 0, 60000));
        }},
+      {"--fencing", "FENCING",
+       [](Config& c, auto w, auto v) {
+         if (v != "on" && v != "off") {
+           throw std::invalid_argument(std::string(w) + ": expected on or off, got \"" + std::string(v) + "\"");
+         }
+         c.fencing = v == "on";
+       }},
+      {"--session-timeout-ms", "DLOCK_SESSION_TIMEOUT_MS",
+       [](Config& c, auto w, auto v) {
+         c.session_timeout = std::chrono::milliseconds(parse_integer(w, v, 1000, 600000));
+       }},
       {"--threads", "WORKER_THREADS",
        [](Config& c, auto w, auto v) { c.threads = static_cast<int>(parse_integer(w, v, 1, 256)); }},
   };
@@ -123,6 +134,8 @@ Options (each also read from the environment variable in brackets; a flag wins):
   --lock-release MODE          [LOCK_RELEASE]    after-commit (default), before-commit or none
   --lock-timeout-ms N          [LOCK_TIMEOUT_MS] longest wait for a lock, then 503 (default 10000)
   --delay-before-commit-ms N   [DELAY_BEFORE_COMMIT_MS] debug: sleep between handler and COMMIT (default 0)
+  --fencing on|off             [FENCING]         after-commit: fence writes with the lock's token (default on)
+  --session-timeout-ms N       [DLOCK_SESSION_TIMEOUT_MS] ZooKeeper session timeout (default 10000)
   --threads N                  [WORKER_THREADS]  worker threads, one database connection each (default 8)
 
 Prints "LISTENING <port>" on stdout once it serves. SIGINT/SIGTERM stop it.

@@ -11,6 +11,11 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
   switch (mode_) {
     case LockRelease::after_commit: {  // the fix: released by tx's completion hook, after COMMIT
       DLOCK_SCOPE_AS(lock, locks_.bound_to(tx), "login", req);
+      // First, before reading: see store::fence for why the order matters.
+      if (fencing_ && !store::fence(tx, "login/" + std::to_string(*req.uid), lock.fencing_token())) {
+        throw StaleLock("a newer holder of the lock on uid " + std::to_string(*req.uid) +
+                        " has written; nothing was written under this one, retry");
+      }
       return login_by_uid(req, tx, &lock);
     }
     case LockRelease::before_commit: {  // the story's bug: released right here, before COMMIT

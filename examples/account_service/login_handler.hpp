@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 
@@ -30,13 +31,24 @@ struct LoginResult {
   std::stop_token lock_lost{};
 };
 
+// A newer holder of the uid's lock has written already (this one's lock was taken over while it
+// stalled): nothing may be written under the old one. The transaction must roll back; a retry
+// takes the lock again.
+class StaleLock : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class LoginHandler {
  public:
-  LoginHandler(const dlock::LockService& locks, LockRelease mode, std::string instance)
-      : locks_(locks), mode_(mode), instance_(std::move(instance)) {}
+  // `fencing`: with LockRelease::after_commit, fence every write with the lock's token in the
+  // database (store::fence), so a stalled instance that lost its lock cannot write after the next
+  // holder. Ignored in the other modes, which exist to show the bugs.
+  LoginHandler(const dlock::LockService& locks, LockRelease mode, std::string instance, bool fencing = true)
+      : locks_(locks), mode_(mode), instance_(std::move(instance)), fencing_(fencing) {}
 
   // Runs inside the caller's transaction, which the caller commits after this returns (as a
-  // framework's @Transactional would). Throws dlock::LockTimeout, dlock::Error, PgError.
+  // framework's @Transactional would). Throws dlock::LockTimeout, dlock::Error, PgError, StaleLock.
   LoginResult login(const LoginRequest& req, PgTransaction& tx) const;
 
  private:
@@ -45,6 +57,7 @@ class LoginHandler {
   dlock::LockService locks_;
   LockRelease mode_;
   std::string instance_;
+  bool fencing_;
 };
 
 }  // namespace account_service

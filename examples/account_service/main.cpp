@@ -48,7 +48,7 @@ void create_schema(PgConnection& db, const dlock::LockService& locks) {
 int run(const Config& config) {
   // Lock metrics for GET /metrics; the families are the DLOCK_SCOPE namespaces ("login", "schema").
   const auto metrics = std::make_shared<dlock::MetricsRegistry>();
-  dlock::Session session({.connect = config.zk, .metrics = {.sink = metrics}});
+  dlock::Session session({.connect = config.zk, .session_timeout = config.session_timeout, .metrics = {.sink = metrics}});
   const dlock::LockService locks(session, config.lock_base, config.lock_timeout);
 
   // Every connection is opened before serving, so a wrong --db fails the start, not a request.
@@ -59,7 +59,7 @@ int run(const Config& config) {
   asio::io_context ioc(config.threads);
   HttpServer server(ioc, config.bind, config.port);
   const std::string instance = config.instance.empty() ? default_instance(server.port()) : config.instance;
-  const LoginHandler login(locks, config.lock_release, instance);
+  const LoginHandler login(locks, config.lock_release, instance, config.fencing);
   const Routes routes(session, *metrics, login,
                       {.instance = instance,
                        .lock_release = config.lock_release,

@@ -70,6 +70,17 @@ HttpResponse Routes::handle(const HttpRequest& request) const {
   return error_response(request, http::status::not_found, "no such resource: POST /login, GET /health, GET /metrics");
 }
 
+namespace {
+
+// 503 with Retry-After: nothing was written, and the same request may succeed in a moment.
+HttpResponse retry_later(const HttpRequest& request, const std::string& why) {
+  auto response = error_response(request, http::status::service_unavailable, why);
+  response.set(http::field::retry_after, "1");
+  return response;
+}
+
+}  // namespace
+
 HttpResponse Routes::login(const HttpRequest& request) const {
   std::string error;
   const auto req = parse_login(request.body(), error);
@@ -85,10 +96,7 @@ HttpResponse Routes::login(const HttpRequest& request) const {
     // instance's by now: what was decided under it must not be committed.
     if (result.lock_lost.stop_requested()) {
       tx.rollback();
-      auto response = error_response(request, http::status::service_unavailable,
-                                     "the lock on this uid was lost before the commit; nothing was written, retry");
-      response.set(http::field::retry_after, "1");
-      return response;
+      return retry_later(request, "the lock on this uid was lost before the commit; nothing was written, retry");
     }
     tx.commit();
     json body{{"uid", result.uid},
@@ -100,13 +108,18 @@ HttpResponse Routes::login(const HttpRequest& request) const {
               {"lock_release", std::string(to_string(options_.lock_release))}};
     if (result.fencing_token) body["fencing_token"] = *result.fencing_token;
     return json_response(request, http::status::ok, body.dump());
+  } catch (const StaleLock& e) {
+    // This instance stalled while holding the lock and another took it over.
+    return retry_later(request, e.what());
   } catch (const dlock::LockTimeout& e) {
-    // Another login of this uid holds the lock for too long; the client may retry.
-    auto response = error_response(request, http::status::service_unavailable, e.what());
-    response.set(http::field::retry_after, "1");
-    return response;
+    // Another login of this uid holds the lock for too long.
+    return retry_later(request, e.what());
+  } catch (const dlock::LockLost& e) {
+    // The lock, or the session it needed, was lost (a connection drop, an expiry): nothing was
+    // written, and the session renews itself.
+    return retry_later(request, e.what());
   } catch (const std::exception& e) {
-    // PgError, dlock::LockLost, ...: the transaction rolled back (its destructor ran) and its
+    // PgError, dlock::Error, ...: the transaction rolled back (its destructor ran) and its
     // locks are released.
     std::cerr << "account_service[" << options_.instance << "]: login of uid " << *req->uid << " failed: " << e.what()
               << std::endl;

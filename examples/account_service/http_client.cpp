@@ -1,11 +1,11 @@
-#include "http_exchange.hpp"
+#include "http_client.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-namespace dlock::testing {
+namespace account_service {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -42,4 +42,4 @@ HttpReply http_exchange(int port, http::verb verb, const std::string& target, co
   return reply;
 }
 
-}  // namespace dlock::testing
+}  // namespace account_service

@@ -1,11 +1,12 @@
-// Test support: one HTTP/1.1 request to a service on 127.0.0.1, on a fresh connection.
+// A client for the account service's tests: one HTTP/1.1 request to a service on 127.0.0.1, on a
+// fresh connection.
 #pragma once
 
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <string>
 
-namespace dlock::testing {
+namespace account_service {
 
 struct HttpReply {
   int status = 0;  // 0 when the exchange failed
@@ -17,4 +18,4 @@ struct HttpReply {
 HttpReply http_exchange(int port, boost::beast::http::verb verb, const std::string& target, const std::string& body,
                         std::chrono::seconds timeout = std::chrono::seconds(60));
 
-}  // namespace dlock::testing
+}  // namespace account_service
