@@ -35,14 +35,15 @@ void create_schema(PgTransaction& tx) {
   tx.exec("CREATE INDEX IF NOT EXISTS app_account_uid ON app_account (uid)");
 }
 
-bool fence(PgTransaction& tx, const std::string& key, std::int64_t token) {
-  // Inserts the key, or raises its token; a newer token already there leaves the row as it is and
-  // the statement reports "INSERT 0 0".
-  return tx
-             .exec("INSERT INTO lock_fence (key, token) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
-                   "SET token = EXCLUDED.token WHERE lock_fence.token < EXCLUDED.token",
-                   {key, std::to_string(token)})
-             .command_status() == "INSERT 0 1";
+std::optional<std::int64_t> fence(PgTransaction& tx, const std::string& key, std::int64_t token) {
+  // Inserts the key, or raises its token (or keeps it: the same hold); a newer token already there
+  // leaves the row as it is, and the statement returns no row.
+  const auto written = tx.exec(
+      "INSERT INTO lock_fence (key, token) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
+      "SET token = EXCLUDED.token WHERE lock_fence.token <= EXCLUDED.token RETURNING token",
+      {key, std::to_string(token)});
+  if (written.rows() == 1) return std::nullopt;
+  return first_id(tx.exec("SELECT token FROM lock_fence WHERE key = $1", {key}));
 }
 
 std::optional<std::int64_t> find_user(PgTransaction& tx, std::int64_t uid) {

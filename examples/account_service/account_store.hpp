@@ -25,13 +25,15 @@ namespace account_service::store {
 // (main.cpp holds a dlock lock bound to the transaction).
 void create_schema(PgTransaction& tx);
 
-// The database's half of fencing: records `token` as the newest for `key` and returns true, or
-// returns false (nothing changed) when a newer token has written already. Call it first in the
-// transaction: its row stays locked until COMMIT, so a holder whose lock was taken over while it
+// The database's half of fencing: records `token` as the newest for `key` (or finds it there
+// already: the same hold writing again) and returns nullopt; or, when a newer token has written
+// already, changes nothing and returns that token. Call it first in the transaction (READ
+// COMMITTED): its row stays locked until COMMIT, so a holder whose lock was taken over while it
 // stalled either is refused here, or has fenced before the newer holder and makes that holder
 // wait here until it commits (the newer holder then reads what it wrote). Either way two holders
-// never both decide on what they read.
-bool fence(PgTransaction& tx, const std::string& key, std::int64_t token);
+// never both decide on what they read. Tokens are only comparable within one ZooKeeper ensemble's
+// history: empty lock_fence when the ensemble is replaced by a new one (zxids start over).
+std::optional<std::int64_t> fence(PgTransaction& tx, const std::string& key, std::int64_t token);
 
 // The oldest row for uid (the lowest id), if any.
 std::optional<std::int64_t> find_user(PgTransaction& tx, std::int64_t uid);

@@ -133,7 +133,7 @@ Options (each also read from the environment variable in brackets; a flag wins):
   --lock-base PATH             [DLOCK_LOCK_BASE] ZooKeeper path of the locks (default /locks/account_service)
   --lock-release MODE          [LOCK_RELEASE]    after-commit (default), before-commit or none
   --lock-timeout-ms N          [LOCK_TIMEOUT_MS] longest wait for a lock, then 503 (default 10000)
-  --delay-before-commit-ms N   [DELAY_BEFORE_COMMIT_MS] debug: sleep between handler and COMMIT (default 0)
+  --delay-before-commit-ms N   [DELAY_BEFORE_COMMIT_MS] debug: sleep right before COMMIT (default 0)
   --fencing on|off             [FENCING]         after-commit: fence writes with the lock's token (default on)
   --session-timeout-ms N       [DLOCK_SESSION_TIMEOUT_MS] ZooKeeper session timeout (default 10000)
   --threads N                  [WORKER_THREADS]  worker threads, one database connection each (default 8)

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -40,9 +41,8 @@ using nlohmann::json;
 
 constexpr int kUids = 24;
 constexpr int kLoginsPerUid = 6;
-// The session of each instance; the stall is longer than that and a leader election together.
+// The session of each instance (the stall outlasts it and a leader election together).
 constexpr auto kSessionTimeout = 4s;
-constexpr auto kStall = kSessionTimeout + 5s;
 
 struct Instance {
   ChildProcess process;
@@ -64,24 +64,30 @@ class AccountServiceUnderFaults : public ::testing::Test {
     delete zookeeper_;
   }
 
-  // Three instances on a fresh schema; the handler sleeps 100 ms before COMMIT, so that a stall
+  // Three instances on a fresh schema; the handler sleeps 300 ms before COMMIT, so that a stall
   // lands while it holds locks with uncommitted inserts.
   std::vector<Instance> start_instances(const std::string& schema, const std::string& fencing) {
     postgres_->execute("CREATE SCHEMA " + schema);
+    const std::string db = postgres_->conninfo() + " options='-c search_path=" + schema + "'";
+    const std::string lock_base = "/" + schema;
+    const std::string session_ms = std::to_string(std::chrono::milliseconds(kSessionTimeout).count());
     std::vector<Instance> instances;
     for (int i = 1; i <= 3; ++i) {
+      std::string name = "i";
+      name += std::to_string(i);
       instances.push_back({ChildProcess({dlock::testing::executable_dir() + "/account_service", "--bind", "127.0.0.1",
-                                         "--port", "0", "--zk", zookeeper_->connect_string(), "--db",
-                                         postgres_->conninfo() + " options='-c search_path=" + schema + "'",
-                                         "--instance", "i" + std::to_string(i), "--lock-base", "/" + schema,
-                                         "--fencing", fencing, "--delay-before-commit-ms", "100",
-                                         "--lock-timeout-ms", "60000", "--session-timeout-ms",
-                                         std::to_string(std::chrono::milliseconds(kSessionTimeout).count())}),
+                                         "--port", "0", "--zk", zookeeper_->connect_string(), "--db", db,
+                                         "--instance", name, "--lock-base", lock_base, "--fencing", fencing,
+                                         "--delay-before-commit-ms", "300", "--lock-timeout-ms", "60000",
+                                         "--session-timeout-ms", session_ms}),
                            0});
     }
     for (auto& instance : instances) {
       const auto line = instance.process.read_line(60s);  // "LISTENING <port>"
-      if (!line || line->rfind("LISTENING ", 0) != 0) throw std::runtime_error("an instance did not start");
+      if (!line || line->rfind("LISTENING ", 0) != 0) {
+        throw std::runtime_error("instance pid " + std::to_string(instance.process.pid()) +
+                                 " did not start: its first line was \"" + line.value_or("(none within 60 s)") + "\"");
+      }
       instance.port = std::stoi(line->substr(10));
     }
     return instances;
@@ -103,13 +109,30 @@ class AccountServiceUnderFaults : public ::testing::Test {
     std::int64_t users = 0, distinct_users = 0, accounts = 0, distinct_accounts = 0;
     int not_ok = 0;                       // logins that never got a 200
     std::vector<std::string> lock_nodes;  // left on ZooKeeper afterwards
+    std::vector<int> exit_codes;          // of the instances, stopped with SIGTERM
+    int stalled_holds = 0;                // locks instance 1 held when it stalled
+    double stall = 0;                     // seconds
   };
 
-  // The burst: instance 1 takes the first login of the first 8 uids and stalls 50 ms later (inside
-  // those logins); the ZooKeeper leader is killed; every login then goes to all three instances
-  // (those sent to the stalled one wait for it); the stall ends after kStall.
+  // Whatever happens (an assertion, an exception): the stalled instance goes on before the
+  // clients are joined (they wait for it), and a killed member comes back for the next test.
+  struct FaultsUndone {
+    ChildProcess& stalled;
+    ~FaultsUndone() {
+      stalled.resume();
+      for (int i = 0; i < zookeeper_->member_count(); ++i) {
+        if (!zookeeper_->running(i)) zookeeper_->restart(i);
+      }
+    }
+  };
+
+  // The burst: instance 1 takes the first login of the first 8 uids and stalls once all 8 have
+  // inserted (holding their locks, inserts not committed); the ZooKeeper leader is killed; every
+  // login then goes to all three instances (those sent to the stalled one wait for it); the stall
+  // ends once its session has expired and the others hold its locks.
   Outcome burst_with_faults(const std::string& schema, const std::string& fencing) {
     auto instances = start_instances(schema, fencing);
+    Outcome out;
     std::atomic<int> not_ok{0};
     std::vector<std::jthread> clients;
     const auto send = [&](int instance, std::int64_t uid) {
@@ -117,19 +140,46 @@ class AccountServiceUnderFaults : public ::testing::Test {
         if (login(port, uid) != 200) ++not_ok;
       });
     };
+    FaultsUndone undo{instances[0].process};  // after `clients`: runs before they are joined
     for (std::int64_t uid = 1; uid <= 8; ++uid) send(0, uid);
-    std::this_thread::sleep_for(50ms);
+    // Only instance 1 has requests: its 8 logins have inserted the user and account (the last
+    // statement before the sleep ahead of COMMIT) and hold their locks (the only lock nodes).
+    std::vector<std::string> stalled_nodes;
+    const bool inside = dlock::testing::eventually(
+        [&] {
+          if (postgres_->query_int("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' "
+                                   "AND query LIKE 'INSERT INTO app_account%'") < 8) {
+            return false;
+          }
+          stalled_nodes = dlock::testing::lock_nodes_under(zookeeper_->connect_string(), "/" + schema + "/login");
+          return stalled_nodes.size() == 8;
+        },
+        10s);
+    if (!inside) throw std::runtime_error("instance 1's 8 logins were never all between their inserts and COMMIT");
     instances[0].process.pause();
     const auto stalled_at = std::chrono::steady_clock::now();
-    zookeeper_->kill(*zookeeper_->leader());
+    zookeeper_->kill(zookeeper_->leader().value());
     for (std::int64_t uid = 1; uid <= kUids; ++uid) {
       for (int n = uid <= 8 ? 1 : 0; n < kLoginsPerUid; ++n) send(n % 3, uid);
     }
-    std::this_thread::sleep_until(stalled_at + kStall);
+    // The stall lasts until its session has expired on the server (a new leader elected, then the
+    // session timeout): its nodes are gone and the other instances hold those locks. A second
+    // more, so that they act on them, then it wakes up believing it still holds them.
+    const bool expired = dlock::testing::eventually(
+        [&] {
+          const auto now = dlock::testing::lock_nodes_under(zookeeper_->connect_string(), "/" + schema);
+          return std::none_of(stalled_nodes.begin(), stalled_nodes.end(), [&](const std::string& node) {
+            return std::find(now.begin(), now.end(), node) != now.end();
+          });
+        },
+        60s);
+    std::this_thread::sleep_for(1s);
+    out.stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - stalled_at).count();
     instances[0].process.resume();
+    if (!expired) throw std::runtime_error("the stalled instance's session did not expire within 60 s");
+    out.stalled_holds = static_cast<int>(stalled_nodes.size());
     clients.clear();  // joins: every login answered
 
-    Outcome out;
     out.not_ok = not_ok;
     out.users = postgres_->query_int("SELECT count(*) FROM " + schema + ".app_user");
     out.distinct_users = postgres_->query_int("SELECT count(DISTINCT uid) FROM " + schema + ".app_user");
@@ -138,11 +188,7 @@ class AccountServiceUnderFaults : public ::testing::Test {
     out.lock_nodes = dlock::testing::wait_for_no_lock_nodes_under(zookeeper_->connect_string(), "/" + schema);
     for (auto& instance : instances) {
       instance.process.kill(SIGTERM);
-      instance.process.wait();
-    }
-    // The killed member comes back, for the next test.
-    for (int i = 0; i < zookeeper_->member_count(); ++i) {
-      if (!zookeeper_->running(i)) zookeeper_->restart(i);
+      out.exit_codes.push_back(instance.process.wait());
     }
     return out;
   }
@@ -154,20 +200,22 @@ class AccountServiceUnderFaults : public ::testing::Test {
 
 TEST_F(AccountServiceUnderFaults, LeaderKilledAndAnInstanceStalledMidLoginNoUidIsCreatedTwice) {
   const auto out = burst_with_faults("fenced", "on");
-  std::cout << "fenced: " << out.users << " users and " << out.accounts << " accounts for " << kUids << " uids"
-            << std::endl;
+  std::cout << "fenced: " << out.users << " users and " << out.accounts << " accounts for " << kUids
+            << " uids; instance 1 stalled " << out.stall << " s holding " << out.stalled_holds << " locks" << std::endl;
+  EXPECT_EQ(out.stalled_holds, 8) << "the stall did not land inside instance 1's 8 logins";
   EXPECT_EQ(out.not_ok, 0) << "logins that never got a 200";
   EXPECT_EQ(out.users, kUids);
   EXPECT_EQ(out.distinct_users, kUids);
   EXPECT_EQ(out.accounts, kUids);
   EXPECT_EQ(out.distinct_accounts, kUids);
   EXPECT_EQ(out.lock_nodes, std::vector<std::string>{}) << "lock nodes left after every instance answered";
+  EXPECT_EQ(out.exit_codes, std::vector<int>(3, 0)) << "an instance did not stop cleanly on SIGTERM";
 }
 
 TEST_F(AccountServiceUnderFaults, NegativeControlWithoutFencingTheStalledInstanceWritesLate) {
   const auto out = burst_with_faults("unfenced", "off");
-  std::cout << "unfenced: " << out.users << " users and " << out.accounts << " accounts for " << kUids << " uids"
-            << std::endl;
+  std::cout << "unfenced: " << out.users << " users and " << out.accounts << " accounts for " << kUids
+            << " uids; instance 1 stalled " << out.stall << " s holding " << out.stalled_holds << " locks" << std::endl;
   EXPECT_GT(out.users, kUids) << "no duplicate without fencing: the stall did not land inside a login";
 }
 

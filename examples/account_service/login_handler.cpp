@@ -11,10 +11,16 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
   switch (mode_) {
     case LockRelease::after_commit: {  // the fix: released by tx's completion hook, after COMMIT
       DLOCK_SCOPE_AS(lock, locks_.bound_to(tx), "login", req);
-      // First, before reading: see store::fence for why the order matters.
-      if (fencing_ && !store::fence(tx, "login/" + std::to_string(*req.uid), lock.fencing_token())) {
-        throw StaleLock("a newer holder of the lock on uid " + std::to_string(*req.uid) +
-                        " has written; nothing was written under this one, retry");
+      if (fencing_) {
+        // A stalled older holder may keep the fence row locked until it commits: wait for it no
+        // longer than for the lock itself (then 503, SQLSTATE 55P03).
+        tx.exec("SET LOCAL lock_timeout = " + std::to_string(fence_wait_.count()));
+        // First, before reading: see store::fence for why the order matters.
+        if (const auto newer = store::fence(tx, "login/" + std::to_string(*req.uid), lock.fencing_token())) {
+          throw StaleLock("a newer holder of the lock on uid " + std::to_string(*req.uid) + " (fencing token " +
+                          std::to_string(*newer) + ") has written; nothing was written under this one (token " +
+                          std::to_string(lock.fencing_token()) + "), retry");
+        }
       }
       return login_by_uid(req, tx, &lock);
     }

@@ -2,6 +2,7 @@
 // them. Concurrent first logins (the same uid, several instances) must create them once.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -44,8 +45,11 @@ class LoginHandler {
   // `fencing`: with LockRelease::after_commit, fence every write with the lock's token in the
   // database (store::fence), so a stalled instance that lost its lock cannot write after the next
   // holder. Ignored in the other modes, which exist to show the bugs.
-  LoginHandler(const dlock::LockService& locks, LockRelease mode, std::string instance, bool fencing = true)
-      : locks_(locks), mode_(mode), instance_(std::move(instance)), fencing_(fencing) {}
+  // `fence_wait`: how long the fence waits for an older holder's row lock (PostgreSQL's
+  // lock_timeout); the lock timeout is the natural choice.
+  LoginHandler(const dlock::LockService& locks, LockRelease mode, std::string instance, bool fencing = true,
+               std::chrono::milliseconds fence_wait = std::chrono::seconds(10))
+      : locks_(locks), mode_(mode), instance_(std::move(instance)), fencing_(fencing), fence_wait_(fence_wait) {}
 
   // Runs inside the caller's transaction, which the caller commits after this returns (as a
   // framework's @Transactional would). Throws dlock::LockTimeout, dlock::Error, PgError, StaleLock.
@@ -58,6 +62,7 @@ class LoginHandler {
   LockRelease mode_;
   std::string instance_;
   bool fencing_;
+  std::chrono::milliseconds fence_wait_;
 };
 
 }  // namespace account_service

@@ -59,7 +59,7 @@ int run(const Config& config) {
   asio::io_context ioc(config.threads);
   HttpServer server(ioc, config.bind, config.port);
   const std::string instance = config.instance.empty() ? default_instance(server.port()) : config.instance;
-  const LoginHandler login(locks, config.lock_release, instance, config.fencing);
+  const LoginHandler login(locks, config.lock_release, instance, config.fencing, config.lock_timeout);
   const Routes routes(session, *metrics, login,
                       {.instance = instance,
                        .lock_release = config.lock_release,

@@ -60,7 +60,8 @@ PgResult PgConnection::exec(std::string_view sql, std::initializer_list<std::opt
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
     throw PgError("PostgreSQL: " + trimmed(PQresultErrorMessage(raw)) +
-                  (state ? std::string(" [SQLSTATE ") + state + "]" : ""));
+                      (state ? std::string(" [SQLSTATE ") + state + "]" : ""),
+                  state ? state : "");
   }
   return result;
 }

@@ -17,7 +17,13 @@ namespace dlock_examples {
 // A statement or the connection failed. `what()` carries the server's message and SQLSTATE.
 class PgError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit PgError(const std::string& what, std::string sqlstate = {})
+      : std::runtime_error(what), sqlstate_(std::move(sqlstate)) {}
+  // The server's SQLSTATE ("55P03": lock_not_available), or "" when the error is not the server's.
+  const std::string& sqlstate() const noexcept { return sqlstate_; }
+
+ private:
+  std::string sqlstate_;
 };
 
 // The rows of one statement; owns the PGresult.

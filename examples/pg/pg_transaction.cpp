@@ -6,10 +6,10 @@ namespace dlock_examples {
 
 PgTransaction::PgTransaction(PgConnection& db) : db_(db) {
   db_.ensure_connected();
-  // READ COMMITTED (PostgreSQL's default): every statement sees what was committed before it
-  // started. The handler's first read comes after its lock is granted, so it sees the previous
-  // holder's commit.
-  db_.exec("BEGIN");
+  // READ COMMITTED, said rather than left to the server's default: every statement sees what was
+  // committed before it started. The handler's first read comes after its lock is granted, so it
+  // sees the previous holder's commit (and the account service's fence relies on it).
+  db_.exec("BEGIN ISOLATION LEVEL READ COMMITTED");
   open_ = true;
 }
 
