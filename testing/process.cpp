@@ -1,5 +1,6 @@
 #include "dlock/testing/process.hpp"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,15 +15,27 @@
 namespace dlock::testing {
 
 ChildProcess::ChildProcess(std::vector<std::string> argv) {
+  if (argv.empty() || argv.front().empty() || argv.front().front() != '/') {
+    throw std::invalid_argument("ChildProcess: argv[0] must be an absolute path, got \"" +
+                                (argv.empty() ? std::string() : argv.front()) + "\"");
+  }
   std::vector<char*> args;
   for (auto& arg : argv) args.push_back(arg.data());
   args.push_back(nullptr);
   int fds[2];
   int in[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0 || ::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("ChildProcess: pipe2 failed for " + argv.front());
+  if (::pipe2(in, O_CLOEXEC) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error("ChildProcess: pipe2 failed for " + argv.front());
+  }
   const pid_t parent = ::getpid();
   pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ < 0) {
+    for (const int fd : {fds[0], fds[1], in[0], in[1]}) ::close(fd);
+    throw std::runtime_error("ChildProcess: fork failed for " + argv.front());
+  }
   if (pid_ == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
@@ -91,7 +104,8 @@ std::string ChildProcess::read_all() {
 int ChildProcess::wait() {
   if (pid_ <= 0) return -1;
   int status = 0;
-  ::waitpid(pid_, &status, 0);
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
   pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

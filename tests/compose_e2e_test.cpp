@@ -121,8 +121,13 @@ void remove_orphaned_projects() {
 class ComposeProject {
  public:
   ComposeProject() : name_(kProjectPrefix + std::to_string(::getpid())) {
+    // Every variable the file reads is set here, so the caller's environment cannot change the run.
     env_["DLOCK_DEBIAN_IMAGE"] = base_image();
     env_["DLOCK_ACCOUNT_SERVICE_IMAGE"] = kServiceImage;
+    env_["DLOCK_ZOOKEEPER_IMAGE"] = "dlock-zookeeper:debian";
+    env_["DLOCK_POSTGRES_IMAGE"] = "dlock-postgres:debian";
+    env_["DLOCK_BIND"] = "127.0.0.1";
+    env_["DLOCK_LOCK_RELEASE"] = "after-commit";
     // A window between each login's handler and its COMMIT: without the lock, concurrent first
     // logins then insert duplicates on any machine (the negative control relies on it).
     env_["DLOCK_DELAY_BEFORE_COMMIT_MS"] = "50";
@@ -168,7 +173,11 @@ class ComposeProject {
   std::int64_t query_int(const std::string& sql) {
     const auto result = compose({"exec", "-T", "postgres", "psql", "-U", "accounts", "-d", "accounts", "-tAc", sql});
     if (result.status != 0) throw std::runtime_error("psql in the postgres container: " + result.output);
-    return std::stoll(result.output);
+    try {
+      return std::stoll(result.output);
+    } catch (const std::logic_error&) {
+      throw std::runtime_error("psql in the postgres container answered '" + result.output + "' to: " + sql);
+    }
   }
 
  private:
@@ -306,18 +315,21 @@ TEST(ComposeE2E, LoginBurstWithTheLeaderContainerKilledMakesNoDuplicateAndLeaves
   // Debian's ZooKeeper 3.8.0 has ZOOKEEPER-4537: a steady writer keeps followers' requests moving.
   Heartbeat heartbeat(project.connect_string());
 
+  std::string kill_output;
   const auto kill_leader = [&]() -> std::optional<int> {
     for (int member = 1; member <= 3; ++member) {
       if (server_mode(project.zk_port(member)) == "leader") {
         const auto killed = project.compose({"kill", "zk" + std::to_string(member)});
+        kill_output = killed.output;
         if (killed.status != 0) return std::nullopt;
         return member;
       }
     }
+    kill_output = "no member answered srvr with Mode: leader";
     return std::nullopt;
   };
   const auto burst = login_burst(project, 1001, kill_leader);
-  ASSERT_TRUE(burst.killed_member) << "no leader found to kill, or docker-compose kill failed";
+  ASSERT_TRUE(burst.killed_member) << "the leader's container was not killed: " << kill_output;
   EXPECT_GT(burst.answered_after_kill, 0) << "the leader died after the burst, not during it";
   EXPECT_EQ(burst.answered_200, kUids * kLoginsPerUid) << ::testing::PrintToString(burst.failures);
   const auto rows = rows_for(project, 1001);

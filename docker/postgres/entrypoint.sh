@@ -14,8 +14,12 @@ data=${PGDATA:-/var/lib/postgresql/data}
 as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups "$@"; }
 
 mkdir -p "$data" /run/postgresql
-chown postgres:postgres "$data" /run/postgresql
+# A cluster made by another image (another uid for postgres) is taken over, files included.
+find "$data" /run/postgresql \! -user postgres -exec chown postgres:postgres {} +
 chmod 0700 "$data"
+# An existing cluster (PG_VERSION) is used as it is, whoever made it: never removed here. (As with
+# the official image, a first start killed before the database was created leaves a cluster
+# without it: `down -v` and start again.)
 if [ ! -s "$data/PG_VERSION" ]; then
   if [ -z "${POSTGRES_PASSWORD:-}" ]; then
     echo "dlock-postgres: POSTGRES_PASSWORD is not set (it is required to create the database)" >&2

@@ -7,6 +7,7 @@
 #   ZOO_CONTAINER_CHECK_MS (60000: how often empty container nodes are reaped)
 #   ZOO_CFG_EXTRA  more "key=value" lines for zoo.cfg, space-separated (clientPortAddress=127.0.0.1)
 set -euo pipefail
+set -f  # ZOO_SERVERS and ZOO_CFG_EXTRA are split on spaces, never globbed
 client_port=${ZOO_CLIENT_PORT:-2181}
 if [ -n "${ZOO_MY_ID:-}" ]; then
   echo "$ZOO_MY_ID" >/data/myid
@@ -31,8 +32,11 @@ fi
 echo "$client_port" >/conf/client_port
 main=org.apache.zookeeper.server.ZooKeeperServerMain
 [ -n "${ZOO_MY_ID:-}" ] && main=org.apache.zookeeper.server.quorum.QuorumPeerMain
-classpath=$(ls /usr/share/java/zookeeper.jar /usr/share/java/zookeeper-jute.jar /usr/share/java/netty-*.jar \
-  /usr/share/java/slf4j-api.jar /usr/share/java/slf4j-nop.jar /usr/share/java/commons-cli.jar \
-  /usr/share/java/commons-io.jar /usr/share/java/metrics-core.jar /usr/share/java/snappy-java.jar 2>/dev/null | paste -sd:)
+classpath=
+for jar in zookeeper zookeeper-jute netty-all slf4j-api slf4j-nop commons-cli commons-io metrics-core snappy-java; do
+  path=/usr/share/java/$jar.jar
+  [ -e "$path" ] || { echo "dlock-zookeeper: $path is missing (Debian's zookeeper package installs it)" >&2; exit 1; }
+  classpath=${classpath:+$classpath:}$path
+done
 exec java -Xmx256m -XX:+UseSerialGC -Dznode.container.checkIntervalMs="${ZOO_CONTAINER_CHECK_MS:-60000}" \
   -cp "$classpath" "$main" /conf/zoo.cfg

@@ -60,8 +60,9 @@ class PostgresServer {
   // "host=127.0.0.1 port=<port> dbname=postgres user=<user>" (trust authentication: no password).
   std::string conninfo() const;
 
-  // Runs `sql` (one or more statements, in one transaction) on a new connection; throws with the
-  // server's message.
+  // Runs `sql` (one or more statements, in one transaction) on a new connection (a `psql` child
+  // process, which inherits the test's environment, PG* variables included; it blocks until psql
+  // exits); throws with the server's message.
   void execute(const std::string& sql) const;
   // The first column of the first row of `sql`, as an integer; throws if there is none.
   [[nodiscard]] std::int64_t query_int(const std::string& sql) const;

@@ -31,7 +31,8 @@ namespace dlock::testing {
 
 class ChildProcess {
  public:
-  // Starts argv[0] (an absolute path, not searched in PATH) with argv.
+  // Starts argv[0] (an absolute path, not searched in PATH) with argv. Throws
+  // std::invalid_argument for an empty argv or a relative argv[0].
   explicit ChildProcess(std::vector<std::string> argv);
   ~ChildProcess();
   ChildProcess(ChildProcess&& other) noexcept;
@@ -42,7 +43,9 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   // The next line of the child's stdout (without '\n'); nullopt on EOF or timeout.
   [[nodiscard]] std::optional<std::string> read_line(std::chrono::milliseconds timeout);
-  // Writes `line` and a newline to the child's stdin.
+  // Writes `line` and a newline to the child's stdin. The first call sets SIGPIPE to ignored for
+  // the whole process, so that a child that died fails the test with this error instead of
+  // killing the test process.
   void write_line(const std::string& line);
   // Everything the child printed until it closed stdout (blocks until then).
   std::string read_all();
