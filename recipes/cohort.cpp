@@ -286,7 +286,9 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
     const auto relist_node = current_ ? watch_if_shared_locked(current_) : nullptr;
     lock.unlock();
     if (relist_node) relist(relist_node);
-    waiter->wait(deadline);
+    // Whatever ended the wait (a grant, an order to drive, a state change, the deadline, an
+    // abandoned deadline), the loop above looks at the member and the deadline again.
+    (void)waiter->wait(deadline);
     client_->remove_waiter(waiter_key_, waiter);
     lock.lock();
     member.waiter.reset();

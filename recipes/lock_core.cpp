@@ -114,12 +114,12 @@ void throw_if_waiting_on_itself(const std::string& dir, std::span<const Contende
 }
 
 // After a transient error: waits for the connection to come back. False once the deadline passed;
-// LockLost if the session ended.
+// LockLost if the session ended; Error (lock_destroyed) if the deadline was abandoned.
 bool recover(Client& client, const Deadline& deadline, const std::string& what) {
   std::this_thread::sleep_until(deadline.capped(kTransientPause));
-  const bool connected = client.wait_connected(deadline, what);
+  const WaitResult result = client.wait_connected(deadline, what);
   throw_if_abandoned(deadline, what);
-  return connected;
+  return result == WaitResult::ready;
 }
 
 // Lists `dir`, retrying transient errors until the deadline (nullopt once it passed).
@@ -272,8 +272,8 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
   // While disconnected, a create would sit in the C client's queue until the connection is back
   // or given up for good, whatever the deadline: a bounded attempt waits for the connection
   // within its deadline instead (try_lock() then answers false at once).
-  if (!deadline.is_never() && client.state() == SessionState::Suspended && !client.wait_connected(deadline, what)) {
-    return std::nullopt;
+  if (!deadline.is_never() && client.state() == SessionState::Suspended) {
+    if (client.wait_connected(deadline, what) == WaitResult::timed_out) return std::nullopt;
   }
   throw_if_abandoned(deadline, what);
   Attempt attempt(client, dir);
@@ -337,10 +337,11 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     client.watch(watched, armed.callback());
     const int rc = armed.get();
     if (rc == ZOK) {
-      if (!waiter->wait(deadline) || deadline.abandoned()) {
+      const WaitResult woken = waiter->wait(deadline);
+      if (woken != WaitResult::ready) {
         client.remove_waiter(watched, waiter);
         throw_if_abandoned(deadline, what);
-        return std::nullopt;
+        return std::nullopt;  // timed out
       }
       continue;
     }

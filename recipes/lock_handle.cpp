@@ -1,5 +1,6 @@
 #include "dlock/lock_handle.hpp"
 
+#include "held_lock.hpp"
 #include "lock_site.hpp"
 #include "path.hpp"
 #include "session_access.hpp"
@@ -50,14 +51,10 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = detail::site_of(client, path, scope_namespace);
-  auto tracking = client->track_hold();
-  auto& cohort = site->cohort(node_kind(mode));
-  auto granted = cohort.acquire(deadline);
-  if (!granted) return LockHandle();
-  auto lost = client->confirm_hold(std::move(tracking), granted->generation);
-  auto loss_report = detail::report_loss(cohort.labels(), *lost);
+  auto held = detail::acquire_held(*site, node_kind(mode), deadline);
+  if (!held) return LockHandle();
   return LockHandle(std::make_unique<State>(
-      State{std::move(site), std::move(*granted), mode, std::move(lost), std::move(loss_report)}));
+      State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report)}));
 }
 
 LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,

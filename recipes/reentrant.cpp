@@ -1,6 +1,7 @@
 #include "reentrant.hpp"
 
 #include "contender.hpp"
+#include "held_lock.hpp"
 #include "dlock/fencing.hpp"
 #include "policies.hpp"
 #include "test_hooks.hpp"
@@ -87,14 +88,9 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const 
                         "take the write side first and then downgrade)");
   }
   const CallGate::Call call(calls);
-  auto tracking = site->client->track_hold();
-  if (test_hooks::after_tracking) test_hooks::after_tracking();
-  auto granted = site->cohort(node_kind(mode)).acquire(call.bound(deadline));
-  if (!granted) return false;
-  if (test_hooks::after_grant) test_hooks::after_grant();
-  auto lost = site->client->confirm_hold(std::move(tracking), granted->generation);
-  auto loss_report = report_loss(site->cohort(node_kind(mode)).labels(), *lost);
-  holds::add({site, mode, std::move(*granted), 1, std::move(lost), std::move(loss_report)});
+  auto held = acquire_held(*site, node_kind(mode), call.bound(deadline));
+  if (!held) return false;
+  holds::add({site, mode, std::move(held->grant), 1, std::move(held->lost), std::move(held->loss_report)});
   return true;
 }
 
@@ -109,10 +105,11 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, C
   if (write != nullptr) check_still_backed(*site, *write, "downgrade");
   const CallGate::Call call(calls);
   const Deadline deadline = call.bound(given);
-  auto tracking = site->client->track_hold();
-  std::optional<Grant> granted;
-  const LockLabels& labels = site->cohort(NodeKind::Read).labels();
+  std::optional<HeldLock> held;
   if (write != nullptr) {
+    LossTracking tracking(*site->client);
+    const LockLabels& labels = site->cohort(NodeKind::Read).labels();
+    std::optional<Grant> granted;
     // Reported here: a downgrade's node does not go through the read cohort's acquire().
     std::optional<AcquireReport> report;
     if (labels.enabled()) report.emplace(labels);
@@ -124,13 +121,12 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, C
     }
     if (report && granted) report->granted(*granted);
     if (report && !granted) report->not_granted(deadline);
+    if (granted) held = std::move(tracking).confirm(std::move(*granted), labels);
   } else {
-    granted = site->cohort(NodeKind::Read).acquire(deadline);
+    held = acquire_held(*site, NodeKind::Read, deadline);
   }
-  if (!granted) return false;
-  auto lost = site->client->confirm_hold(std::move(tracking), granted->generation);
-  auto loss_report = report_loss(labels, *lost);
-  holds::add({site, HoldMode::Shared, std::move(*granted), 1, std::move(lost), std::move(loss_report)});
+  if (!held) return false;
+  holds::add({site, HoldMode::Shared, std::move(held->grant), 1, std::move(held->lost), std::move(held->loss_report)});
   return true;
 }
 

@@ -157,14 +157,17 @@ void Waiter::wake() {
   cv_.notify_one();
 }
 
-bool Waiter::wait(const Deadline& deadline) {
+WaitResult Waiter::wait(const Deadline& deadline) {
   std::stop_callback on_abandon(deadline.cancel_token(), [this] { wake(); });  // before the lock: may run here
   std::unique_lock lock(mutex_);
+  bool woken = true;
   if (deadline.is_never()) {
     cv_.wait(lock, [&] { return woken_; });
-    return true;
+  } else {
+    woken = cv_.wait_until(lock, *deadline.when(), [&] { return woken_; });
   }
-  return cv_.wait_until(lock, *deadline.when(), [&] { return woken_; });
+  if (deadline.abandoned()) return WaitResult::abandoned;
+  return woken ? WaitResult::ready : WaitResult::timed_out;
 }
 
 Client::Client(SessionOptions options)
@@ -569,7 +572,7 @@ void Client::throw_if_gone(std::string_view what) const {
   }
 }
 
-bool Client::wait_connected(const Deadline& deadline, std::string_view what) {
+WaitResult Client::wait_connected(const Deadline& deadline, std::string_view what) {
   // Before the lock: the callback takes it, and runs right here if already requested.
   std::stop_callback on_abandon(deadline.cancel_token(), [this] {
     std::lock_guard lock(state_mutex_);
@@ -580,12 +583,12 @@ bool Client::wait_connected(const Deadline& deadline, std::string_view what) {
   if (deadline.is_never()) {
     state_cv_.wait(lock, ready);
   } else if (!state_cv_.wait_until(lock, *deadline.when(), ready)) {
-    return false;
+    return WaitResult::timed_out;  // not connected by the deadline (abandoned or not since)
   }
   lock.unlock();
-  if (deadline.abandoned()) return true;  // the caller sees it and gives up
+  if (deadline.abandoned()) return WaitResult::abandoned;
   throw_if_gone(what);
-  return true;
+  return WaitResult::ready;
 }
 
 template <class Submit>

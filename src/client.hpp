@@ -44,8 +44,9 @@ class Janitor;
 class Waiter {
  public:
   void wake();
-  // True when woken, false when the deadline passed first.
-  bool wait(const Deadline& deadline);
+  // `ready` once woken, `timed_out` when the deadline passed first, `abandoned` when the
+  // deadline's stop token was requested (woken or not).
+  WaitResult wait(const Deadline& deadline);
 
  private:
   std::mutex mutex_;
@@ -122,9 +123,10 @@ class Client {
   // Whether a node created on handle `generation` is still this session's: the handle is current
   // and the session neither Lost nor Closed.
   bool owns_nodes_of(std::uint64_t generation) const noexcept;
-  // Blocks until Connected. False when the deadline passes first; LockLost when the session ends.
-  // Returns (true) as soon as the deadline is abandoned: the caller checks for that.
-  bool wait_connected(const Deadline& deadline, std::string_view what);
+  // Blocks until Connected (`ready`), the deadline passes (`timed_out`) or is abandoned
+  // (`abandoned`; `timed_out` if the deadline had passed first). Throws LockLost when the
+  // session ends first.
+  WaitResult wait_connected(const Deadline& deadline, std::string_view what);
 
   // Asynchronous requests. The callback runs exactly once: on the completion thread; or inline,
   // with the C client's error code, when the request could not be queued; or with ZCLOSING from

@@ -13,6 +13,11 @@ namespace dlock::detail {
 
 using Clock = std::chrono::steady_clock;
 
+// What ended a wait: what it waited for (`ready`), the deadline (`timed_out`), or the deadline's
+// stop token (`abandoned`: the lock object waited on is being destroyed). When several hold at
+// once, `abandoned` wins: the caller must give up either way.
+enum class WaitResult { ready, timed_out, abandoned };
+
 class Deadline {
  public:
   static Deadline never() { return Deadline(std::nullopt); }

@@ -70,8 +70,9 @@ extern std::atomic<bool> handoff_no_member_self_wait_check;
 extern std::atomic<int> fail_session_opens;
 // Every opening of a session handle takes this long first (slow name resolution).
 extern std::atomic<int> slow_session_open_ms;
-// Runs on the acquiring thread after its node is granted and before the hold is recorded. Set
-// only while no acquisition runs.
+// Runs on the acquiring thread after its node is granted and before the hold is recorded (every
+// kind of hold: Mutex, SharedMutex, LockHandle, scope guards). Set only while no acquisition runs,
+// on any thread.
 extern std::function<void()> after_grant;
 // Runs on the acquiring thread once the hold's loss tracking began, before its node is created.
 extern std::function<void()> after_tracking;

@@ -1,0 +1,26 @@
+#include "held_lock.hpp"
+
+#include "test_hooks.hpp"
+
+namespace dlock::detail {
+
+LossTracking::LossTracking(Client& client) : client_(&client), tracking_(client.track_hold()) {
+  if (test_hooks::after_tracking) test_hooks::after_tracking();
+}
+
+HeldLock LossTracking::confirm(Grant grant, const LockLabels& labels) && {
+  if (test_hooks::after_grant) test_hooks::after_grant();
+  auto lost = client_->confirm_hold(std::move(tracking_), grant.generation);
+  auto loss_report = report_loss(labels, *lost);
+  return HeldLock{std::move(grant), std::move(lost), std::move(loss_report)};
+}
+
+std::optional<HeldLock> acquire_held(LockSite& site, NodeKind kind, const Deadline& deadline) {
+  LossTracking tracking(*site.client);
+  Cohort& cohort = site.cohort(kind);
+  auto granted = cohort.acquire(deadline);
+  if (!granted) return std::nullopt;
+  return std::move(tracking).confirm(std::move(*granted), cohort.labels());
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,53 @@
+// Internal: a hold as lock objects keep it: the grant (node, fencing token, the handle that
+// created the node, its cohort's share) and the signal that the hold can no longer be trusted.
+//
+// The loss signal is a std::stop_source tracked by the Client from before the attempt (a drop or
+// an expiry while it waits counts) and confirmed at the grant: a hold whose node is on the current
+// handle of a Connected session starts trusted, whatever happened while it waited
+// (Client::track_hold / confirm_hold). acquire_held does all of it; LossTracking is the
+// same for a node that comes from elsewhere (a downgrade's read node).
+//
+// Test hooks: test_hooks::after_tracking runs once tracking began, after_grant once the node was
+// granted and before the hold is confirmed.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stop_token>
+
+#include "client.hpp"
+#include "cohort.hpp"
+#include "deadline.hpp"
+#include "lock_metrics.hpp"
+#include "lock_site.hpp"
+
+namespace dlock::detail {
+
+struct HeldLock {
+  Grant grant;
+  std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
+  LossReport loss_report;                  // reports `lost` to the metrics (lock_metrics.hpp)
+};
+
+// The loss tracking of one hold, begun at construction (before the attempt).
+class LossTracking {
+ public:
+  explicit LossTracking(Client& client);
+  // One tracking, one hold: moved, never copied.
+  LossTracking(LossTracking&&) noexcept = default;
+  LossTracking& operator=(LossTracking&&) noexcept = default;
+  LossTracking(const LossTracking&) = delete;
+  LossTracking& operator=(const LossTracking&) = delete;
+  // The hold, once `grant` was granted; its loss is reported under `labels`.
+  HeldLock confirm(Grant grant, const LockLabels& labels) &&;
+
+ private:
+  Client* client_;
+  Client::HoldTracking tracking_;
+};
+
+// A hold of `kind` on `site`: Cohort::acquire with the hold's loss tracking around it. Nullopt once
+// the deadline passed; throws like Cohort::acquire.
+std::optional<HeldLock> acquire_held(LockSite& site, NodeKind kind, const Deadline& deadline);
+
+}  // namespace dlock::detail
