@@ -61,7 +61,7 @@ std::unique_ptr<RequestOf<Result>> claim(const void* data) {
 void on_created(int rc, const char* path, const Stat* stat, const void* data) {
   auto request = claim<CreateResult>(data);
   if (!request) return;
-  CreateResult result{rc, {}, 0, request->generation};
+  CreateResult result{rc, {}, 0, request->generation.load(std::memory_order_relaxed)};
   if (rc == ZOK) {
     result.path = path ? path : "";
     result.czxid = stat ? stat->czxid : 0;
@@ -595,7 +595,7 @@ template <class Submit>
 int Client::submit(Inflight::Request* request, RequestKind kind, Submit&& submit) {
   std::shared_lock lock(handle_mutex_);
   if (zh_ == nullptr) return ZCLOSING;
-  request->generation = context_->generation;
+  request->generation.store(context_->generation, std::memory_order_relaxed);
   requests_.fetch_add(1, std::memory_order_relaxed);
   metrics_.emit([kind](MetricsSink& sink) { sink.on_request(kind); });
   return submit(zh_);

@@ -6,6 +6,7 @@
 // whatever is left with ZCLOSING once the handle is gone.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_set>
@@ -20,7 +21,13 @@ class Inflight {
     // Completes the request with `rc` and no result (refused, or dropped at close).
     virtual void fail(int rc) = 0;
     Inflight* owner = nullptr;
-    std::uint64_t generation = 0;  // the handle it was submitted on (see Client::replace_handle)
+    // The handle it was submitted on (see Client::replace_handle). Atomic: it is stamped under
+    // Client::handle_mutex_ after the request is registered here, and fail_generation reads it
+    // under this registry's mutex only (ThreadSanitizer found the race: scripts/test-tsan.sh). A
+    // request stamped with the handle being replaced is stamped before the replacement takes
+    // handle_mutex_, so fail_generation sees that value; any other value it may read (0, or the
+    // new handle's) does not match the old handle either way.
+    std::atomic<std::uint64_t> generation{0};
   };
 
   void add(Request* request) {
@@ -41,7 +48,7 @@ class Inflight {
 
   // The same for the requests of one handle, once that handle is closed.
   void fail_generation(std::uint64_t generation, int rc) {
-    fail_if(rc, [generation](const Request* r) { return r->generation == generation; });
+    fail_if(rc, [generation](const Request* r) { return r->generation.load(std::memory_order_relaxed) == generation; });
   }
 
  private:
