@@ -1,0 +1,122 @@
+// Many waiters, blocking: the baseline the asynchronous API (issue 13) is to be measured against.
+//
+//   waiter_scale [--waiters N] [--paths one|each] [--handoff on|off] [--connect HOSTS]
+//
+// A holder takes the lock (one path, or one path per waiter), N threads then block in
+// LockHandle::acquire on it, and the holder releases. Printed, as one JSON line: threads and
+// resident memory per waiter while they wait, ZooKeeper requests and node-watch wake-ups per
+// grant, and the time from the release to the last grant (with one path, each waiter releases at
+// once, so that is N hand-overs in a row). Without --connect it starts its own ZooKeeper server
+// (dlock::testing::TestingServer) on a free loopback port.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "dlock/lock_handle.hpp"
+#include "dlock/testing/server.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A field of /proc/self/status ("Threads", "VmRSS" in kB).
+long status_field(const std::string& name) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + ":", 0) == 0) return std::stol(line.substr(name.size() + 1));
+  }
+  return -1;
+}
+
+struct Options {
+  int waiters = 1000;
+  bool one_path = true;
+  bool handoff = true;
+  std::string connect;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--waiters") o.waiters = std::stoi(value);
+    else if (flag == "--paths") o.one_path = value == "one";
+    else if (flag == "--handoff") o.handoff = value == "on";
+    else if (flag == "--connect") o.connect = value;
+    else throw std::invalid_argument("unknown option " + flag + " (--waiters, --paths, --handoff, --connect)");
+  }
+  if (o.waiters < 1) throw std::invalid_argument("--waiters must be at least 1");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Options o = parse(argc, argv);
+  std::optional<dlock::testing::TestingServer> server;
+  const std::string connect = o.connect.empty() ? (server.emplace(), server->connect_string()) : o.connect;
+  dlock::SessionOptions options{.connect = connect, .session_timeout = std::chrono::seconds(30)};
+  options.handoff.local = o.handoff;
+  dlock::Session session(options);
+  const std::string base = "/dlock-bench/waiter-scale-" + std::to_string(::getpid());
+  const auto path_of = [&](int i) { return o.one_path ? base + "/one" : base + "/p" + std::to_string(i); };
+
+  // The holder takes every path the waiters will ask for.
+  std::vector<dlock::LockHandle> held;
+  for (int i = 0; i < (o.one_path ? 1 : o.waiters); ++i) held.push_back(dlock::LockHandle::acquire(session, path_of(i)));
+
+  const long threads_before = status_field("Threads");
+  const long rss_before = status_field("VmRSS");
+  std::atomic<int> asking{0}, granted{0};
+  std::atomic<long long> last_grant_ns{0};
+  std::vector<std::thread> waiters;
+  waiters.reserve(static_cast<std::size_t>(o.waiters));
+  for (int i = 0; i < o.waiters; ++i) {
+    waiters.emplace_back([&, i] {
+      ++asking;
+      auto handle = dlock::LockHandle::acquire(session, path_of(i));
+      last_grant_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+      ++granted;
+      handle.release();  // with one path: the next waiter's turn
+    });
+  }
+  while (asking.load() < o.waiters) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // every waiter queued (locally or on ZooKeeper)
+  const long threads_waiting = status_field("Threads");
+  const long rss_waiting = status_field("VmRSS");
+
+  const auto stats_before = session.stats();
+  const auto released = Clock::now();
+  held.clear();  // releases
+  for (auto& t : waiters) t.join();
+  const auto stats_after = session.stats();
+  const double seconds =
+      (static_cast<double>(last_grant_ns.load()) -
+       static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(released.time_since_epoch()).count())) /
+      1e9;
+  const double grants = granted.load();
+  std::printf(
+      "{\"bench\":\"waiter_scale\",\"api\":\"blocking\",\"waiters\":%d,\"paths\":\"%s\",\"handoff\":%s,"
+      "\"threads_per_waiter\":%.3f,\"rss_kb_per_waiter\":%.1f,\"requests_per_grant\":%.3f,"
+      "\"watch_wakeups_per_grant\":%.3f,\"release_to_last_grant_s\":%.3f,\"per_grant_us\":%.1f}\n",
+      o.waiters, o.one_path ? "one" : "each", o.handoff ? "true" : "false",
+      static_cast<double>(threads_waiting - threads_before) / o.waiters,
+      static_cast<double>(rss_waiting - rss_before) / o.waiters,
+      static_cast<double>(stats_after.requests - stats_before.requests) / grants,
+      static_cast<double>(stats_after.watch_wakeups - stats_before.watch_wakeups) / grants, seconds,
+      seconds * 1e6 / grants);
+  return granted.load() == o.waiters ? 0 : 1;
+} catch (const std::exception& e) {
+  std::cerr << "waiter_scale: " << e.what() << std::endl;
+  return 2;
+}
