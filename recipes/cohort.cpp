@@ -277,7 +277,7 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
       leave();
       return std::nullopt;
     }
-    auto waiter = std::make_shared<Waiter>();
+    auto waiter = std::make_shared<BlockingWaiter>();
     member.waiter = waiter;
     // Woken by a grant, by an order to drive, and by every change of the session's state.
     client_->add_waiter(waiter_key_, waiter);

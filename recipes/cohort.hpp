@@ -114,7 +114,7 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
 
  private:
   struct Member {
-    std::shared_ptr<Waiter> waiter;
+    std::shared_ptr<BlockingWaiter> waiter;
     std::optional<Grant> granted;
     bool drive = false;   // told to drive the next acquisition
     bool failed = false;  // the node it waited for was lost

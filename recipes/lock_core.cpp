@@ -331,7 +331,7 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
 
     const std::string watched = dir + "/" + std::string(verdict.watch);
     names.clear();  // the verdict viewed into it; relist after the wait
-    auto waiter = std::make_shared<Waiter>();
+    auto waiter = std::make_shared<BlockingWaiter>();
     client.add_waiter(watched, waiter);  // before the watch is set, so no event slips past
     Pending<int> armed;
     client.watch(watched, armed.callback());

@@ -149,7 +149,12 @@ void Client::queue_request(std::function<void(Result)> done, Submit&& submit) {
   }
 }
 
-void Waiter::wake() {
+void CallbackWaiter::wake() {
+  if (fired_.exchange(true, std::memory_order_acq_rel)) return;
+  on_wake_();
+}
+
+void BlockingWaiter::wake() {
   {
     std::lock_guard lock(mutex_);
     woken_ = true;
@@ -157,7 +162,7 @@ void Waiter::wake() {
   cv_.notify_one();
 }
 
-WaitResult Waiter::wait(const Deadline& deadline) {
+WaitResult BlockingWaiter::wait(const Deadline& deadline) {
   std::stop_callback on_abandon(deadline.cancel_token(), [this] { wake(); });  // before the lock: may run here
   std::unique_lock lock(mutex_);
   bool woken = true;
@@ -669,15 +674,17 @@ void Client::watch(const std::string& path, RcCallback done) {
 }
 
 void Client::add_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter) {
-  std::lock_guard lock(waiters_mutex_);
-  // set_state() stores a final state before it wakes the registered waiters: a waiter arriving
-  // after that wake-up must not sleep through the end of the session.
-  const auto s = state();
-  if (s == SessionState::Lost || s == SessionState::Closed) {
-    waiter->wake();
-    return;
+  {
+    std::lock_guard lock(waiters_mutex_);
+    // set_state() stores a final state before it wakes the registered waiters: a waiter arriving
+    // after that wake-up must not sleep through the end of the session.
+    const auto s = state();
+    if (s != SessionState::Lost && s != SessionState::Closed) {
+      waiters_.emplace(path, waiter);
+      return;
+    }
   }
-  waiters_.emplace(path, waiter);
+  waiter->wake();  // with no dlock mutex held, as every wake
 }
 
 void Client::remove_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter) {

@@ -39,11 +39,20 @@ namespace dlock::detail {
 
 class Janitor;
 
-// A thread blocked until a watched node changes, the session changes state, its deadline, or
-// its deadline is abandoned.
+// Told once a watched node changes (Client::add_waiter + watch) or the session changes state.
+// wake() runs with no dlock mutex held, on the thread that saw the event: the C client's
+// completion thread, a thread changing the session's state, or the caller of add_waiter when the
+// session had already ended.
 class Waiter {
  public:
-  void wake();
+  virtual ~Waiter() = default;
+  virtual void wake() = 0;
+};
+
+// A thread blocked until woken, its deadline, or its deadline is abandoned.
+class BlockingWaiter final : public Waiter {
+ public:
+  void wake() override;
   // `ready` once woken, `timed_out` when the deadline passed first, `abandoned` when the
   // deadline's stop token was requested (woken or not).
   WaitResult wait(const Deadline& deadline);
@@ -52,6 +61,19 @@ class Waiter {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool woken_ = false;
+};
+
+// A wait that holds no thread: runs `on_wake` the first time it is woken (later wakes do
+// nothing). `on_wake` may call back into the Client (add_waiter, watch, requests) but must not
+// block: it may run on the C client's completion thread.
+class CallbackWaiter final : public Waiter {
+ public:
+  explicit CallbackWaiter(std::function<void()> on_wake) : on_wake_(std::move(on_wake)) {}
+  void wake() override;
+
+ private:
+  std::atomic<bool> fired_{false};
+  std::function<void()> on_wake_;
 };
 
 struct CreateResult {

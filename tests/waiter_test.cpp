@@ -1,0 +1,91 @@
+// The session layer's wake-ups for a wait that holds no thread (CallbackWaiter), the form the
+// completion-driven acquisition (docs/ARCHITECTURE.md §8) waits in: woken once by the watched
+// node's change or by the end of the session, never under a dlock mutex, so the callback may go
+// on with the next step (register again, send a request) right there.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "client.hpp"
+#include "dlock/dlock.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "pending.hpp"
+#include "raw_zk.hpp"
+#include "run_with_deadline.hpp"
+#include "session_access.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// An ephemeral node of another session under the test's root, for the client to watch.
+std::string make_node(RawZk& zk, const std::string& name) {
+  for (const std::string& parent : {std::string(kSuiteRoot), test_root()}) {
+    (void)zk.create(parent, "", ZOO_CONTAINER);
+  }
+  const std::string node = test_root() + "/" + name;
+  EXPECT_EQ(zk.create(node, "", ZOO_EPHEMERAL), ZOK);
+  return node;
+}
+
+TEST(CallbackWaiter, AWatchedNodesDeleteRunsTheCallbackOnceAndItMayRegisterAgain) {
+  Session session(session_options());
+  const auto client = detail::SessionAccess::client(session);
+  RawZk zk(zk_connect());
+  const std::string node = make_node(zk, "watched");
+  std::atomic<int> calls{0};
+  std::atomic<bool> registered_again{false};
+  std::shared_ptr<detail::CallbackWaiter> again;
+  const auto waiter = std::make_shared<detail::CallbackWaiter>([&] {
+    ++calls;
+    // The next step of an operation, from inside the wake-up: registering needs the mutex the
+    // wake-up must not hold.
+    again = std::make_shared<detail::CallbackWaiter>([] {});
+    client->add_waiter(node, again);
+    registered_again = true;
+  });
+  client->add_waiter(node, waiter);
+  detail::Pending<int> armed;
+  client->watch(node, armed.callback());
+  ASSERT_EQ(armed.get(), ZOK);
+  EXPECT_EQ(calls.load(), 0) << "woken before the node changed";
+  ASSERT_EQ(zk.remove(node), ZOK);
+  EXPECT_TRUE(eventually([&] { return registered_again.load(); }, 10s));
+  waiter->wake();  // a second wake: nothing
+  EXPECT_EQ(calls.load(), 1);
+  client->remove_waiter(node, again);
+}
+
+TEST(CallbackWaiter, TheEndOfTheSessionRunsTheCallbackEvenForAWaiterAddedAfterIt) {
+  auto session = std::make_unique<Session>(session_options());
+  const auto client = detail::SessionAccess::client(*session);
+  std::atomic<int> before{0};
+  client->add_waiter(test_root() + "/never", std::make_shared<detail::CallbackWaiter>([&] { ++before; }));
+  session.reset();  // closes: every registered waiter is woken
+  EXPECT_EQ(before.load(), 1);
+
+  // Added once the session ended: woken at once, on this thread, and (as every wake) with no
+  // dlock mutex held: a callback that registers again must not deadlock.
+  // Shared, not on this stack: a callback that deadlocked would outlive the test.
+  const auto after = std::make_shared<std::atomic<int>>(0);
+  bool hung = false;
+  const auto error = run_with_deadline(
+      [client, after] {
+        client->add_waiter("/x", std::make_shared<detail::CallbackWaiter>([client, after] {
+          ++*after;
+          client->add_waiter("/x", std::make_shared<detail::CallbackWaiter>([after] { ++*after; }));
+        }));
+      },
+      10s, &hung);
+  ASSERT_FALSE(hung) << "a wake-up ran under the Client's waiter mutex: the callback deadlocked";
+  EXPECT_FALSE(error);
+  EXPECT_EQ(after->load(), 2);
+}
+
+}  // namespace
+}  // namespace dlock::testing
