@@ -17,11 +17,13 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock/inspect.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/testing/server.hpp"
 
@@ -85,13 +87,28 @@ int main(int argc, char** argv) try {
     waiters.emplace_back([&, i] {
       ++asking;
       auto handle = dlock::LockHandle::acquire(session, path_of(i));
-      last_grant_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+      const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+      for (long long seen = last_grant_ns.load(); seen < now && !last_grant_ns.compare_exchange_weak(seen, now);) {
+      }
       ++granted;
       handle.release();  // with one path: the next waiter's turn
     });
   }
-  while (asking.load() < o.waiters) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::seconds(2));  // every waiter queued (locally or on ZooKeeper)
+  // Every waiter queued: in the process's local queue (hand-off), or with a node of its own.
+  const auto all_queued = [&] {
+    if (asking.load() < o.waiters) return false;
+    for (int i = 0; i < (o.one_path ? 1 : o.waiters); ++i) {
+      const auto queue = dlock::inspect(session, path_of(i));
+      const std::size_t want = o.one_path ? static_cast<std::size_t>(o.waiters) : 1;
+      if (o.handoff ? queue.local_waiters.value_or(0) != want : queue.contenders.size() != want + 1) return false;
+    }
+    return true;
+  };
+  const auto give_up = Clock::now() + std::chrono::minutes(5);
+  while (!all_queued()) {
+    if (Clock::now() > give_up) throw std::runtime_error("the waiters did not all queue within 5 minutes");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
   const long threads_waiting = status_field("Threads");
   const long rss_waiting = status_field("VmRSS");
 
@@ -108,13 +125,14 @@ int main(int argc, char** argv) try {
   std::printf(
       "{\"bench\":\"waiter_scale\",\"api\":\"blocking\",\"waiters\":%d,\"paths\":\"%s\",\"handoff\":%s,"
       "\"threads_per_waiter\":%.3f,\"rss_kb_per_waiter\":%.1f,\"requests_per_grant\":%.3f,"
-      "\"watch_wakeups_per_grant\":%.3f,\"release_to_last_grant_s\":%.3f,\"per_grant_us\":%.1f}\n",
+      "\"watch_wakeups_per_grant\":%.3f,\"release_to_last_grant_s\":%.3f,\"per_grant_us\":%.1f,"
+      "\"max_rss_kb\":%ld}\n",
       o.waiters, o.one_path ? "one" : "each", o.handoff ? "true" : "false",
       static_cast<double>(threads_waiting - threads_before) / o.waiters,
       static_cast<double>(rss_waiting - rss_before) / o.waiters,
       static_cast<double>(stats_after.requests - stats_before.requests) / grants,
       static_cast<double>(stats_after.watch_wakeups - stats_before.watch_wakeups) / grants, seconds,
-      seconds * 1e6 / grants);
+      seconds * 1e6 / grants, status_field("VmHWM"));
   return granted.load() == o.waiters ? 0 : 1;
 } catch (const std::exception& e) {
   std::cerr << "waiter_scale: " << e.what() << std::endl;

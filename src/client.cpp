@@ -151,7 +151,13 @@ void Client::queue_request(std::function<void(Result)> done, Submit&& submit) {
 
 void CallbackWaiter::wake() {
   if (fired_.exchange(true, std::memory_order_acq_rel)) return;
-  on_wake_();
+  try {
+    on_wake_();
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, std::string("a waiter's callback threw (ignored): ") + e.what());
+  } catch (...) {
+    log(LogLevel::Error, "a waiter's callback threw a non-standard exception (ignored)");
+  }
 }
 
 void BlockingWaiter::wake() {

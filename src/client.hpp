@@ -40,9 +40,11 @@ namespace dlock::detail {
 class Janitor;
 
 // Told once a watched node changes (Client::add_waiter + watch) or the session changes state.
-// wake() runs with no dlock mutex held, on the thread that saw the event: the C client's
-// completion thread, a thread changing the session's state, or the caller of add_waiter when the
-// session had already ended.
+// wake() runs on the thread that saw the event, never under the Client's waiter registry mutex:
+// the C client's completion thread (a node event, a state change; no dlock mutex held); the
+// thread closing the Session (under Client::close_mutex_: the callback must not close the
+// Session); or the caller of add_waiter when the session had already ended (under whatever that
+// caller holds: Cohort registers its members, BlockingWaiters, under Cohort::mutex_).
 class Waiter {
  public:
   virtual ~Waiter() = default;
@@ -65,7 +67,8 @@ class BlockingWaiter final : public Waiter {
 
 // A wait that holds no thread: runs `on_wake` the first time it is woken (later wakes do
 // nothing). `on_wake` may call back into the Client (add_waiter, watch, requests) but must not
-// block: it may run on the C client's completion thread.
+// block or close the Session (see Waiter); an exception from it is logged and dropped, since it
+// would otherwise leave a C client callback.
 class CallbackWaiter final : public Waiter {
  public:
   explicit CallbackWaiter(std::function<void()> on_wake) : on_wake_(std::move(on_wake)) {}

@@ -38,27 +38,30 @@ TEST(CallbackWaiter, AWatchedNodesDeleteRunsTheCallbackOnceAndItMayRegisterAgain
   const auto client = detail::SessionAccess::client(session);
   RawZk zk(zk_connect());
   const std::string node = make_node(zk, "watched");
-  std::atomic<int> calls{0};
-  std::atomic<bool> registered_again{false};
-  std::shared_ptr<detail::CallbackWaiter> again;
-  const auto waiter = std::make_shared<detail::CallbackWaiter>([&] {
-    ++calls;
+  // Shared, not on this stack: the session's close would run a callback still registered.
+  struct Seen {
+    std::atomic<int> calls{0};
+    std::atomic<bool> registered_again{false};
+    std::shared_ptr<detail::CallbackWaiter> again = std::make_shared<detail::CallbackWaiter>([] {});
+  };
+  const auto seen = std::make_shared<Seen>();
+  const auto waiter = std::make_shared<detail::CallbackWaiter>([seen, client, node] {
+    ++seen->calls;
     // The next step of an operation, from inside the wake-up: registering needs the mutex the
     // wake-up must not hold.
-    again = std::make_shared<detail::CallbackWaiter>([] {});
-    client->add_waiter(node, again);
-    registered_again = true;
+    client->add_waiter(node, seen->again);
+    seen->registered_again = true;
   });
   client->add_waiter(node, waiter);
   detail::Pending<int> armed;
   client->watch(node, armed.callback());
   ASSERT_EQ(armed.get(), ZOK);
-  EXPECT_EQ(calls.load(), 0) << "woken before the node changed";
+  EXPECT_EQ(seen->calls.load(), 0) << "woken before the node changed";
   ASSERT_EQ(zk.remove(node), ZOK);
-  EXPECT_TRUE(eventually([&] { return registered_again.load(); }, 10s));
+  EXPECT_TRUE(eventually([&] { return seen->registered_again.load(); }, 10s));
   waiter->wake();  // a second wake: nothing
-  EXPECT_EQ(calls.load(), 1);
-  client->remove_waiter(node, again);
+  EXPECT_EQ(seen->calls.load(), 1);
+  client->remove_waiter(node, seen->again);
 }
 
 TEST(CallbackWaiter, TheEndOfTheSessionRunsTheCallbackEvenForAWaiterAddedAfterIt) {

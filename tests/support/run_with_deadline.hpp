@@ -2,10 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <exception>
-#include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 namespace dlock::testing {
 
@@ -14,18 +16,33 @@ namespace dlock::testing {
 // finish within `wait` (then `*hung` is set).
 template <class F>
 std::exception_ptr run_with_deadline(F f, std::chrono::milliseconds wait, bool* hung) {
-  auto done = std::make_shared<std::promise<std::exception_ptr>>();
-  auto result = done->get_future();
-  std::thread([f = std::move(f), done]() mutable {
+  struct Outcome {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::thread([f = std::move(f), outcome]() mutable {
+    std::exception_ptr error;
     try {
       f();
-      done->set_value(nullptr);
     } catch (...) {
-      done->set_value(std::current_exception());
+      error = std::current_exception();
     }
+    // The catch has ended: `error` is this thread's only reference, handed over under the mutex,
+    // so the exception is freed on the reading side (libstdc++ counts its references with
+    // atomics ThreadSanitizer does not see).
+    {
+      std::lock_guard lock(outcome->mutex);
+      outcome->error = std::move(error);
+      outcome->done = true;
+    }
+    outcome->cv.notify_all();
   }).detach();
-  *hung = result.wait_for(wait) != std::future_status::ready;
-  return *hung ? nullptr : result.get();
+  std::unique_lock lock(outcome->mutex);
+  *hung = !outcome->cv.wait_for(lock, wait, [&] { return outcome->done; });
+  return *hung ? nullptr : std::exchange(outcome->error, nullptr);
 }
 
 }  // namespace dlock::testing
