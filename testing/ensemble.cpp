@@ -96,32 +96,23 @@ std::string EnsembleOptions::docker_image_from_environment() {
 int TestingEnsemble::docker(const std::vector<std::string>& args, std::string* output) const {
   std::vector<std::string> argv{options_.docker};
   argv.insert(argv.end(), args.begin(), args.end());
-  SpawnOptions spawn;
-  const std::string out_file = dir_ + "/docker.out";
-  spawn.log_file = output != nullptr ? out_file : dir_ + "/docker.log";
-  if (output != nullptr) std::filesystem::remove(out_file);
-  const pid_t pid = spawn_child(argv, spawn);
   // No docker command of ours takes a minute unless the engine hangs: then fail, not hang.
-  const auto give_up = std::chrono::steady_clock::now() + 60s;
-  int status = 0;
-  while (!reap_if_exited(pid, &status)) {
-    if (std::chrono::steady_clock::now() > give_up) {
-      stop_child(pid, SIGKILL, 1s);
-      throw std::runtime_error("TestingEnsemble (Docker backend): `docker " + args.front() +
-                               "` did not finish within 60 s (is the engine at DOCKER_HOST hung?)");
-    }
-    std::this_thread::sleep_for(10ms);
+  auto result = run_command(argv, 60s);
+  if (result.timed_out) {
+    throw std::runtime_error("TestingEnsemble (Docker backend): `docker " + args.front() +
+                             "` did not finish within 60 s (is the engine at DOCKER_HOST hung?)");
   }
-  if (output != nullptr) *output = file_tail(out_file, 1 << 20);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (output != nullptr) *output = std::move(result.output);
+  return result.status;
 }
 
 void TestingEnsemble::docker_checked(const std::vector<std::string>& args) const {
-  if (docker(args) == 0) return;
+  std::string output;
+  if (docker(args, &output) == 0) return;
   std::string command = "docker";
   for (const auto& arg : args) command += " " + arg;
-  throw std::runtime_error("TestingEnsemble (Docker backend): `" + command + "` failed: " +
-                           file_tail(dir_ + "/docker.log", 600));
+  if (output.size() > 600) output = "..." + output.substr(output.size() - 600);
+  throw std::runtime_error("TestingEnsemble (Docker backend): `" + command + "` failed: " + output);
 }
 
 void TestingEnsemble::remove_orphans() const {
@@ -158,14 +149,16 @@ TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(o
     const std::string where = host != nullptr && *host != '\0' ? std::string("DOCKER_HOST=") + host
                                                                : std::string("DOCKER_HOST unset: /var/run/docker.sock");
     std::string why;
-    if (docker({"version"}) != 0) {
+    std::string output;
+    if (docker({"version"}, &output) != 0) {
       why = "no Docker engine answers (" + where + "; scripts/docker-engine.sh start runs one)";
-    } else if (docker({"image", "inspect", "--format", "{{.Id}}", options_.docker_image}) != 0) {
+    } else if (docker({"image", "inspect", "--format", "{{.Id}}", options_.docker_image}, &output) != 0) {
       why = "no image " + options_.docker_image + " on the engine at " + where +
             " (scripts/docker-engine.sh images builds dlock-zookeeper:debian)";
     }
     if (!why.empty()) {
-      why += ": " + file_tail(dir_ + "/docker.log", 400);
+      if (output.size() > 400) output = "..." + output.substr(output.size() - 400);
+      why += ": " + output;
       std::error_code ignored;
       std::filesystem::remove_all(dir_, ignored);
       throw std::runtime_error("TestingEnsemble (Docker backend): " + why);

@@ -141,23 +141,20 @@ void PostgresServer::stop() {
 }
 
 std::string PostgresServer::psql(const std::string& sql) const {
-  // Output and errors in files of their own (several threads may query at once).
+  // The rows in a file of their own (-o), so that a NOTICE on stderr never reads as a value.
   static std::atomic<unsigned> next{0};
-  const std::string base = dir_ + "/psql-" + std::to_string(::getpid()) + "-" + std::to_string(next++);
-  SpawnOptions options;
-  options.log_file = base + ".err";
-  const pid_t pid = spawn_child({std::string(kPostgresBin) + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                                 "-h", "127.0.0.1", "-p", std::to_string(port_), "-U", user_, "-d", "postgres", "-o",
-                                 base + ".out", "-c", sql},
-                                options);
-  const int rc = wait_child(pid);
-  std::string output = read_file(base + ".out");
-  const std::string errors = trimmed(read_file(base + ".err"));
+  const std::string rows = dir_ + "/psql-" + std::to_string(::getpid()) + "-" + std::to_string(next++) + ".out";
+  const auto run = run_command({std::string(kPostgresBin) + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                                "-h", "127.0.0.1", "-p", std::to_string(port_), "-U", user_, "-d", "postgres", "-o", rows,
+                                "-c", sql},
+                               std::chrono::minutes(5));
+  std::string output = read_file(rows);
   std::error_code ignored;
-  std::filesystem::remove(base + ".out", ignored);
-  std::filesystem::remove(base + ".err", ignored);
-  if (rc != 0) {
-    throw std::runtime_error("PostgreSQL: " + (errors.empty() ? "psql exited with " + std::to_string(rc) : errors) +
+  std::filesystem::remove(rows, ignored);
+  if (run.timed_out) throw std::runtime_error("PostgreSQL: psql did not finish within 5 minutes (in: " + sql + ")");
+  if (run.status != 0) {
+    const std::string errors = trimmed(run.output);
+    throw std::runtime_error("PostgreSQL: " + (errors.empty() ? "psql exited with " + std::to_string(run.status) : errors) +
                              " (in: " + sql + ")");
   }
   return output;

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -76,6 +78,31 @@ int wait_child(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  static std::atomic<unsigned> next{0};
+  SpawnOptions options;
+  options.log_file = (std::filesystem::temp_directory_path() /
+                      ("dlock-command-" + std::to_string(::getpid()) + "-" + std::to_string(next++) + ".log"))
+                         .string();
+  const pid_t pid = spawn_child(argv, options);
+  CommandResult result;
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (!reap_if_exited(pid, &status)) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      stop_child(pid, SIGKILL, std::chrono::seconds(1));
+      result.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!result.timed_out) result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.output = file_tail(options.log_file, 1 << 20);
+  std::error_code ignored;
+  std::filesystem::remove(options.log_file, ignored);
+  return result;
 }
 
 std::string file_tail(const std::string& path, std::size_t max_bytes) {

@@ -41,6 +41,19 @@ void stop_child(pid_t pid, int signal, std::chrono::milliseconds grace, bool gro
 // Blocks until `pid` exits; returns its exit code, or 128 + signal.
 int wait_child(pid_t pid);
 
+// A command run to completion: its exit code (128 + signal when killed) and what it printed.
+struct CommandResult {
+  int status = -1;
+  std::string output;      // stdout and stderr, interleaved
+  bool timed_out = false;  // killed (SIGKILL) after the timeout; `status` is then -1
+};
+
+// Runs argv[0] (an absolute path) with argv and waits for it, at most `timeout`. Its output goes
+// through a file of its own in the temporary directory (removed afterwards), so concurrent calls
+// do not mix. Never throws for the command's failure; throws std::runtime_error if it cannot be
+// started at all.
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+
 // The last `max_bytes` of a file ("" if it cannot be read): for error messages about a server
 // whose directory is removed before the message is read.
 std::string file_tail(const std::string& path, std::size_t max_bytes = 2000);

@@ -62,7 +62,7 @@ class PostgresServer {
 
   // Runs `sql` (one or more statements, in one transaction) on a new connection (a `psql` child
   // process, which inherits the test's environment, PG* variables included; it blocks until psql
-  // exits); throws with the server's message.
+  // exits, at most 5 minutes); throws with the server's message.
   void execute(const std::string& sql) const;
   // The first column of the first row of `sql`, as an integer; throws if there is none.
   [[nodiscard]] std::int64_t query_int(const std::string& sql) const;
