@@ -4,24 +4,21 @@
 
 #include "contender.hpp"
 #include "dlock/fencing.hpp"
-#include "linger_timer.hpp"
+#include "task_timer.hpp"
 #include "lock_site.hpp"
 #include "pending.hpp"
 #include "self_wait.hpp"
 #include "test_hooks.hpp"
 
 namespace dlock::detail {
-namespace {
 
-[[noreturn]] void throw_token_exhausted(const std::string& dir, std::int64_t czxid) {
+void throw_token_exhausted(const std::string& dir, std::int64_t czxid) {
   throw Error(make_error_code(errc::token_exhausted),
               "lock " + dir + ": its node's creation zxid " + std::to_string(czxid) + " exceeds " +
                   std::to_string(max_fenced_czxid()) +
                   ", the largest whose fencing tokens (czxid * 1024 + pass) fit 64 bits: the ensemble's "
                   "epoch has reached 2^21 leader elections");
 }
-
-}  // namespace
 
 Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site,
                LockLabels labels)
@@ -36,7 +33,7 @@ Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy
 
 void Cohort::start() {
   if (!options_.local) return;
-  if (options_.linger.count() > 0) linger_timer::start();  // not later, in a noexcept release
+  if (options_.linger.count() > 0) task_timer::start();  // not later, in a noexcept release
   std::weak_ptr<Cohort> weak = weak_from_this();
   child_watch_ = client_->watch_children(dir_, [weak](std::uint64_t mark) {
     if (auto self = weak.lock()) self->on_directory_changed(mark);
@@ -145,12 +142,15 @@ void Cohort::throw_if_holding_a_node_ahead() const {
   }
 }
 
-std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+bool Cohort::drive_watches_locked() const {
   // Local waiters already queued, or a linger to come: the node will be shared, so the listings
   // of the acquisition arm the child watch (no extra request). Otherwise a node that turns out
   // shared gets its watch from watch_if_shared_locked().
-  const bool watch = options_.linger.count() > 0 || !waiting_.empty() ||
-                     test_hooks::handoff_always_watch_directory.load();
+  return options_.linger.count() > 0 || !waiting_.empty() || test_hooks::handoff_always_watch_directory.load();
+}
+
+std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+  const bool watch = drive_watches_locked();
   lock.unlock();
   std::optional<Acquired> acquired;
   try {
@@ -167,16 +167,24 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
     hand_driving_on_locked();
     return std::nullopt;
   }
-  if (acquired->czxid > max_fenced_czxid()) {
-    client_->release_node(acquired->node);
+  std::shared_ptr<CohortNode> relist_node;
+  Grant grant = install_driven_locked(*acquired, watch, relist_node);
+  lock.unlock();
+  if (relist_node) relist(relist_node);
+  return grant;
+}
+
+Grant Cohort::install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node) {
+  if (acquired.czxid > max_fenced_czxid()) {
+    client_->release_node(acquired.node);
     hand_driving_on_locked();
-    throw_token_exhausted(dir_, acquired->czxid);
+    throw_token_exhausted(dir_, acquired.czxid);
   }
   auto node = std::make_shared<CohortNode>();
-  node->path = std::move(acquired->node);
+  node->path = std::move(acquired.node);
   node->name = node->path.substr(dir_.size() + 1);
-  node->czxid = acquired->czxid;
-  node->generation = acquired->generation;
+  node->czxid = acquired.czxid;
+  node->generation = acquired.generation;
   node->watched = watch;
   if (current_) {
     // Readers: the node this thread drove past (not joinable when it was told to drive) may have
@@ -186,7 +194,7 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
     if (current_->holders == 0) client_->release_node(current_->path);
   }
   current_ = node;
-  note_listing_locked(*node, acquired->listing);
+  note_listing_locked(*node, acquired.listing);
   Grant grant = grant_locked(node);
   grant.source = GrantSource::ZooKeeper;
   if (policy_.shared) {
@@ -194,14 +202,12 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
     // it: then they queue a new node behind that writer.
     hand_driving_on_locked();
   }
-  // A child event after the granting listing was served reports a change that listing missed.
   // With the watch armed by the granting listing, a child event after that listing was served
   // reports a change it missed: look again. A listing still in flight was asked for an older
   // node: it looks again for this one. Without the watch: ask for one if the node is shared.
-  std::shared_ptr<CohortNode> relist_node;
   if (!watch) {
     relist_node = watch_if_shared_locked(node);
-  } else if (last_event_mark_ > acquired->listing_mark && !node->others_waiting) {
+  } else if (last_event_mark_ > acquired.listing_mark && !node->others_waiting) {
     if (relist_in_flight_) {
       relist_again_ = true;
     } else {
@@ -209,8 +215,6 @@ std::optional<Grant> Cohort::drive(std::unique_lock<std::mutex>& lock, const Dea
       relist_node = node;
     }
   }
-  lock.unlock();
-  if (relist_node) relist(relist_node);
   return grant;
 }
 
@@ -221,9 +225,7 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
   // with it, a local waiter fails when that session ends.
   const auto generation = client_->generation();
   waiting_.push_back(&member);
-  const auto leave = [&] {
-    if (const auto it = std::find(waiting_.begin(), waiting_.end(), &member); it != waiting_.end()) waiting_.erase(it);
-  };
+  const auto leave = [&] { leave_locked(member); };
   // Whatever ends this wait (an exception from an allocation or a request included), `member`
   // lives on this stack frame: it must not stay in waiting_. (drive() returns unlocked.)
   struct LeaveOnExit {
@@ -293,6 +295,10 @@ std::optional<Grant> Cohort::wait_as_member(std::unique_lock<std::mutex>& lock, 
     lock.lock();
     member.waiter.reset();
   }
+}
+
+void Cohort::leave_locked(Member& member) {
+  if (const auto it = std::find(waiting_.begin(), waiting_.end(), &member); it != waiting_.end()) waiting_.erase(it);
 }
 
 Grant Cohort::grant_locked(const std::shared_ptr<CohortNode>& node) {
@@ -429,7 +435,7 @@ void Cohort::linger_locked(const std::shared_ptr<CohortNode>& node) {
   const auto ticket = next_linger_ticket_++;
   node->linger_ticket = ticket;
   std::weak_ptr<Cohort> weak = weak_from_this();
-  linger_timer::run_at(Clock::now() + options_.linger, [weak, ticket] {
+  (void)task_timer::run_at(Clock::now() + options_.linger, [weak, ticket] {
     if (auto self = weak.lock()) self->on_linger_expired(ticket);
   });
 }

@@ -34,6 +34,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +50,9 @@ namespace dlock::detail {
 
 class Cohort;
 struct LockSite;
+
+// Error(errc::token_exhausted) for a node of `dir` created at `czxid` (beyond max_fenced_czxid()).
+[[noreturn]] void throw_token_exhausted(const std::string& dir, std::int64_t czxid);
 
 // One lock node, shared by the local holds granted on it.
 struct CohortNode {
@@ -98,6 +103,22 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   // LockLost (errc::lock_lost) when the node this thread waited for was lost with the session;
   // WouldDeadlock when it would wait for a node the calling thread holds itself.
   std::optional<Grant> acquire(const Deadline& deadline);
+  // The same without a thread: `done` is called once, with the hold, with nullopt (the deadline
+  // passed first), or with what acquire() would throw (a cancel's reason too). It runs on a
+  // ZooKeeper completion thread, the task timer, the thread that cancels or this one, with no
+  // dlock mutex held, and must not block. Local waiters of both kinds share one FIFO queue.
+  // The caller keeps this Cohort alive until `done` ran. `owner` is the holder the take is for
+  // (self_wait.hpp): a wait on a node it holds fails with WouldDeadlock.
+  class AsyncTake;
+  using TakeDone = std::function<void(std::optional<Grant>, std::exception_ptr)>;
+  std::shared_ptr<AsyncTake> start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner, TakeDone done);
+  // Ends `take` with `reason` unless it completes first: a queued take leaves the queue, a driving
+  // one cancels its ZooKeeper acquisition (whose node is deleted first); a grant that raced the
+  // cancel is completed with. Any thread.
+  void cancel_take(const std::shared_ptr<AsyncTake>& take, std::exception_ptr reason);
+  // A queued take's next step, scheduled by its waiter (cohort_take.cpp).
+  void resume_take(const std::shared_ptr<AsyncTake>& take);
+
   // Gives back a hold (any thread). Never throws; never waits for ZooKeeper.
   void release(const Grant& grant) noexcept;
   // No further local holds on `grant`'s node (a downgrade queued a read node level with it: a
@@ -113,8 +134,10 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   void detach_site() noexcept;
 
  private:
+  // A local waiter: a blocked thread (wait_as_member) or an AsyncTake. `waiter` is woken by a
+  // grant, an order to drive, and every change of the session's state; it runs under mutex_.
   struct Member {
-    std::shared_ptr<BlockingWaiter> waiter;
+    std::shared_ptr<Waiter> waiter;
     std::optional<Grant> granted;
     bool drive = false;   // told to drive the next acquisition
     bool failed = false;  // the node it waited for was lost
@@ -123,6 +146,23 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   // acquire() without its metrics.
   std::optional<Grant> take(const Deadline& deadline);
   std::optional<Grant> drive(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
+  // After a driven acquisition: its node becomes current_, and the driver's hold on it. `watch`:
+  // the acquisition's listings armed the child watch. Sets `relist_node` to the node to relist()
+  // once mutex_ is released, if any. Needs mutex_ (driving_ already cleared).
+  Grant install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node);
+  // Whether the driver's acquisition should arm the child watch. Needs mutex_.
+  bool drive_watches_locked() const;
+  // AsyncTake's steps (cohort_take.cpp).
+  void step(const std::shared_ptr<AsyncTake>& take);
+  void begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take);
+  void on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired, std::exception_ptr error);
+  void on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed);
+  void on_take_deadline(const std::shared_ptr<AsyncTake>& take);
+  void finish_take(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take,
+                   std::optional<Grant> grant, std::exception_ptr error,
+                   const std::shared_ptr<CohortNode>& relist_node = nullptr);
+  // Takes `member` out of waiting_ if it is there. Needs mutex_.
+  void leave_locked(Member& member);
   std::optional<Grant> wait_as_member(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
   // A hold on current_ for the calling or a waiting thread. Needs mutex_.
   Grant grant_locked(const std::shared_ptr<CohortNode>& node);

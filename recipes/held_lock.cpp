@@ -23,4 +23,24 @@ std::optional<HeldLock> acquire_held(LockSite& site, NodeKind kind, const Deadli
   return std::move(tracking).confirm(std::move(*granted), cohort.labels());
 }
 
+HeldTake start_acquire_held(LockSite& site, NodeKind kind, std::optional<Clock::time_point> deadline,
+                            std::uint64_t owner, HeldDone done) {
+  auto tracking = std::make_shared<LossTracking>(*site.client);
+  Cohort& cohort = site.cohort(kind);
+  auto take = cohort.start_take(
+      deadline, owner,
+      [tracking, &cohort, done = std::move(done)](std::optional<Grant> grant, std::exception_ptr error) {
+        if (!grant) return done(std::nullopt, std::move(error));
+        std::optional<HeldLock> held;
+        try {
+          held = std::move(*tracking).confirm(std::move(*grant), cohort.labels());
+        } catch (...) {
+          cohort.release(*grant);
+          return done(std::nullopt, std::current_exception());
+        }
+        done(std::move(held), nullptr);
+      });
+  return HeldTake{std::move(take), &cohort};
+}
+
 }  // namespace dlock::detail

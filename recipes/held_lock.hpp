@@ -11,6 +11,8 @@
 // granted and before the hold is confirmed.
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -49,5 +51,17 @@ class LossTracking {
 // A hold of `kind` on `site`: Cohort::acquire with the hold's loss tracking around it. Nullopt once
 // the deadline passed; throws like Cohort::acquire.
 std::optional<HeldLock> acquire_held(LockSite& site, NodeKind kind, const Deadline& deadline);
+
+// The same without a thread (Cohort::start_take): `done` gets the hold, nullopt once the deadline
+// passed, or the error, as Cohort::TakeDone says. The caller keeps `site` alive until then.
+struct HeldTake {
+  std::shared_ptr<Cohort::AsyncTake> take;
+  Cohort* cohort = nullptr;
+  // Cancels the take (Cohort::cancel_take).
+  void cancel(std::exception_ptr reason) const { cohort->cancel_take(take, std::move(reason)); }
+};
+using HeldDone = std::function<void(std::optional<HeldLock>, std::exception_ptr)>;
+HeldTake start_acquire_held(LockSite& site, NodeKind kind, std::optional<Clock::time_point> deadline,
+                            std::uint64_t owner, HeldDone done);
 
 }  // namespace dlock::detail

@@ -1,5 +1,6 @@
 #include "dlock/lock_handle.hpp"
 
+#include "handle_access.hpp"
 #include "held_lock.hpp"
 #include "lock_site.hpp"
 #include "path.hpp"
@@ -29,6 +30,17 @@ detail::NodeKind node_kind(LockMode mode) {
 const std::string kEmpty;
 
 }  // namespace
+
+namespace detail {
+
+NodeKind HandleAccess::kind_of(LockMode mode) { return node_kind(mode); }
+
+LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode) {
+  return LockHandle(std::make_unique<LockHandle::State>(LockHandle::State{
+      std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report)}));
+}
+
+}  // namespace detail
 
 LockHandle::LockHandle() noexcept = default;
 LockHandle::LockHandle(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}

@@ -28,11 +28,23 @@ void AcquireReport::failed() noexcept {
   } catch (const LockLost&) {
     outcome = AcquireOutcome::Lost;
   } catch (const Error& e) {
-    // The lock object was destroyed under the waiting thread: its call was cancelled.
-    if (e.code() == make_error_code(errc::lock_destroyed)) outcome = AcquireOutcome::Cancelled;
+    // The lock object was destroyed under the waiting thread, or an asynchronous call cancelled.
+    if (e.code() == make_error_code(errc::lock_destroyed) || e.code() == make_error_code(errc::cancelled)) {
+      outcome = AcquireOutcome::Cancelled;
+    }
   } catch (...) {
   }
   ended(outcome, GrantSource::ZooKeeper);
+}
+
+void AcquireReport::timed_out() noexcept { ended(AcquireOutcome::TimedOut, GrantSource::ZooKeeper); }
+
+void AcquireReport::failed(std::exception_ptr error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    failed();
+  }
 }
 
 void AcquireReport::ended(AcquireOutcome outcome, GrantSource source) noexcept {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -40,6 +41,9 @@ class AcquireReport {
   void not_granted(const Deadline& deadline) noexcept;
   // Threw: the outcome is told by the exception in flight (call it from a catch block).
   void failed() noexcept;
+  // The same for an asynchronous take: timed out, or ended by `error`.
+  void timed_out() noexcept;
+  void failed(std::exception_ptr error) noexcept;
 
  private:
   void ended(AcquireOutcome outcome, GrantSource source) noexcept;

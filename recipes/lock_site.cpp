@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "linger_timer.hpp"
+#include "task_timer.hpp"
 #include "policies.hpp"
 
 namespace dlock::detail {
@@ -55,7 +55,7 @@ void LockSite::keep_alive(bool on) {
       dropped = std::move(kept_);
     }
   }
-  if (dropped) linger_timer::run_at(Clock::now(), [dropped = std::move(dropped)] {});
+  if (dropped) (void)task_timer::run_at(Clock::now(), [dropped = std::move(dropped)] {});
 }
 
 LockSite::~LockSite() {

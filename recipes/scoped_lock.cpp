@@ -7,6 +7,7 @@
 #include "deadline.hpp"
 #include "dlock/scope.hpp"
 #include "path.hpp"
+#include "scope_state.hpp"
 #include "self_wait.hpp"
 #include "session_access.hpp"
 
@@ -25,32 +26,22 @@ const char* describe(LockMode mode) {
 
 }  // namespace
 
-struct ScopeState {
-  ScopeState(LockHandle h, std::string k) : handle(std::move(h)), key(std::move(k)) {
-    self_wait::add(handle.node(), holder);
+LockTimeout scope_timeout(Session& session, LockMode mode, const std::string& path, const std::string& key,
+                          std::chrono::milliseconds timeout) {
+  const std::string waited = std::string("timed out after ") + std::to_string(timeout.count()) +
+                             " ms waiting for the " + describe(mode) + " on " + path + " (key " + key + ")";
+  // An outage is not contention: say so, so that callers (and their alerts) can tell.
+  if (const auto outage = SessionAccess::client(session)->disconnected_for()) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(outage->count()) / 1000.0);
+    return LockTimeout(make_error_code(errc::disconnected),
+                       waited + ": the session has been disconnected from ZooKeeper at " + session.connect_string() +
+                           " for " + seconds + " s (state " + std::string(to_string(session.state())) + ")");
   }
-  ~ScopeState() { release(); }
+  return LockTimeout(waited);
+}
 
-  // Idempotent, any thread: the guard's destructor and a transaction's hook may both call it.
-  void release() noexcept {
-    std::lock_guard lock(mutex);
-    if (!handle) return;
-    self_wait::remove(handle.node(), holder);
-    try {
-      handle.release();
-    } catch (...) {  // release() only throws NotOwner for an empty handle, excluded above
-    }
-  }
-
-  std::mutex mutex;
-  LockHandle handle;
-  const std::uint64_t holder = self_wait::this_thread_token();
-  const std::string key;
-  const std::string path = handle.path();
-  const std::int64_t token = handle.fencing_token();
-  const LockMode mode = handle.mode();
-  const std::stop_token lost = handle.stop_token();
-};
+ScopedLock ScopeAccess::make(std::shared_ptr<ScopeState> state) { return ScopedLock(std::move(state)); }
 
 }  // namespace detail
 
@@ -68,14 +59,22 @@ ScopedLock::~ScopedLock() {
   if (state_ && !bound_) state_->release();
 }
 
-const std::string& ScopedLock::key() const noexcept { return state_->key; }
-const std::string& ScopedLock::path() const noexcept { return state_->path; }
-std::int64_t ScopedLock::fencing_token() const { return state_->token; }
-LockMode ScopedLock::mode() const noexcept { return state_->mode; }
+namespace {
+const std::string kNoKey;
+}  // namespace
 
-std::stop_token ScopedLock::stop_token() const noexcept { return state_->lost; }
+const std::string& ScopedLock::key() const noexcept { return state_ ? state_->key : kNoKey; }
+const std::string& ScopedLock::path() const noexcept { return state_ ? state_->path : kNoKey; }
+std::int64_t ScopedLock::fencing_token() const {
+  if (!state_) throw NotOwner("fencing_token() of an empty ScopedLock");
+  return state_->token;
+}
+LockMode ScopedLock::mode() const noexcept { return state_ ? state_->mode : LockMode::Exclusive; }
+
+std::stop_token ScopedLock::stop_token() const noexcept { return state_ ? state_->lost : std::stop_token(); }
 
 bool ScopedLock::still_held() const noexcept {
+  if (!state_) return false;
   std::lock_guard lock(state_->mutex);
   return state_->handle.still_held();
 }
@@ -94,7 +93,15 @@ LockService::LockService(Session& session, std::string base, std::chrono::millis
 }
 
 LockService LockService::with_timeout(std::chrono::milliseconds timeout) const {
-  return LockService(*session_, base_, timeout);
+  LockService view(*session_, base_, timeout);
+  view.holder_ = holder_;
+  return view;
+}
+
+LockService LockService::holder() const {
+  LockService view = *this;
+  view.holder_ = detail::self_wait::new_token();
+  return view;
 }
 
 std::string LockService::path_for(std::string_view ns, std::string_view key) const {
@@ -106,20 +113,7 @@ std::string LockService::path_for(std::string_view ns, std::string_view key) con
 ScopedLock LockService::lock_key(LockMode mode, std::string_view ns, std::string key) const {
   const std::string path = path_for(ns, key);
   auto handle = LockHandle::take(*session_, path, mode, detail::Deadline::in(timeout_), ns);
-  if (!handle) {
-    const std::string waited = std::string("timed out after ") + std::to_string(timeout_.count()) +
-                               " ms waiting for the " + detail::describe(mode) + " on " + path + " (key " + key + ")";
-    // An outage is not contention: say so, so that callers (and their alerts) can tell.
-    if (const auto outage = detail::SessionAccess::client(*session_)->disconnected_for()) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(outage->count()) / 1000.0);
-      throw LockTimeout(make_error_code(errc::disconnected),
-                        waited + ": the session has been disconnected from ZooKeeper at " +
-                            session_->connect_string() + " for " + seconds + " s (state " +
-                            std::string(to_string(session_->state())) + ")");
-    }
-    throw LockTimeout(waited);
-  }
+  if (!handle) throw detail::scope_timeout(*session_, mode, path, key, timeout_);
   return ScopedLock(std::make_shared<detail::ScopeState>(std::move(handle), std::move(key)));
 }
 

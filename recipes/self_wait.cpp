@@ -30,6 +30,8 @@ Registry& registry() {
 
 }  // namespace
 
+std::uint64_t new_token() { return next_token.fetch_add(1); }
+
 std::uint64_t this_thread_token() {
   thread_local const std::uint64_t token = next_token.fetch_add(1);
   return token;
@@ -54,13 +56,14 @@ void remove(std::string_view node, std::uint64_t token) {
   r.size.store(r.holders_of.size());
 }
 
-bool held_by_this_thread(std::string_view name) {
+bool held_by_this_thread(std::string_view name) { return held_by(name, this_thread_token()); }
+
+bool held_by(std::string_view name, std::uint64_t token) {
   auto& r = registry();
-  if (r.size.load() == 0) return false;
+  if (token == 0 || r.size.load() == 0) return false;
   std::lock_guard lock(r.mutex);
   const auto it = r.holders_of.find(std::string(name));
-  return it != r.holders_of.end() &&
-         std::find(it->second.begin(), it->second.end(), this_thread_token()) != it->second.end();
+  return it != r.holders_of.end() && std::find(it->second.begin(), it->second.end(), token) != it->second.end();
 }
 
 bool holds_any() {

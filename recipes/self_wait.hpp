@@ -19,6 +19,10 @@
 
 namespace dlock::detail::self_wait {
 
+// A token no thread or holder has: the identity of a holder that is not a thread (an asynchronous
+// acquisition's owner).
+std::uint64_t new_token();
+
 // The calling thread's token.
 std::uint64_t this_thread_token();
 
@@ -30,6 +34,9 @@ void add(std::string_view node, std::uint64_t token);
 void remove(std::string_view node, std::uint64_t token);
 // Whether the calling thread holds the node named `name` (a path's last component).
 bool held_by_this_thread(std::string_view name);
+// Whether the holder with `token` holds it (an acquisition that runs on other threads than its
+// caller's asks with the token it was started with). False for token 0.
+bool held_by(std::string_view name, std::uint64_t token);
 // Whether the calling thread holds any node at all (cheap when no thread holds one).
 bool holds_any();
 

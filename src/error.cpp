@@ -23,6 +23,7 @@ class DlockCategory final : public std::error_category {
       case errc::sequence_exhausted: return "the lock directory's sequence counter ran out";
       case errc::token_exhausted: return "the lock node's zxid is too large for a fencing token";
       case errc::not_authorized: return "the session's identity lacks a permission on a lock node";
+      case errc::cancelled: return "the asynchronous acquisition was cancelled";
     }
     return "unknown dlock error " + std::to_string(value);
   }

@@ -42,6 +42,8 @@ enum class errc {
   token_exhausted,     // A lock node's zxid is too large for a fencing token (dlock/fencing.hpp).
   not_authorized,      // The server refused a request: the Session's identities lack a permission
                        // on a node (its ACL; dlock/security.hpp). The message names both.
+  cancelled,           // An asynchronous acquisition was cancelled (dlock/async.hpp); its handler
+                       // gets asio::error::operation_aborted.
 };
 
 const std::error_category& dlock_category() noexcept;

@@ -49,6 +49,7 @@ class LockService;
 namespace detail {
 struct LockSite;
 class Deadline;
+struct HandleAccess;
 }
 
 class LockHandle {
@@ -66,6 +67,16 @@ class LockHandle {
   // Waits at most `timeout`; returns an empty handle if the lock was not granted in time.
   [[nodiscard]] static LockHandle try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
                                                   LockMode mode = LockMode::Exclusive);
+
+  // The same without blocking a thread, for Boost.Asio completion tokens (a callback,
+  // use_awaitable, use_future, deferred, as_tuple, redirect_error, ...). Completion signature
+  // `void(boost::system::error_code, LockHandle)`. Defined in dlock/async.hpp, which documents
+  // them (executors, cancellation, errors): include it to call them.
+  template <class CompletionToken>
+  static auto async_acquire(Session& session, std::string path, LockMode mode, CompletionToken&& token);
+  template <class CompletionToken>
+  static auto async_try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                                    LockMode mode, CompletionToken&& token);
 
   // True while the handle holds an acquisition (no ZooKeeper call).
   bool held() const noexcept { return state_ != nullptr; }
@@ -92,6 +103,7 @@ class LockHandle {
   struct State;
   explicit LockHandle(std::unique_ptr<State> state) noexcept;
   friend class LockService;
+  friend struct detail::HandleAccess;
   // acquire and try_acquire_for, and LockService's guards (`scope_namespace`: the lock's metrics
   // family unless a declared prefix covers it): empty once `deadline` passed.
   static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,

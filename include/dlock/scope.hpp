@@ -84,6 +84,11 @@
 
 namespace dlock {
 
+namespace detail {
+struct ScopeState;
+struct ScopeAccess;
+}  // namespace detail
+
 // What a guard can be bound to: a transaction that takes completion hooks and runs each exactly
 // once when it ends, after its COMMIT has returned (so its writes are visible to others) or after
 // it rolled back, including when it is destroyed without either. `CompletionHooks` below does
@@ -115,14 +120,12 @@ class CompletionHooks {
   std::vector<std::function<void()>> hooks_;
 };
 
-namespace detail {
-struct ScopeState;
-}
-
 // One scoped acquisition. Move-only. Releases when destroyed unless bound to a transaction, in
 // which case the transaction's end releases it.
 class ScopedLock {
  public:
+  // An empty guard: holds nothing (what an asynchronous lock that failed completes with).
+  ScopedLock() noexcept = default;
   ScopedLock(ScopedLock&&) noexcept;
   ScopedLock& operator=(ScopedLock&&) noexcept;
   ~ScopedLock();
@@ -135,6 +138,8 @@ class ScopedLock {
   bool still_held() const noexcept;
   LockMode mode() const noexcept;
   bool bound() const noexcept { return bound_; }
+  // Whether it holds an acquisition (false for an empty guard).
+  explicit operator bool() const noexcept { return state_ != nullptr; }
 
   // From now on the lock is released by `tx`'s completion hook (after its commit or rollback,
   // or its destruction without either), not when this guard is destroyed.
@@ -149,6 +154,7 @@ class ScopedLock {
   // ScopedLocks binds its guards with one hook of its own (so they release in reverse order),
   // which needs each guard's completion and its bound flag.
   friend class ScopedLocks;
+  friend struct detail::ScopeAccess;
   explicit ScopedLock(std::shared_ptr<detail::ScopeState> state) noexcept;
   std::function<void()> completion() const;
   std::shared_ptr<detail::ScopeState> state_;
@@ -158,6 +164,7 @@ class ScopedLock {
 // Several scoped acquisitions taken in canonical order; released in reverse.
 class ScopedLocks {
  public:
+  ScopedLocks() noexcept = default;
   explicit ScopedLocks(std::vector<ScopedLock> locks) noexcept : locks_(std::move(locks)) {}
   ScopedLocks(ScopedLocks&&) noexcept = default;
   ScopedLocks& operator=(ScopedLocks&&) noexcept = default;
@@ -216,16 +223,41 @@ class LockService {
   [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const;
   [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
 
+  // Asynchronous forms for Boost.Asio completion tokens: the arguments above followed by the token;
+  // completion signature `void(boost::system::error_code, ScopedLock)` (`ScopedLocks` for the
+  // _each / _keys forms). Defined in dlock/async.hpp, which documents them: include it to call
+  // them (or use its DLOCK_CO_SCOPE macros).
+  template <class... SourcesAndToken>
+  auto async_lock(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const;
+  template <class... SourcesAndToken>
+  auto async_lock_each(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const;
+  template <class CompletionToken>
+  auto async_lock_key(LockMode mode, std::string_view ns, std::string key, CompletionToken&& token) const;
+  template <class CompletionToken>
+  auto async_lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys,
+                       CompletionToken&& token) const;
+
+  // A view whose asynchronous guards belong to one holder of their own (a coroutine, a request):
+  // while it holds a guard, an asynchronous lock through the same view on a path the guard holds
+  // (or one queued behind it) fails with WouldDeadlock instead of waiting on itself. Asynchronous
+  // guards belong to no thread; without such a view they belong to no holder at all, and a second
+  // request for a held path simply waits. Make one per coroutine: `auto mine = locks.holder();`.
+  // Blocking guards taken through it still belong to their thread.
+  LockService holder() const;
+
   // <base>/<ns>/<key>, after checking the namespace and the key.
   std::string path_for(std::string_view ns, std::string_view key) const;
   const std::string& base() const noexcept { return base_; }
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   Session& session() const noexcept { return *session_; }
+  // The holder of its asynchronous guards (holder()), or 0 for none.
+  std::uint64_t holder_token() const noexcept { return holder_; }
 
  private:
   Session* session_;
   std::string base_;
   std::chrono::milliseconds timeout_;
+  std::uint64_t holder_ = 0;
 };
 
 // A view of a LockService whose guards are bound to one transaction: each function takes its
@@ -237,6 +269,14 @@ class LockService::Bound {
  public:
   Bound(const LockService& service, Tx& tx) : service_(service), tx_(&tx) {}
   Bound with_timeout(std::chrono::milliseconds timeout) const { return Bound(service_.with_timeout(timeout), *tx_); }
+  Bound holder() const { return Bound(service_.holder(), *tx_); }
+
+  // Asynchronous forms (dlock/async.hpp): bound to the transaction on the handler's executor,
+  // right before the handler runs.
+  template <class... SourcesAndToken>
+  auto async_lock(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const;
+  template <class... SourcesAndToken>
+  auto async_lock_each(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const;
 
   template <class... Sources>
   [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {

@@ -1,0 +1,340 @@
+// dlock/async.hpp: locks that hold no thread while they wait, for Boost.Asio and C++20 coroutines.
+//
+//   // A coroutine on a Beast server: one line, like DLOCK_SCOPE, but the thread keeps serving
+//   // other requests while this one waits for the lock.
+//   boost::asio::awaitable<Account> login(dlock::LockService locks, LoginRequest req) {
+//     DLOCK_CO_SCOPE(locks, "login", req);                  // co_await-s the guard
+//     co_return co_await find_or_create_account(req);       // released at the end of the scope
+//   }
+//
+//   // Any completion token: a callback, use_future, deferred, as_tuple, redirect_error, ...
+//   dlock::LockHandle::async_acquire(session, "/locks/orders/42", dlock::LockMode::Exclusive,
+//       [](boost::system::error_code ec, dlock::LockHandle handle) { ... });
+//
+// Operations (each is the blocking function of the same name without `async_`, plus a completion
+// token as the last argument; the lock, its wire format, fencing token and lock-lost signal are
+// the blocking one's):
+//   LockHandle::async_acquire(session, path, mode, token)               void(error_code, LockHandle)
+//   LockHandle::async_try_acquire_for(session, path, timeout, mode, token)
+//                                                                        void(error_code, LockHandle)
+//   locks.async_lock(mode, "ns", sources..., token)                     void(error_code, ScopedLock)
+//   locks.async_lock_each(mode, "ns", sources..., token)                void(error_code, ScopedLocks)
+//   locks.async_lock_key(mode, "ns", key, token), locks.async_lock_keys(mode, "ns", keys, token)
+// where `locks` is a LockService or its views (`with_timeout`, `holder`, `bound_to(tx)`).
+//
+// Macros for coroutines of type boost::asio::awaitable<T> (each declares a guard that lives to the
+// end of the enclosing scope, as DLOCK_SCOPE does; they co_await with use_awaitable, so an error
+// is thrown as boost::system::system_error):
+//   DLOCK_CO_SCOPE(locks, "ns", sources...)       DLOCK_CO_SCOPE_READ / _WRITE (same arguments)
+//   DLOCK_CO_SCOPE_EACH(locks, "ns", sources...)  DLOCK_CO_SCOPE_AS(name, locks, "ns", sources...)
+//
+// Threads. Nothing waits on a thread: an acquisition advances on ZooKeeper's replies and watch
+// events. The handler runs on its associated executor (for a coroutine, its own; for a plain
+// callback without one, a system_executor thread), never on a ZooKeeper client thread, and the
+// operation counts as outstanding work on that executor until then, so io_context::run() does not
+// return while a lock is awaited. Asynchronous and blocking waiters of one process queue in one
+// FIFO for a hot key (local hand-off, dlock/handoff.hpp).
+//
+// Cancellation, through the handler's associated cancellation slot (bind_cancellation_slot, a
+// timer raced with awaitable_operators' ||, a parallel_group, ...; terminal, partial and total are
+// all honoured): the operation completes with boost::asio::error::operation_aborted after its
+// node's delete has been answered (or, while the connection is down, handed to the background
+// retry that deletes it once the connection is back or the session is gone). A cancellation that
+// arrives once the lock is granted completes with the hold (no error): never a hold nobody owns.
+//
+// Errors are error codes: dlock's (dlock_category(): errc::lock_lost, would_deadlock,
+// invalid_path, invalid_key, lock_timeout, disconnected, not_authorized, ...) and ZooKeeper's
+// (zookeeper_category()), as the blocking call's exception would carry; the exception's message is
+// logged (dlock/log.hpp) at Warning, except for cancellations and time-outs. A time-out is not an
+// error for async_try_acquire_for (an empty handle, as try_acquire_for returns); a guard's time-out
+// is errc::lock_timeout (or errc::disconnected when the session had no connection), as the
+// blocking guard's LockTimeout says. On every error the value is empty and nothing is left held
+// or on the server.
+//
+// Ownership and reentrancy. An asynchronous hold belongs to its handle or guard, never to a thread
+// (a coroutine moves between threads). It is not reentrant. A plain asynchronous request for a
+// path that is already held, by anyone, waits behind that hold. To have a coroutine's request
+// for a path it holds itself fail with errc::would_deadlock instead of waiting forever, take its
+// guards through one `holder()` view (`auto mine = locks.holder();`): that view's guards are one
+// holder's, as a thread's are for blocking guards.
+//
+// Thread-safety: the functions may be called from any thread; a handle or guard is then used as
+// its blocking counterpart is. Include this header (it needs Boost.Asio) to use them.
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "dlock/key.hpp"
+#include "dlock/lock_handle.hpp"
+#include "dlock/scope.hpp"
+
+namespace dlock {
+namespace detail {
+
+// Where an asynchronous acquisition delivers its result: once, from any thread (a ZooKeeper
+// completion thread among them), with no dlock lock held.
+template <class T>
+class AsyncSink {
+ public:
+  virtual ~AsyncSink() = default;
+  virtual void complete(std::error_code ec, T value) = 0;
+};
+
+// An asynchronous acquisition, made by the functions below and started by the initiation once
+// the handler's cancellation slot is connected to it.
+template <class T>
+class AsyncAcquisition {
+ public:
+  virtual ~AsyncAcquisition() = default;
+  virtual void start(std::unique_ptr<AsyncSink<T>> sink) = 0;
+  // Any thread, any number of times, before or after the completion.
+  virtual void cancel() noexcept = 0;
+};
+
+std::shared_ptr<AsyncAcquisition<LockHandle>> async_handle(Session& session, std::string path, LockMode mode,
+                                                           std::optional<std::chrono::milliseconds> timeout);
+// The guards on <base>/<ns>/<key> for each key, in canonical order (sorted, no duplicates).
+std::shared_ptr<AsyncAcquisition<std::vector<ScopedLock>>> async_guards(const LockService& service, LockMode mode,
+                                                                        std::string_view ns,
+                                                                        std::vector<std::string> keys);
+
+// The error code a handler gets: operation_aborted for a cancellation.
+boost::system::error_code handler_error(const std::error_code& ec);
+
+// No preparation before the handler.
+struct NoPrepare {
+  template <class T>
+  void operator()(const boost::system::error_code&, T&) const noexcept {}
+};
+
+// Delivers a result to an Asio handler: posted to the handler's associated executor (tracked as
+// outstanding work until then), the cancellation slot cleared there first, `prepare` run there
+// right before the handler, `convert` turning the acquisition's value into the handler's.
+template <class T, class Value, class Handler, class Prepare, class Convert>
+class HandlerSink final : public AsyncSink<T> {
+ public:
+  HandlerSink(Handler handler, Prepare prepare, Convert convert)
+      : handler_(std::move(handler)),
+        work_(boost::asio::prefer(boost::asio::get_associated_executor(handler_),
+                                  boost::asio::execution::outstanding_work.tracked)),
+        prepare_(std::move(prepare)),
+        convert_(std::move(convert)) {}
+
+  void complete(std::error_code ec, T value) override {
+    auto work = work_;
+    boost::asio::post(work, [handler = std::move(handler_), prepare = std::move(prepare_),
+                             convert = std::move(convert_), ec, value = std::move(value)]() mutable {
+      auto slot = boost::asio::get_associated_cancellation_slot(handler);
+      if (slot.is_connected()) slot.clear();
+      auto error = handler_error(ec);
+      Value result = convert(std::move(value));
+      prepare(error, result);
+      std::move(handler)(error, std::move(result));
+    });
+  }
+
+ private:
+  Handler handler_;
+  std::decay_t<decltype(boost::asio::prefer(std::declval<boost::asio::associated_executor_t<Handler>>(),
+                                            boost::asio::execution::outstanding_work.tracked))>
+      work_;
+  Prepare prepare_;
+  Convert convert_;
+};
+
+// What a cancellation slot runs: cancels the acquisition (if it still exists).
+template <class T>
+struct AsyncCanceller {
+  std::weak_ptr<AsyncAcquisition<T>> acquisition;
+  void operator()(boost::asio::cancellation_type_t type) const {
+    if ((type & boost::asio::cancellation_type::all) == boost::asio::cancellation_type::none) return;
+    if (auto started = acquisition.lock()) started->cancel();
+  }
+};
+
+struct Identity {
+  template <class T>
+  T operator()(T value) const {
+    return value;
+  }
+};
+
+// The initiation passed to async_initiate: makes the acquisition (`make()`), connects the
+// handler's cancellation slot to it, starts it.
+template <class T, class Value, class Prepare = NoPrepare, class Convert = Identity>
+struct AsyncInitiation {
+  Prepare prepare;
+  Convert convert;
+  template <class Handler, class Make>
+  void operator()(Handler&& handler, Make make) const {
+    using Sink = HandlerSink<T, Value, std::decay_t<Handler>, Prepare, Convert>;
+    std::shared_ptr<AsyncAcquisition<T>> acquisition = make();
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) slot.template emplace<AsyncCanceller<T>>(AsyncCanceller<T>{acquisition});
+    acquisition->start(std::make_unique<Sink>(std::forward<Handler>(handler), prepare, convert));
+  }
+};
+
+// One guard out of the vector (async_lock), all of them (async_lock_each).
+struct FirstGuard {
+  ScopedLock operator()(std::vector<ScopedLock> guards) const {
+    return guards.empty() ? ScopedLock() : std::move(guards.front());
+  }
+};
+struct AllGuards {
+  ScopedLocks operator()(std::vector<ScopedLock> guards) const { return ScopedLocks(std::move(guards)); }
+};
+
+template <Transaction Tx>
+struct BindTo {
+  Tx* tx;
+  template <class Guards>
+  void operator()(const boost::system::error_code& ec, Guards& guards) const {
+    if (!ec) guards.release_after(*tx);
+  }
+};
+
+template <class Value, class Convert, class Prepare, class Token>
+auto async_guards_initiate(const LockService& service, LockMode mode, std::string_view ns,
+                           std::vector<std::string> keys, Prepare prepare, Token&& token) {
+  return boost::asio::async_initiate<Token, void(boost::system::error_code, Value)>(
+      AsyncInitiation<std::vector<ScopedLock>, Value, Prepare, Convert>{std::move(prepare), Convert{}}, token,
+      [service, mode, ns = std::string(ns), keys = std::move(keys)]() mutable {
+        return async_guards(service, mode, ns, std::move(keys));
+      });
+}
+
+// Splits `sources..., token`: calls f(token, sources...).
+template <class F, class... Args, std::size_t... I>
+auto with_last_as_token(F&& f, std::index_sequence<I...>, Args&&... args) {
+  auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+  constexpr std::size_t last = sizeof...(Args) - 1;
+  return f(std::forward<std::tuple_element_t<last, std::tuple<Args&&...>>>(std::get<last>(all)),
+           std::get<I>(all)...);
+}
+template <class F, class... Args>
+auto with_last_as_token(F&& f, Args&&... args) {
+  static_assert(sizeof...(Args) >= 2, "pass the key's sources, then a completion token");
+  return with_last_as_token(std::forward<F>(f), std::make_index_sequence<sizeof...(Args) - 1>{},
+                            std::forward<Args>(args)...);
+}
+
+}  // namespace detail
+
+template <class CompletionToken>
+auto LockHandle::async_acquire(Session& session, std::string path, LockMode mode, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LockHandle)>(
+      detail::AsyncInitiation<LockHandle, LockHandle>{}, token,
+      [&session, path = std::move(path), mode]() mutable {
+        return detail::async_handle(session, std::move(path), mode, std::nullopt);
+      });
+}
+
+template <class CompletionToken>
+auto LockHandle::async_try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                                       LockMode mode, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LockHandle)>(
+      detail::AsyncInitiation<LockHandle, LockHandle>{}, token,
+      [&session, path = std::move(path), timeout, mode]() mutable {
+        return detail::async_handle(session, std::move(path), mode, timeout);
+      });
+}
+
+template <class CompletionToken>
+auto LockService::async_lock_key(LockMode mode, std::string_view ns, std::string key, CompletionToken&& token) const {
+  std::vector<std::string> keys;
+  keys.push_back(std::move(key));
+  return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(*this, mode, ns, std::move(keys),
+                                                                      detail::NoPrepare{},
+                                                                      std::forward<CompletionToken>(token));
+}
+
+template <class CompletionToken>
+auto LockService::async_lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys,
+                                  CompletionToken&& token) const {
+  return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(*this, mode, ns, std::move(keys),
+                                                                      detail::NoPrepare{},
+                                                                      std::forward<CompletionToken>(token));
+}
+
+template <class... SourcesAndToken>
+auto LockService::async_lock(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const {
+  return detail::with_last_as_token(
+      [&](auto&& token, const auto&... sources) {
+        return async_lock_key(mode, ns, make_key(sources...), std::forward<decltype(token)>(token));
+      },
+      std::forward<SourcesAndToken>(sources_and_token)...);
+}
+
+template <class... SourcesAndToken>
+auto LockService::async_lock_each(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const {
+  return detail::with_last_as_token(
+      [&](auto&& token, const auto&... sources) {
+        return async_lock_keys(mode, ns, {make_key(sources)...}, std::forward<decltype(token)>(token));
+      },
+      std::forward<SourcesAndToken>(sources_and_token)...);
+}
+
+template <Transaction Tx>
+template <class... SourcesAndToken>
+auto LockService::Bound<Tx>::async_lock(LockMode mode, std::string_view ns,
+                                        SourcesAndToken&&... sources_and_token) const {
+  return detail::with_last_as_token(
+      [&](auto&& token, const auto&... sources) {
+        return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
+            service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_},
+            std::forward<decltype(token)>(token));
+      },
+      std::forward<SourcesAndToken>(sources_and_token)...);
+}
+
+template <Transaction Tx>
+template <class... SourcesAndToken>
+auto LockService::Bound<Tx>::async_lock_each(LockMode mode, std::string_view ns,
+                                             SourcesAndToken&&... sources_and_token) const {
+  return detail::with_last_as_token(
+      [&](auto&& token, const auto&... sources) {
+        return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
+            service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_},
+            std::forward<decltype(token)>(token));
+      },
+      std::forward<SourcesAndToken>(sources_and_token)...);
+}
+
+}  // namespace dlock
+
+#define DLOCK_CO_SCOPE_AS(name, locks, ns, ...)                                                      \
+  ::dlock::ScopedLock name = co_await (locks).async_lock(::dlock::LockMode::Exclusive, ns, __VA_ARGS__, \
+                                                         ::boost::asio::use_awaitable)
+#define DLOCK_CO_SCOPE(locks, ns, ...) DLOCK_CO_SCOPE_AS(DLOCK_SCOPE_ANONYMOUS, locks, ns, __VA_ARGS__)
+#define DLOCK_CO_SCOPE_READ(locks, ns, ...)                                                        \
+  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS =                                                      \
+      co_await (locks).async_lock(::dlock::LockMode::Read, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
+#define DLOCK_CO_SCOPE_WRITE(locks, ns, ...)                                                       \
+  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS =                                                      \
+      co_await (locks).async_lock(::dlock::LockMode::Write, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
+#define DLOCK_CO_SCOPE_EACH(locks, ns, ...)                                                        \
+  ::dlock::ScopedLocks DLOCK_SCOPE_ANONYMOUS =                                                     \
+      co_await (locks).async_lock_each(::dlock::LockMode::Exclusive, ns, __VA_ARGS__, ::boost::asio::use_awaitable)

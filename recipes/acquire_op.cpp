@@ -1,0 +1,548 @@
+#include "acquire_op.hpp"
+
+#include <algorithm>
+
+#include "holder_info.hpp"
+#include "lock_errors.hpp"
+#include "self_wait.hpp"
+#include "task_timer.hpp"
+#include "test_hooks.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// Tries of a create that keeps finding its parent gone (the server reaps empty containers).
+constexpr int kMaxParentRecreations = 10;
+// Pause after a transient error, so a connection that is failing but not yet reported as
+// Suspended does not turn the retry into a busy loop.
+constexpr auto kTransientPause = std::chrono::milliseconds(10);
+// What a wait for the connection registers under: never a node's path, so only session state
+// changes (which wake every waiter) wake it.
+const std::string kConnectionKey = "\nconnection";
+
+}  // namespace
+
+std::shared_ptr<AcquireOp> AcquireOp::make(Client& client, std::string dir, const LockPolicy& policy,
+                                           std::optional<Clock::time_point> deadline, DirectoryWatch watch,
+                                           std::uint64_t owner, Completion done) {
+  return std::make_shared<AcquireOp>(Private{}, client, std::move(dir), policy, deadline, watch, owner,
+                                     std::move(done));
+}
+
+AcquireOp::AcquireOp(Private, Client& client, std::string dir, const LockPolicy& policy,
+                     std::optional<Clock::time_point> deadline, DirectoryWatch watch, std::uint64_t owner,
+                     Completion done)
+    : client_(client),
+      dir_(std::move(dir)),
+      policy_(policy),
+      deadline_(deadline),
+      directory_watch_(watch),
+      owner_(owner),
+      what_(std::string("lock ").append(dir_)),
+      prefix_(std::string("_c_").append(random_uuid()).append("-")),
+      data_(holder_info_json()),
+      done_(std::move(done)) {}
+
+AcquireOp::~AcquireOp() = default;
+
+template <class Step>
+void AcquireOp::run(Step&& step) {
+  try {
+    step();
+  } catch (...) {
+    clean_up_and_finish({std::nullopt, std::current_exception()});
+  }
+}
+
+void AcquireOp::start() {
+  if (deadline_) {
+    std::weak_ptr<AcquireOp> weak = weak_from_this();
+    const auto ticket = task_timer::run_at(*deadline_, [weak] {
+      if (auto self = weak.lock()) self->on_deadline();
+    });
+    std::lock_guard lock(mutex_);
+    deadline_ticket_ = ticket;
+  }
+  run([this] { begin(); });
+}
+
+void AcquireOp::cancel(std::exception_ptr reason, bool await_delete) {
+  {
+    std::lock_guard lock(mutex_);
+    if (completed_ || cancel_) return;
+    cancel_ = reason;
+    await_delete_ = await_delete;
+    if (!parked_) return;  // the step in flight stops once its request is answered
+    parked_ = false;
+    armed_ = 0;
+  }
+  run([&] { clean_up_and_finish({std::nullopt, reason}); });
+}
+
+void AcquireOp::on_deadline() {
+  {
+    std::lock_guard lock(mutex_);
+    timed_out_ = true;
+    if (completed_ || !parked_) return;  // a request in flight is answered first
+    parked_ = false;
+    armed_ = 0;
+  }
+  run([this] { clean_up_and_finish({std::nullopt, nullptr}); });
+}
+
+bool AcquireOp::stopping() {
+  std::exception_ptr reason;
+  {
+    std::lock_guard lock(mutex_);
+    reason = cancel_;
+  }
+  if (!reason) return false;
+  clean_up_and_finish({std::nullopt, reason});
+  return true;
+}
+
+void AcquireOp::begin() {
+  if (stopping()) return;
+  client_.throw_if_gone(what_);
+  // While disconnected, a create would sit in the C client's queue until the connection is back
+  // or given up for good, whatever the deadline: a bounded attempt waits for the connection
+  // within its deadline instead (try_lock() then answers false at once).
+  if (deadline_ && client_.state() == SessionState::Suspended) {
+    await_connection(&AcquireOp::create);
+    return;
+  }
+  create();
+}
+
+void AcquireOp::create() {
+  if (stopping()) return;
+  if (session_ == 0) session_ = client_.session_id();
+  const std::string base = dir_ + "/" + prefix_ + std::string(policy_.marker);
+  // The create and a listing pipelined behind it: one round trip. Both replies are needed.
+  struct Replies {
+    std::mutex mutex;
+    std::optional<CreateResult> created;
+    std::optional<ChildrenResult> listed;
+  };
+  auto replies = std::make_shared<Replies>();
+  auto self = shared_from_this();
+  auto both_in = [self, replies] {
+    self->run([&] { self->on_created(std::move(*replies->created), std::move(*replies->listed)); });
+  };
+  maybe_created_ = true;
+  client_.create(base, data_, ZOO_EPHEMERAL_SEQUENTIAL, [replies, both_in](CreateResult result) {
+    bool complete = false;
+    {
+      std::lock_guard lock(replies->mutex);
+      replies->created = std::move(result);
+      complete = replies->listed.has_value();
+    }
+    if (complete) both_in();
+  });
+  client_.children(
+      dir_,
+      [replies, both_in](ChildrenResult result) {
+        bool complete = false;
+        {
+          std::lock_guard lock(replies->mutex);
+          replies->listed = std::move(result);
+          complete = replies->created.has_value();
+        }
+        if (complete) both_in();
+      },
+      directory_watch_ == DirectoryWatch::On);
+}
+
+void AcquireOp::on_created(CreateResult created, ChildrenResult listed) {
+  if (created.rc == ZOK) {
+    node_ = std::move(created.path);
+    czxid_ = created.czxid;
+    generation_ = created.generation;
+    if (stopping()) return;
+    if (listed.rc != ZOK) {
+      list();  // the listing behind the create failed: ask again
+      return;
+    }
+    decide(std::move(listed.names), listed.event_mark);
+    return;
+  }
+  if (stopping()) return;
+  const std::string base = dir_ + "/" + prefix_ + std::string(policy_.marker);
+  if (created.rc == ZNONODE) {
+    maybe_created_ = false;
+    if (++parent_recreations_ > kMaxParentRecreations) {
+      fail(client_, created.rc, what_ + ": its parent keeps vanishing while creating " + base);
+    }
+    create_parents();
+    return;
+  }
+  if (!reply_lost(created.rc)) fail(client_, created.rc, what_ + ": creating " + base, {kCreate, dir_});
+  lost_reply_ = true;
+  recover(&AcquireOp::adopt);
+}
+
+struct AcquireOp::Parents {
+  std::mutex mutex;
+  std::vector<std::string> paths;
+  std::vector<int> rcs;
+  std::size_t answered = 0;
+};
+
+void AcquireOp::create_parents() {
+  // `dir_` and its missing ancestors as CONTAINER nodes, all requests pipelined (the server
+  // applies one session's requests in order, so each parent exists before its child's create).
+  // Transient errors are left to the create that follows, which retries anyway.
+  auto parents = std::make_shared<Parents>();
+  for (std::size_t slash = dir_.find('/', 1);; slash = dir_.find('/', slash + 1)) {
+    parents->paths.push_back(dir_.substr(0, slash));
+    if (slash == std::string::npos) break;
+  }
+  parents->rcs.assign(parents->paths.size(), ZOK);
+  auto self = shared_from_this();
+  for (std::size_t i = 0; i < parents->paths.size(); ++i) {
+    client_.create(parents->paths[i], {}, ZOO_CONTAINER, [self, parents, i](CreateResult result) {
+      bool all = false;
+      {
+        std::lock_guard lock(parents->mutex);
+        parents->rcs[i] = result.rc;
+        all = ++parents->answered == parents->paths.size();
+      }
+      if (all) self->run([&] { self->check_parents(parents, 0); });
+    });
+  }
+}
+
+void AcquireOp::check_parents(const std::shared_ptr<Parents>& parents, std::size_t i) {
+  if (stopping()) return;
+  for (; i < parents->paths.size(); ++i) {
+    const int rc = parents->rcs[i];
+    const auto& path = parents->paths[i];
+    if (rc == ZNOAUTH) {
+      // The server checks CREATE on the parent before it looks for the node: an ancestor that
+      // exists under a parent this identity may not create in (a hardened "/" or lock base)
+      // answers NoAuth too. Only one that is missing is an error.
+      auto self = shared_from_this();
+      client_.exists(path, [self, parents, i](StatResult found) {
+        self->run([&] {
+          if (found.rc != ZOK) {
+            fail(self->client_, ZNOAUTH, self->what_ + ": creating " + parents->paths[i],
+                 {kCreate, parent_of(parents->paths[i])});
+          }
+          self->check_parents(parents, i + 1);
+        });
+      });
+      return;
+    }
+    if (rc != ZOK && rc != ZNODEEXISTS && !reply_lost(rc)) {
+      fail(client_, rc, what_ + ": creating " + path, {kCreate, parent_of(path)});
+    }
+  }
+  create();
+}
+
+void AcquireOp::adopt() {
+  if (stopping()) return;
+  // After a lost create reply: adopt the node carrying our prefix if the server made it. Only on
+  // the same session (CURATOR-498): a node of an earlier session is not ours to adopt, and is gone
+  // with that session anyway.
+  if (client_.session_id() != session_ || test_hooks::skip_adoption.load()) {
+    create();
+    return;
+  }
+  // The lost create may have been applied by the leader but not yet by the server we are now
+  // connected to: sync so that the listing below shows it. (If the sync itself fails, the
+  // listing still runs; a node it missed is deleted once seen, in decide().)
+  auto self = shared_from_this();
+  client_.sync(dir_, [self](int) {
+    self->run([&] {
+      self->client_.children(
+          self->dir_, [self](ChildrenResult listed) { self->run([&] { self->on_adopt_listed(std::move(listed)); }); },
+          self->directory_watch_ == DirectoryWatch::On);
+    });
+  });
+}
+
+void AcquireOp::on_adopt_listed(ChildrenResult listed) {
+  if (stopping()) return;
+  if (reply_lost(listed.rc)) {
+    recover(&AcquireOp::adopt);
+    return;
+  }
+  if (listed.rc != ZOK && listed.rc != ZNONODE) fail(client_, listed.rc, what_ + ": listing " + dir_, {kRead, dir_});
+  const auto mine = std::find_if(listed.names.begin(), listed.names.end(),
+                                 [&](const std::string& n) { return n.starts_with(prefix_); });
+  if (mine == listed.names.end()) {
+    create();
+    return;
+  }
+  const std::string node = dir_ + "/" + *mine;
+  auto self = shared_from_this();
+  client_.exists(node, [self, node, listed = std::move(listed)](StatResult stat) mutable {
+    self->run([&] {
+      if (self->stopping()) return;
+      if (stat.rc != ZOK) {
+        self->create();  // vanished again: create anew
+        return;
+      }
+      self->node_ = node;
+      self->czxid_ = stat.stat.czxid;
+      self->generation_ = self->client_.generation();  // same session as the lost create (checked above)
+      self->decide(std::move(listed.names), listed.event_mark);
+    });
+  });
+}
+
+void AcquireOp::list() {
+  if (stopping()) return;
+  auto self = shared_from_this();
+  client_.children(
+      dir_,
+      [self](ChildrenResult listed) {
+        self->run([&] {
+          if (self->stopping()) return;
+          if (listed.rc == ZOK || listed.rc == ZNONODE) {
+            // No directory: our node went with it (decide() says so).
+            self->decide(std::move(listed.names), listed.event_mark);
+            return;
+          }
+          if (!reply_lost(listed.rc)) {
+            fail(self->client_, listed.rc, self->what_ + ": listing " + self->dir_, {kRead, self->dir_});
+          }
+          self->recover(&AcquireOp::list);
+        });
+      },
+      directory_watch_ == DirectoryWatch::On);
+}
+
+void AcquireOp::decide(std::vector<std::string> names, std::uint64_t mark) {
+  const std::string_view our_name = std::string_view(node_).substr(dir_.size() + 1);
+  // Another node with our prefix is an earlier create of this attempt whose reply was lost and
+  // which the adoption listing did not show (a server behind the leader answered it). It is ours,
+  // on this session, and sits ahead of us: delete it rather than wait on it forever.
+  for (auto& name : names) {
+    if (name.starts_with(prefix_) && name != our_name && !test_hooks::skip_adoption.load()) {
+      client_.release_node(dir_ + "/" + name);
+      name.clear();  // not a contender any more
+    }
+  }
+  const auto queue = queue_of(names);
+  if (auto defect = order_defect(queue); defect && !test_hooks::ignore_order_defects.load()) {
+    fail_closed(dir_, *defect);
+  }
+  const auto ours =
+      std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == our_name; });
+  if (ours == queue.end()) {
+    client_.throw_if_gone(what_);
+    throw_lock_lost(what_ + ": our lock node " + node_ + " vanished while we waited");
+  }
+  const auto index = static_cast<std::size_t>(ours - queue.begin());
+  Verdict verdict = test_hooks::ignore_queue.load() ? Verdict{true, {}} : policy_.decide(queue, index);
+  if (verdict.holds) {
+    // Our node reached the head, but on a handle the session has left behind (a renewal
+    // connected while we recovered, and the old session's node lingers until the server expires
+    // it): not a hold anyone can keep.
+    if (!client_.owns_nodes_of(generation_)) {
+      client_.throw_if_gone(what_);
+      throw_lock_lost(what_ + ": our lock node " + node_ + " went with an expired session while we waited");
+    }
+    Acquired acquired{node_, czxid_, generation_, std::move(names), mark};
+    node_.clear();  // committed: no clean-up deletes it
+    maybe_created_ = false;
+    lost_reply_ = false;
+    finish({std::move(acquired), nullptr});
+    return;
+  }
+  if (deadline_ && Clock::now() >= *deadline_) {
+    clean_up_and_finish({std::nullopt, nullptr});  // try_lock(): "not free" is the answer, no wait
+    return;
+  }
+  if (!test_hooks::no_self_wait_check.load()) {
+    for (const auto& contender : std::span(queue).first(index)) {
+      if (self_wait::held_by(contender.name, owner_)) {
+        throw WouldDeadlock(what_ + ": the calling thread already holds " + dir_ + "/" + std::string(contender.name) +
+                            ", ahead in this lock's queue (through another lock object, scope guard or "
+                            "Session on the same ensemble), so it would wait on itself forever");
+      }
+    }
+  }
+  if (test_hooks::watch_head.load()) verdict.watch = queue.front().name;
+  watch_predecessor(dir_ + "/" + std::string(verdict.watch));
+}
+
+void AcquireOp::watch_predecessor(const std::string& watched) {
+  watched_ = watched;
+  const auto armed = arm();
+  // Registered before the watch is set, so that no event slips past.
+  register_waiter(watched_, armed, [](AcquireOp& op) { op.list(); });
+  auto self = shared_from_this();
+  client_.watch(watched_, [self, armed](int rc) {
+    self->run([&] {
+      if (rc == ZOK) {
+        switch (self->park(armed)) {
+          case Resume::later: return;
+          case Resume::now:
+            self->unregister_waiter();
+            self->list();
+            return;
+          case Resume::stop: return;  // park() finished it
+        }
+      }
+      {
+        std::lock_guard lock(self->mutex_);
+        self->armed_ = 0;
+      }
+      self->unregister_waiter();
+      if (self->stopping()) return;
+      if (rc == ZNONODE) {
+        self->list();  // the predecessor left between listing and watch
+        return;
+      }
+      if (!reply_lost(rc)) fail(self->client_, rc, self->what_ + ": watching " + self->watched_, {kRead, self->watched_});
+      self->recover(&AcquireOp::list);
+    });
+  });
+}
+
+void AcquireOp::recover(void (AcquireOp::*retry)()) {
+  const auto armed = arm();
+  std::weak_ptr<AcquireOp> weak = weak_from_this();
+  const auto ticket = task_timer::run_at(Clock::now() + kTransientPause, [weak, armed, retry] {
+    auto self = weak.lock();
+    if (self && self->claim(armed)) self->run([&] { self->await_connection(retry); });
+  });
+  {
+    std::lock_guard lock(mutex_);
+    pause_ticket_ = ticket;
+  }
+  switch (park(armed)) {
+    case Resume::later: return;
+    case Resume::now: await_connection(retry); return;
+    case Resume::stop: return;
+  }
+}
+
+void AcquireOp::await_connection(void (AcquireOp::*retry)()) {
+  if (stopping()) return;
+  client_.throw_if_gone(what_);
+  if (client_.state() != SessionState::Suspended) {
+    (this->*retry)();
+    return;
+  }
+  const auto armed = arm();
+  register_waiter(kConnectionKey, armed, [retry](AcquireOp& op) { op.await_connection(retry); });
+  // A change between the look above and the registration woke nobody: look again.
+  if (client_.state() != SessionState::Suspended) (void)claim(armed);
+  switch (park(armed)) {
+    case Resume::later: return;
+    case Resume::now:
+      unregister_waiter();
+      await_connection(retry);
+      return;
+    case Resume::stop: return;
+  }
+}
+
+std::uint64_t AcquireOp::arm() {
+  std::lock_guard lock(mutex_);
+  armed_ = ++arms_;
+  early_wake_ = false;
+  return armed_;
+}
+
+AcquireOp::Resume AcquireOp::park(std::uint64_t armed) {
+  AcquireResult stop;
+  {
+    std::lock_guard lock(mutex_);
+    if (armed_ != armed) return Resume::stop;  // cannot happen: only the runner re-arms
+    if (cancel_) {
+      stop.error = cancel_;
+    } else if (early_wake_) {
+      armed_ = 0;
+      return Resume::now;
+    } else if (timed_out_) {
+      // stop stays "timed out"
+    } else {
+      parked_ = true;
+      return Resume::later;
+    }
+    armed_ = 0;
+  }
+  clean_up_and_finish(std::move(stop));
+  return Resume::stop;
+}
+
+bool AcquireOp::claim(std::uint64_t armed) {
+  std::lock_guard lock(mutex_);
+  if (armed == 0 || armed_ != armed) return false;  // a stale resumer
+  if (parked_) {
+    parked_ = false;
+    armed_ = 0;
+    return true;
+  }
+  early_wake_ = true;  // the runner has not parked yet: it continues by itself
+  return false;
+}
+
+void AcquireOp::register_waiter(const std::string& key, std::uint64_t armed, std::function<void(AcquireOp&)> then) {
+  std::weak_ptr<AcquireOp> weak = weak_from_this();
+  waiter_key_ = key;
+  waiter_ = std::make_shared<CallbackWaiter>([weak, armed, then = std::move(then)] {
+    auto self = weak.lock();
+    if (self && self->claim(armed)) self->run([&] { then(*self); });
+  });
+  client_.add_waiter(waiter_key_, waiter_);
+}
+
+void AcquireOp::unregister_waiter() {
+  if (!waiter_) return;
+  client_.remove_waiter(waiter_key_, waiter_);
+  waiter_.reset();
+}
+
+void AcquireOp::clean_up_and_finish(AcquireResult outcome) {
+  unregister_waiter();
+  bool await_delete = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (completed_) return;
+    await_delete = await_delete_;
+  }
+  if (!test_hooks::skip_cleanup.load()) {
+    // A create whose reply was lost may have left a node we never learned the name of.
+    if ((node_.empty() && maybe_created_) || lost_reply_) client_.release_prefixed(dir_, prefix_);
+    if (!node_.empty()) {
+      const std::string node = std::exchange(node_, {});
+      if (await_delete && client_.state() == SessionState::Connected) {
+        auto self = shared_from_this();
+        auto pending = std::make_shared<AcquireResult>(std::move(outcome));
+        client_.remove(node, [self, node, pending](int rc) {
+          // Not answered: left to the background retries (the session's end deletes it anyway).
+          if (reply_lost(rc)) self->client_.release_node(node);
+          self->finish(std::move(*pending));
+        });
+        return;
+      }
+      client_.release_node(node);
+    }
+  }
+  finish(std::move(outcome));
+}
+
+void AcquireOp::finish(AcquireResult outcome) {
+  Completion done;
+  std::uint64_t tickets[2] = {0, 0};
+  {
+    std::lock_guard lock(mutex_);
+    if (completed_) return;
+    completed_ = true;
+    parked_ = false;
+    armed_ = 0;
+    done = std::move(done_);
+    tickets[0] = std::exchange(deadline_ticket_, 0);
+    tickets[1] = std::exchange(pause_ticket_, 0);
+  }
+  for (const auto ticket : tickets) task_timer::cancel(ticket);
+  done(std::move(outcome));
+}
+
+}  // namespace dlock::detail

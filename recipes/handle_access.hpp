@@ -1,0 +1,19 @@
+// Internal: what the asynchronous acquisitions (async_lock.cpp) need of LockHandle's privates.
+#pragma once
+
+#include <memory>
+
+#include "dlock/lock_handle.hpp"
+#include "held_lock.hpp"
+#include "lock_site.hpp"
+
+namespace dlock::detail {
+
+struct HandleAccess {
+  // The node kind a mode locks.
+  static NodeKind kind_of(LockMode mode);
+  // A handle owning `held`, taken on `site` in `mode`.
+  static LockHandle make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode);
+};
+
+}  // namespace dlock::detail
