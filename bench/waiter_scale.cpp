@@ -1,9 +1,11 @@
-// Many waiters, blocking: the baseline the asynchronous API (issue 13) is to be measured against.
+// Many waiters, blocking threads or coroutines (dlock/async.hpp), side by side.
 //
-//   waiter_scale [--waiters N] [--paths one|each] [--handoff on|off] [--connect HOSTS]
+//   waiter_scale [--waiters N] [--paths one|each] [--handoff on|off] [--api blocking|async]
+//                [--connect HOSTS]
 //
-// A holder takes the lock (one path, or one path per waiter), N threads then block in
-// LockHandle::acquire on it, and the holder releases. Printed, as one JSON line: threads and
+// A holder takes the lock (one path, or one path per waiter), N waiters then ask for it, and the
+// holder releases. A blocking waiter is a thread in LockHandle::acquire; an asynchronous one is a
+// coroutine on one io_context thread in LockHandle::async_acquire. Printed, as one JSON line: threads and
 // resident memory per waiter while they wait, ZooKeeper requests and node-watch wake-ups per
 // grant, and the time from the release to the last grant (with one path, each waiter releases at
 // once, so that is N hand-overs in a row). Without --connect it starts its own ZooKeeper server
@@ -22,6 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "dlock/async.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/inspect.hpp"
 #include "dlock/lock_handle.hpp"
@@ -44,6 +53,7 @@ struct Options {
   int waiters = 1000;
   bool one_path = true;
   bool handoff = true;
+  bool async = false;
   std::string connect;
 };
 
@@ -55,7 +65,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--paths") o.one_path = value == "one";
     else if (flag == "--handoff") o.handoff = value == "on";
     else if (flag == "--connect") o.connect = value;
-    else throw std::invalid_argument("unknown option " + flag + " (--waiters, --paths, --handoff, --connect)");
+    else if (flag == "--api") o.async = value == "async";
+    else throw std::invalid_argument("unknown option " + flag + " (--waiters, --paths, --handoff, --api, --connect)");
   }
   if (o.waiters < 1) throw std::invalid_argument("--waiters must be at least 1");
   return o;
@@ -81,18 +92,40 @@ int main(int argc, char** argv) try {
   const long rss_before = status_field("VmRSS");
   std::atomic<int> asking{0}, granted{0};
   std::atomic<long long> last_grant_ns{0};
+  const auto note_grant = [&] {
+    const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+    for (long long seen = last_grant_ns.load(); seen < now && !last_grant_ns.compare_exchange_weak(seen, now);) {
+    }
+    ++granted;
+  };
   std::vector<std::thread> waiters;
-  waiters.reserve(static_cast<std::size_t>(o.waiters));
-  for (int i = 0; i < o.waiters; ++i) {
-    waiters.emplace_back([&, i] {
-      ++asking;
-      auto handle = dlock::LockHandle::acquire(session, path_of(i));
-      const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-      for (long long seen = last_grant_ns.load(); seen < now && !last_grant_ns.compare_exchange_weak(seen, now);) {
-      }
-      ++granted;
-      handle.release();  // with one path: the next waiter's turn
-    });
+  // Asynchronous: every waiter a coroutine on this one thread's io_context.
+  boost::asio::io_context context;
+  auto work = boost::asio::make_work_guard(context);
+  if (o.async) {
+    for (int i = 0; i < o.waiters; ++i) {
+      boost::asio::co_spawn(
+          context,
+          [&, i]() -> boost::asio::awaitable<void> {
+            ++asking;
+            auto handle = co_await dlock::LockHandle::async_acquire(session, path_of(i), dlock::LockMode::Exclusive,
+                                                                    boost::asio::use_awaitable);
+            note_grant();
+            handle.release();  // with one path: the next waiter's turn
+          },
+          boost::asio::detached);
+    }
+    waiters.emplace_back([&] { context.run(); });
+  } else {
+    waiters.reserve(static_cast<std::size_t>(o.waiters));
+    for (int i = 0; i < o.waiters; ++i) {
+      waiters.emplace_back([&, i] {
+        ++asking;
+        auto handle = dlock::LockHandle::acquire(session, path_of(i));
+        note_grant();
+        handle.release();  // with one path: the next waiter's turn
+      });
+    }
   }
   // Every waiter queued: in the process's local queue (hand-off), or with a node of its own.
   const auto all_queued = [&] {
@@ -115,6 +148,8 @@ int main(int argc, char** argv) try {
   const auto stats_before = session.stats();
   const auto released = Clock::now();
   held.clear();  // releases
+  while (granted.load() < o.waiters && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  work.reset();
   for (auto& t : waiters) t.join();
   const auto stats_after = session.stats();
   const double seconds =
@@ -123,11 +158,11 @@ int main(int argc, char** argv) try {
       1e9;
   const double grants = granted.load();
   std::printf(
-      "{\"bench\":\"waiter_scale\",\"api\":\"blocking\",\"waiters\":%d,\"paths\":\"%s\",\"handoff\":%s,"
+      "{\"bench\":\"waiter_scale\",\"api\":\"%s\",\"waiters\":%d,\"paths\":\"%s\",\"handoff\":%s,"
       "\"threads_per_waiter\":%.3f,\"rss_kb_per_waiter\":%.1f,\"requests_per_grant\":%.3f,"
       "\"watch_wakeups_per_grant\":%.3f,\"release_to_last_grant_s\":%.3f,\"per_grant_us\":%.1f,"
       "\"max_rss_kb\":%ld}\n",
-      o.waiters, o.one_path ? "one" : "each", o.handoff ? "true" : "false",
+      o.async ? "async" : "blocking", o.waiters, o.one_path ? "one" : "each", o.handoff ? "true" : "false",
       static_cast<double>(threads_waiting - threads_before) / o.waiters,
       static_cast<double>(rss_waiting - rss_before) / o.waiters,
       static_cast<double>(stats_after.requests - stats_before.requests) / grants,

@@ -34,6 +34,9 @@ struct Config {
   bool fencing = true;                   // after-commit only: writes fenced by the lock's token
   std::chrono::milliseconds session_timeout{10000};  // the ZooKeeper session's
   int threads = 8;                       // HTTP worker threads, one PostgreSQL connection each
+  // Async: POST /login is a coroutine (DLOCK_CO_SCOPE) on one I/O thread, and `threads` are the
+  // database's only (each with its connection). Needs lock_release after_commit.
+  bool async_handler = false;
 };
 
 // Reads the flags of `argv` over the environment over the defaults. Throws std::invalid_argument

@@ -1,5 +1,6 @@
 #include "http_server.hpp"
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -25,8 +26,9 @@ constexpr auto kIoTimeout = std::chrono::seconds(30);
 // client keeps the connection alive. Its operations run on its own strand.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, std::shared_ptr<const HttpHandler> handler)
-      : stream_(std::move(socket)), handler_(std::move(handler)) {}
+  Connection(tcp::socket socket, std::shared_ptr<const HttpHandler> handler,
+             std::shared_ptr<const AsyncHttpHandler> async_handler)
+      : stream_(std::move(socket)), handler_(std::move(handler)), async_handler_(std::move(async_handler)) {}
 
   void start() {
     asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&Connection::read, shared_from_this()));
@@ -43,15 +45,41 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_read(beast::error_code ec, std::size_t) {
     if (ec == http::error::end_of_stream) return close();
     if (ec) return;  // timeout, reset, malformed request: drop the connection
-    const HttpRequest request = parser_->release();
+    HttpRequest request = parser_->release();
     stream_.expires_never();  // the handler may wait for a lock; that is not the client's fault
+    if (async_handler_) {
+      // The coroutine runs on this connection's strand; its completion too.
+      const bool keep_alive = request.keep_alive();
+      const unsigned version = request.version();
+      asio::co_spawn(stream_.get_executor(), (*async_handler_)(std::move(request)),
+                     [self = shared_from_this(), keep_alive, version](std::exception_ptr error, HttpResponse response) {
+                       if (error) {
+                         try {
+                           std::rethrow_exception(error);
+                         } catch (const std::exception& e) {
+                           std::cerr << "account_service: handler failed: " << e.what() << std::endl;
+                         }
+                         HttpRequest stub;
+                         stub.version(version);
+                         response = json_response(stub, http::status::internal_server_error, R"({"error":"internal error"})");
+                       }
+                       self->respond(std::move(response), keep_alive);
+                     });
+      return;
+    }
+    HttpResponse response;
     try {
-      response_ = (*handler_)(request);
+      response = (*handler_)(request);
     } catch (const std::exception& e) {
       std::cerr << "account_service: handler failed: " << e.what() << std::endl;
-      response_ = json_response(request, http::status::internal_server_error, R"({"error":"internal error"})");
+      response = json_response(request, http::status::internal_server_error, R"({"error":"internal error"})");
     }
-    response_.keep_alive(request.keep_alive());
+    respond(std::move(response), request.keep_alive());
+  }
+
+  void respond(HttpResponse response, bool keep_alive) {
+    response_ = std::move(response);
+    response_.keep_alive(keep_alive);
     response_.prepare_payload();
     stream_.expires_after(kIoTimeout);
     http::async_write(stream_, response_, beast::bind_front_handler(&Connection::on_write, shared_from_this()));
@@ -73,6 +101,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpResponse response_;
   std::shared_ptr<const HttpHandler> handler_;
+  std::shared_ptr<const AsyncHttpHandler> async_handler_;
 };
 
 }  // namespace
@@ -89,6 +118,11 @@ HttpServer::HttpServer(asio::io_context& ioc, const std::string& address, unsign
 
 void HttpServer::start(HttpHandler handler) {
   handler_ = std::make_shared<const HttpHandler>(std::move(handler));
+  asio::dispatch(acceptor_.get_executor(), [this] { accept(); });
+}
+
+void HttpServer::start_async(AsyncHttpHandler handler) {
+  async_handler_ = std::make_shared<const AsyncHttpHandler>(std::move(handler));
   asio::dispatch(acceptor_.get_executor(), [this] { accept(); });
 }
 
@@ -113,7 +147,7 @@ void HttpServer::accept() {
       });
       return;
     }
-    std::make_shared<Connection>(std::move(socket), handler_)->start();
+    std::make_shared<Connection>(std::move(socket), handler_, async_handler_)->start();
     accept();
   });
 }

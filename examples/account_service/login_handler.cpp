@@ -11,18 +11,7 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
   switch (mode_) {
     case LockRelease::after_commit: {  // the fix: released by tx's completion hook, after COMMIT
       DLOCK_SCOPE_AS(lock, locks_.bound_to(tx), "login", req);
-      if (fencing_) {
-        // A stalled older holder may keep the fence row locked until it commits: wait for it no
-        // longer than for the lock itself (then 503, SQLSTATE 55P03).
-        tx.exec("SET LOCAL lock_timeout = " + std::to_string(fence_wait_.count()));
-        // First, before reading: see store::fence for why the order matters.
-        if (const auto newer = store::fence(tx, "login/" + std::to_string(*req.uid), lock.fencing_token())) {
-          throw StaleLock("a newer holder of the lock on uid " + std::to_string(*req.uid) + " (fencing token " +
-                          std::to_string(*newer) + ") has written; nothing was written under this one (token " +
-                          std::to_string(lock.fencing_token()) + "), retry");
-        }
-      }
-      return login_by_uid(req, tx, &lock);
+      return login_locked(req, tx, lock);
     }
     case LockRelease::before_commit: {  // the story's bug: released right here, before COMMIT
       DLOCK_SCOPE_AS(lock, locks_, "login", req);
@@ -32,6 +21,21 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
       return login_by_uid(req, tx, nullptr);
   }
   throw std::logic_error("unknown lock release mode");
+}
+
+LoginResult LoginHandler::login_locked(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock& lock) const {
+  if (fencing_) {
+    // A stalled older holder may keep the fence row locked until it commits: wait for it no
+    // longer than for the lock itself (then 503, SQLSTATE 55P03).
+    tx.exec("SET LOCAL lock_timeout = " + std::to_string(fence_wait_.count()));
+    // First, before reading: see store::fence for why the order matters.
+    if (const auto newer = store::fence(tx, "login/" + std::to_string(*req.uid), lock.fencing_token())) {
+      throw StaleLock("a newer holder of the lock on uid " + std::to_string(*req.uid) + " (fencing token " +
+                      std::to_string(*newer) + ") has written; nothing was written under this one (token " +
+                      std::to_string(lock.fencing_token()) + "), retry");
+    }
+  }
+  return login_by_uid(req, tx, &lock);
 }
 
 LoginResult LoginHandler::login_by_uid(const LoginRequest& req, PgTransaction& tx,

@@ -55,6 +55,12 @@ class LoginHandler {
   // framework's @Transactional would). Throws dlock::LockTimeout, dlock::Error, PgError, StaleLock.
   LoginResult login(const LoginRequest& req, PgTransaction& tx) const;
 
+  // The same under a lock the caller took already (`lock`, on <base>/login/<uid>, for instance with
+  // DLOCK_CO_SCOPE) and releases after the caller committed `tx`: the asynchronous handler's form.
+  LoginResult login_locked(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock& lock) const;
+  // The locks it takes its guards through.
+  const dlock::LockService& locks() const noexcept { return locks_; }
+
  private:
   // `lock` is the lock held for req.uid, or null without one.
   LoginResult login_by_uid(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock* lock) const;

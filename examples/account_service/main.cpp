@@ -56,14 +56,21 @@ int run(const Config& config) {
   for (int i = 0; i < config.threads; ++i) connections.emplace_back(config.db);
   create_schema(connections.front(), locks);
 
-  asio::io_context ioc(config.threads);
+  // Synchronous handlers: the workers run the HTTP io_context itself. Asynchronous: one I/O thread
+  // runs it, and the workers run only the database's (`database`).
+  asio::io_context ioc(config.async_handler ? 1 : config.threads);
+  asio::io_context database(config.threads);
+  auto database_work = asio::make_work_guard(database);
+  asio::io_context& worker_context = config.async_handler ? database : ioc;
   HttpServer server(ioc, config.bind, config.port);
   const std::string instance = config.instance.empty() ? default_instance(server.port()) : config.instance;
   const LoginHandler login(locks, config.lock_release, instance, config.fencing, config.lock_timeout);
-  const Routes routes(session, *metrics, login,
-                      {.instance = instance,
-                       .lock_release = config.lock_release,
-                       .delay_before_commit = config.delay_before_commit});
+  RoutesOptions routes_options{.instance = instance,
+                               .lock_release = config.lock_release,
+                               .delay_before_commit = config.delay_before_commit,
+                               .database = std::nullopt};
+  if (config.async_handler) routes_options.database = database.get_executor();
+  const Routes routes(session, *metrics, login, std::move(routes_options));
 
   // SIGINT / SIGTERM stop the service; running handlers finish their transactions first.
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
@@ -71,6 +78,8 @@ int run(const Config& config) {
     if (ec) return;
     server.stop();
     ioc.stop();
+    database_work.reset();
+    database.stop();
   });
   // The session outlives connection losses and, by dlock's default, its own expiry (a new session
   // replaces it). Locks held across such a loss are signalled (LoginResult::lock_lost) and their
@@ -79,14 +88,30 @@ int run(const Config& config) {
     std::cerr << "account_service[" << instance << "]: ZooKeeper session " << dlock::to_string(state) << std::endl;
   });
 
-  server.start([&routes](const HttpRequest& request) { return routes.handle(request); });
+  if (config.async_handler) {
+    server.start_async([&routes](HttpRequest request) { return routes.handle_async(std::move(request)); });
+  } else {
+    server.start([&routes](const HttpRequest& request) { return routes.handle(request); });
+  }
   std::vector<std::jthread> workers;
-  for (auto& db : connections) {
-    workers.emplace_back([&ioc, &db, &instance] {
-      const WorkerDatabase bind(db);
+  if (config.async_handler) {
+    workers.emplace_back([&ioc, &instance] {
       for (;;) {
         try {
           ioc.run();
+          return;
+        } catch (const std::exception& e) {  // handlers catch their own; keep serving regardless
+          std::cerr << "account_service[" << instance << "]: I/O thread: " << e.what() << std::endl;
+        }
+      }
+    });
+  }
+  for (auto& db : connections) {
+    workers.emplace_back([&worker_context, &db, &instance] {
+      const WorkerDatabase bind(db);
+      for (;;) {
+        try {
+          worker_context.run();
           return;
         } catch (const std::exception& e) {  // handlers catch their own; keep serving regardless
           std::cerr << "account_service[" << instance << "]: worker: " << e.what() << std::endl;
@@ -95,7 +120,8 @@ int run(const Config& config) {
     });
   }
   std::cerr << "account_service[" << instance << "]: serving on " << config.bind << ":" << server.port()
-            << " with " << config.threads << " workers, lock release " << to_string(config.lock_release)
+            << " with " << config.threads << " workers (" << (config.async_handler ? "async" : "sync")
+            << " handler), lock release " << to_string(config.lock_release)
             << ", locks under " << config.lock_base << std::endl;
   std::printf("LISTENING %u\n", static_cast<unsigned>(server.port()));
   std::fflush(stdout);

@@ -6,11 +6,16 @@
 #include <stdexcept>
 #include <thread>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "dlock/async.hpp"
 #include "dlock/error.hpp"
 #include "db.hpp"
 
 namespace account_service {
 
+namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using nlohmann::json;
 
@@ -91,26 +96,72 @@ HttpResponse Routes::login(const HttpRequest& request) const {
     // released already when login() returned.
     PgTransaction tx(WorkerDatabase::current());
     const LoginResult result = login_.login(*req, tx);
-    // A lock that stopped being trusted meanwhile (see LoginResult::lock_lost) may be another
-    // instance's by now: what was decided under it must not be committed.
-    if (result.lock_lost.stop_requested()) {
-      tx.rollback();
-      return retry_later(request, "the lock on this uid was lost before the commit; nothing was written, retry");
-    }
-    // Debug: widens the window between that check and COMMIT, where a stall past the session (or,
-    // with the lock released before the commit, the next holder) goes unseen by the check. Only
-    // the database's fence covers it (login_handler.cpp).
-    if (options_.delay_before_commit.count() > 0) std::this_thread::sleep_for(options_.delay_before_commit);
-    tx.commit();
-    json body{{"uid", result.uid},
-              {"user_id", result.user_id},
-              {"account_id", result.account_id},
-              {"created", result.created},
-              {"instance", options_.instance},
-              {"fencing_token", nullptr},
-              {"lock_release", std::string(to_string(options_.lock_release))}};
-    if (result.fencing_token) body["fencing_token"] = *result.fencing_token;
-    return json_response(request, http::status::ok, body.dump());
+    return commit_login(request, tx, result);
+  } catch (...) {
+    return login_failure(request, *req->uid, std::current_exception());
+  }
+}
+
+asio::awaitable<HttpResponse> Routes::handle_async(HttpRequest request) const {
+  if (request.target() == "/login" && request.method() == http::verb::post) co_return co_await login_async(request);
+  // Everything else as the synchronous routes do, on a database worker (GET /health asks it).
+  co_return co_await asio::co_spawn(
+      *options_.database, [&]() -> asio::awaitable<HttpResponse> { co_return handle(request); }, asio::use_awaitable);
+}
+
+asio::awaitable<HttpResponse> Routes::login_async(const HttpRequest& request) const {
+  std::string error;
+  const auto req = parse_login(request.body(), error);
+  if (!req) co_return error_response(request, http::status::bad_request, error);
+  std::exception_ptr failure;
+  try {
+    // The holder of this request's guards: asking again for its own uid would be WouldDeadlock.
+    const auto locks = login_.locks().holder();
+    // Waits for the uid's lock without a thread: the I/O thread serves other requests meanwhile.
+    DLOCK_CO_SCOPE_AS(lock, locks, "login", *req);
+    // The transaction runs on a database worker (it blocks on PostgreSQL), and is committed there
+    // before this coroutine resumes: the guard is released at the end of this scope, after the
+    // commit, as a bound guard would be.
+    co_return co_await asio::co_spawn(
+        *options_.database,
+        [&]() -> asio::awaitable<HttpResponse> {
+          PgTransaction tx(WorkerDatabase::current());
+          const LoginResult result = login_.login_locked(*req, tx, lock);
+          co_return commit_login(request, tx, result);
+        },
+        asio::use_awaitable);
+  } catch (...) {
+    failure = std::current_exception();  // answered below: a catch block cannot co_await
+  }
+  co_return login_failure(request, *req->uid, failure);
+}
+
+HttpResponse Routes::commit_login(const HttpRequest& request, PgTransaction& tx, const LoginResult& result) const {
+  // A lock that stopped being trusted meanwhile (see LoginResult::lock_lost) may be another
+  // instance's by now: what was decided under it must not be committed.
+  if (result.lock_lost.stop_requested()) {
+    tx.rollback();
+    return retry_later(request, "the lock on this uid was lost before the commit; nothing was written, retry");
+  }
+  // Debug: widens the window between that check and COMMIT, where a stall past the session (or,
+  // with the lock released before the commit, the next holder) goes unseen by the check. Only
+  // the database's fence covers it (login_handler.cpp).
+  if (options_.delay_before_commit.count() > 0) std::this_thread::sleep_for(options_.delay_before_commit);
+  tx.commit();
+  json body{{"uid", result.uid},
+            {"user_id", result.user_id},
+            {"account_id", result.account_id},
+            {"created", result.created},
+            {"instance", options_.instance},
+            {"fencing_token", nullptr},
+            {"lock_release", std::string(to_string(options_.lock_release))}};
+  if (result.fencing_token) body["fencing_token"] = *result.fencing_token;
+  return json_response(request, http::status::ok, body.dump());
+}
+
+HttpResponse Routes::login_failure(const HttpRequest& request, std::int64_t uid, std::exception_ptr error) const {
+  try {
+    std::rethrow_exception(error);
   } catch (const StaleLock& e) {
     // This instance stalled while holding the lock and another took it over.
     return retry_later(request, e.what());
@@ -121,6 +172,18 @@ HttpResponse Routes::login(const HttpRequest& request) const {
     // The lock, or the session it needed, was lost (a connection drop, an expiry): nothing was
     // written, and the session renews itself.
     return retry_later(request, e.what());
+  } catch (const boost::system::system_error& e) {
+    // An asynchronous lock's error (DLOCK_CO_SCOPE throws its code): a timeout or a lost lock is
+    // worth a retry, as above; anything else is a failure.
+    const auto code = e.code();
+    if (code == dlock::make_error_code(dlock::errc::lock_timeout) ||
+        code == dlock::make_error_code(dlock::errc::disconnected) ||
+        code == dlock::make_error_code(dlock::errc::lock_lost) || code.category() == dlock::zookeeper_category()) {
+      return retry_later(request, e.what());
+    }
+    std::cerr << "account_service[" << options_.instance << "]: login of uid " << uid << " failed: " << e.what()
+              << std::endl;
+    return error_response(request, http::status::internal_server_error, e.what());
   } catch (const std::exception& e) {
     // The fence waited out its lock_timeout behind a stalled older holder (SQLSTATE 55P03,
     // lock_not_available): like a lock timeout.
@@ -129,7 +192,7 @@ HttpResponse Routes::login(const HttpRequest& request) const {
     }
     // PgError, dlock::Error, ...: the transaction rolled back (its destructor ran) and its
     // locks are released.
-    std::cerr << "account_service[" << options_.instance << "]: login of uid " << *req->uid << " failed: " << e.what()
+    std::cerr << "account_service[" << options_.instance << "]: login of uid " << uid << " failed: " << e.what()
               << std::endl;
     return error_response(request, http::status::internal_server_error, e.what());
   }

@@ -2,7 +2,11 @@
 // handler and commits it after the handler returned, as a framework's @Transactional would.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <chrono>
+#include <exception>
+#include <optional>
 #include <string>
 
 #include "dlock/metrics_registry.hpp"
@@ -30,6 +34,8 @@ struct RoutesOptions {
   std::string instance;
   LockRelease lock_release = LockRelease::after_commit;
   std::chrono::milliseconds delay_before_commit{0};
+  // For handle_async: where the database work runs (threads that are WorkerDatabase workers).
+  std::optional<boost::asio::any_io_executor> database;
 };
 
 class Routes {
@@ -41,9 +47,19 @@ class Routes {
 
   // Never throws: every failure is an error response (and a line on stderr for 5xx).
   HttpResponse handle(const HttpRequest& request) const;
+  // The same as a coroutine that never blocks its thread: POST /login waits for its lock with
+  // DLOCK_CO_SCOPE and runs its transaction on RoutesOptions::database; the other routes are
+  // served there too (they may touch the database).
+  boost::asio::awaitable<HttpResponse> handle_async(HttpRequest request) const;
 
  private:
   HttpResponse login(const HttpRequest& request) const;
+  boost::asio::awaitable<HttpResponse> login_async(const HttpRequest& request) const;
+  // The login's answer under its lock: the transaction `tx`'s checks, delay and commit, and the
+  // JSON of `result`.
+  HttpResponse commit_login(const HttpRequest& request, PgTransaction& tx, const LoginResult& result) const;
+  // The answer to a login that failed with `error` (a 503 to retry, or a 500).
+  HttpResponse login_failure(const HttpRequest& request, std::int64_t uid, std::exception_ptr error) const;
   HttpResponse health(const HttpRequest& request) const;
   HttpResponse metrics(const HttpRequest& request) const;
   const dlock::Session& session_;

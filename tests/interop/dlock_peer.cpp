@@ -16,6 +16,8 @@
 //                                       Closed session is replaced by a new one)
 //                  [--linger]   (after "DONE", keep the session open until a line on stdin)
 //                  [--stderr FILE]   (append stderr, the client's log lines included, to FILE)
+//                  [--async]   (T coroutines on one thread, LockHandle::async_acquire, instead of T
+//                               threads; no --tolerate-loss / --attempt-timeout-ms / --ignore-lock)
 //
 // T threads share one Session; each makes N holds. --ignore-lock records "holds" without taking
 // the lock: the negative control that shows the checker catches overlaps. Every hold's line says
@@ -51,7 +53,12 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "counter_worker.hpp"
+#include "dlock/async.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/hold_log.hpp"
 
@@ -66,6 +73,7 @@ struct Options {
   int session_timeout_ms = 10000, attempt_timeout_ms = 0;
   std::int64_t start_at_ns = 0;
   bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false;
+  bool async = false;  // --async: T coroutines on one io_context thread instead of T threads
   dlock::LossSignal loss_signal = dlock::LossSignal::OnSuspended;
   dlock::HandoffOptions handoff{};
   std::vector<dlock::Credentials> auth;  // --auth SCHEME:SECRET (the default ACL then: creator + world read)
@@ -106,6 +114,8 @@ Options parse(int argc, char** argv) {
       o.linger = true;
     } else if (flag == "--unfenced") {
       o.unfenced = true;
+    } else if (flag == "--async") {
+      o.async = true;
     } else if (flag.starts_with("--") && i + 1 < argc) {
       values[flag] = argv[++i];
     } else {
@@ -333,7 +343,51 @@ struct ThreadLocks {
   }
 };
 
+// --async: the holds are taken by T coroutines on one thread (LockHandle::async_acquire), sharing
+// one Session. The critical section blocks the thread, as a hold's work would; the others wait
+// without a thread of their own.
+int run_async(const Options& o) {
+  dlock::SessionOptions options{.connect = o.connect,
+                                .session_timeout = std::chrono::milliseconds(o.session_timeout_ms)};
+  options.handoff = o.handoff;
+  dlock::Session session(options);
+  const auto mode = o.lock == "mutex" ? dlock::LockMode::Exclusive
+                    : o.lock == "write" ? dlock::LockMode::Write
+                                        : dlock::LockMode::Read;
+  const std::string mode_name = o.lock == "mutex" ? "exclusive" : o.lock;
+  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  HoldLog log(o.log);
+  boost::asio::io_context context;
+  std::exception_ptr failure;
+  for (int t = 0; t < o.threads; ++t) {
+    boost::asio::co_spawn(
+        context,
+        [&, client = o.client + "#" + std::to_string(t)]() -> boost::asio::awaitable<void> {
+          for (int cycle = 0; cycle < o.cycles; ++cycle) {
+            auto handle = co_await dlock::LockHandle::async_acquire(session, o.path, mode, boost::asio::use_awaitable);
+            const bool lost_at_enter = !handle.still_held();
+            const auto enter = monotonic_ns();
+            critical_section(o);
+            const auto exit = monotonic_ns();
+            log.hold(client, session.id(), mode_name, handle.fencing_token(), enter, exit, !handle.still_held(),
+                     lost_at_enter);
+            handle.release();
+          }
+        },
+        [&](std::exception_ptr e) {
+          if (e && !failure) failure = e;
+        });
+  }
+  context.run();
+  if (failure) std::rethrow_exception(failure);
+  log.check();
+  std::printf("DONE %d\n", o.threads * o.cycles);
+  std::fflush(stdout);
+  return 0;
+}
+
 int run(const Options& o) {
+  if (o.async) return run_async(o);
   SessionSlot slot(o);
   const std::string mode = o.lock == "mutex" ? "exclusive" : o.lock;
   // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.

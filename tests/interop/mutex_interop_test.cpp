@@ -29,6 +29,24 @@ TEST(InteropMutex, DlockCuratorAndKazooExcludeEachOtherOverThreeHundredCycles) {
   EXPECT_TRUE(outcome.left_behind.empty()) << outcome.left_behind.front();
 }
 
+// Coroutines waiting without threads (dlock/async.hpp) and blocking dlock threads of another
+// process, contending with Curator and kazoo on one path.
+TEST(InteropMutex, AsynchronousDlockCoroutinesCuratorAndKazooExcludeEachOther) {
+  const std::vector<PeerRun> runs{
+      {"dlock_peer", "dlock-async", "mutex", 8, 15, {"--async"}},
+      {"dlock_peer", "dlock", "mutex", 2, 30, {}},
+      {"curator_peer", "curator", "mutex", 2, 30, {}},
+      {"kazoo_peer", "kazoo", "mutex", 1, 60, {"--node-name", "curator"}},
+  };
+  const auto outcome = run_together(runs, 1000);
+  EXPECT_EQ(outcome.report.holds, 300u);
+  expect_interleaved(outcome.holds);
+  EXPECT_EQ(outcome.report.exclusive_overlaps, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.report.token_disorders, 0u) << outcome.report.summary();
+  EXPECT_EQ(outcome.counter, 300);
+  EXPECT_TRUE(outcome.left_behind.empty()) << outcome.left_behind.front();
+}
+
 TEST(InteropMutex, DlockAndStockKazooLockExcludeEachOther) {
   const std::vector<PeerRun> runs{
       {"dlock_peer", "dlock", "mutex", 2, 50, {}},
