@@ -55,15 +55,17 @@ void AcquireOp::run(Step&& step) {
 }
 
 void AcquireOp::start() {
-  if (deadline_) {
-    std::weak_ptr<AcquireOp> weak = weak_from_this();
-    const auto ticket = task_timer::run_at(*deadline_, [weak] {
-      if (auto self = weak.lock()) self->on_deadline();
-    });
-    std::lock_guard lock(mutex_);
-    deadline_ticket_ = ticket;
-  }
-  run([this] { begin(); });
+  run([this] {
+    if (deadline_) {
+      std::weak_ptr<AcquireOp> weak = weak_from_this();
+      const auto ticket = task_timer::run_at(*deadline_, [weak] {
+        if (auto self = weak.lock()) self->on_deadline();
+      });
+      std::lock_guard lock(mutex_);
+      deadline_ticket_ = ticket;
+    }
+    begin();
+  });
 }
 
 void AcquireOp::cancel(std::exception_ptr reason, bool await_delete) {

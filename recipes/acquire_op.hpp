@@ -57,7 +57,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   static std::shared_ptr<AcquireOp> make(Client& client, std::string dir, const LockPolicy& policy,
                                          std::optional<Clock::time_point> deadline, DirectoryWatch watch,
                                          std::uint64_t owner, Completion done);
-  // Begins. May complete before returning.
+  // Begins. May complete before returning; never throws (a failure is the completion).
   void start();
   // Ends the attempt with `reason` as its error (unless it completes first): at once when it waits
   // for an event, else once the request in flight has been answered. Its node is deleted first;

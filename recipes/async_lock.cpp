@@ -69,6 +69,13 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
 
   void start(std::unique_ptr<AsyncSink<LockHandle>> sink) override {
     std::shared_ptr<AsyncSink<LockHandle>> shared_sink(std::move(sink));
+    {
+      std::lock_guard lock(mutex_);
+      if (cancelled_) {  // cancelled before it began: nothing is sent
+        shared_sink->complete(make_error_code(errc::cancelled), LockHandle());
+        return;
+      }
+    }
     std::shared_ptr<LockSite> site;
     try {
       if (timeout_ && timeout_->count() < 0) {
@@ -181,6 +188,13 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
       sink->complete({}, std::move(guards_));
       return;
     }
+    bool cancelled_before = false;
+    {
+      std::lock_guard lock(mutex_);
+      cancelled_before = cancelled_;
+    }
+    // Cancelled between two keys: the guards taken so far are released, the next not asked for.
+    if (cancelled_before) return fail(make_error_code(errc::cancelled));
     auto acquisition = std::make_shared<HandleAcquisition>(service_.session(), paths_[i], mode_, service_.timeout(),
                                                           ns_, service_.holder_token());
     bool cancelled = false;
@@ -217,9 +231,15 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
   }
 
   void fail(std::error_code ec) {
-    // Released in reverse order, away from this (ZooKeeper's) thread.
-    std::reverse(guards_.begin(), guards_.end());
-    drop_elsewhere(std::move(guards_));
+    // The guards taken so far are released before the handler hears of the failure (in reverse
+    // order, as ScopedLocks does), so a retry finds nothing of this attempt held. Their sites are
+    // kept until then and dropped on the task timer's thread: this may be ZooKeeper's.
+    std::vector<std::shared_ptr<LockSite>> sites;
+    for (const auto& guard : guards_) {
+      if (const auto& state = ScopeAccess::state(guard)) sites.push_back(HandleAccess::site(state->handle));
+    }
+    while (!guards_.empty()) guards_.pop_back();
+    drop_elsewhere(std::move(sites));
     auto sink = std::move(sink_);
     sink->complete(ec, {});
   }

@@ -106,7 +106,8 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   // The same without a thread: `done` is called once, with the hold, with nullopt (the deadline
   // passed first), or with what acquire() would throw (a cancel's reason too). It runs on a
   // ZooKeeper completion thread, the task timer, the thread that cancels or this one, with no
-  // dlock mutex held, and must not block. Local waiters of both kinds share one FIFO queue.
+  // recipe mutex held (but under Client::close_mutex_ when a Session's close ends it), and must
+  // not block. Local waiters of both kinds share one FIFO queue.
   // The caller keeps this Cohort alive until `done` ran. `owner` is the holder the take is for
   // (self_wait.hpp): a wait on a node it holds fails with WouldDeadlock.
   class AsyncTake;

@@ -203,6 +203,15 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
                        "lock " + dir_ + ": the session this acquisition waited on " +
                            (client_->state() == SessionState::Closed ? "was closed" : "expired") + " while it waited");
       }
+      if (take->cancel) {
+        // Before an order to drive is obeyed: a cancelled take creates nothing; the next waiter drives.
+        leave_locked(member);
+        if (std::exchange(member.drive, false)) {
+          driving_ = false;
+          hand_driving_on_locked();
+        }
+        return finish_take(lock, take, std::nullopt, take->cancel);
+      }
       if (std::exchange(member.drive, false)) {
         begin_drive(lock, take);
         return;
@@ -211,10 +220,6 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
         fail_waiters_locked();
         retire_current_locked(false);
         continue;
-      }
-      if (take->cancel) {
-        leave_locked(member);
-        return finish_take(lock, take, std::nullopt, take->cancel);
       }
       if (take->timed_out || take->deadline_passed()) {
         leave_locked(member);
@@ -261,19 +266,26 @@ void Cohort::begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_p
   take->drive_watch = options_.local && drive_watches_locked();
   const auto watch = take->drive_watch ? DirectoryWatch::On : DirectoryWatch::Off;
   lock.unlock();
-  // `this`, not a strong reference: see step()'s listing.
-  auto op = AcquireOp::make(*client_, dir_, policy_, take->deadline, watch, take->owner,
-                            [this, take](AcquireResult result) {
-                              on_driven(take, std::move(result.acquired), std::move(result.error));
-                            });
+  std::shared_ptr<AcquireOp> op;
   std::exception_ptr cancelled;
+  try {
+    // `this`, not a strong reference: see step()'s listing.
+    op = AcquireOp::make(*client_, dir_, policy_, take->deadline, watch, take->owner,
+                         [this, take](AcquireResult result) {
+                           on_driven(take, std::move(result.acquired), std::move(result.error));
+                         });
+  } catch (...) {
+    // Nothing was sent: as a driving acquisition that failed (the next waiter drives).
+    return on_driven(take, std::nullopt, std::current_exception());
+  }
   {
     std::lock_guard relock(mutex_);
     take->op = op;
     cancelled = take->cancel;
   }
-  op->start();
+  // A cancel that came first stops the operation before it sends anything.
   if (cancelled) op->cancel(cancelled, /*await_delete=*/true);
+  op->start();  // never throws: a failure is its completion
 }
 
 void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired,

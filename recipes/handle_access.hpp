@@ -14,6 +14,8 @@ struct HandleAccess {
   static NodeKind kind_of(LockMode mode);
   // A handle owning `held`, taken on `site` in `mode`.
   static LockHandle make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode);
+  // The site a held handle keeps (null for an empty one).
+  static std::shared_ptr<LockSite> site(const LockHandle& handle);
 };
 
 }  // namespace dlock::detail

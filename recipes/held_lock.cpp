@@ -1,5 +1,6 @@
 #include "held_lock.hpp"
 
+#include "task_timer.hpp"
 #include "test_hooks.hpp"
 
 namespace dlock::detail {
@@ -20,7 +21,12 @@ std::optional<HeldLock> acquire_held(LockSite& site, NodeKind kind, const Deadli
   Cohort& cohort = site.cohort(kind);
   auto granted = cohort.acquire(deadline);
   if (!granted) return std::nullopt;
-  return std::move(tracking).confirm(std::move(*granted), cohort.labels());
+  try {
+    return std::move(tracking).confirm(Grant(*granted), cohort.labels());
+  } catch (...) {
+    cohort.release(*granted);  // a hold nobody would own otherwise
+    throw;
+  }
 }
 
 HeldTake start_acquire_held(LockSite& site, NodeKind kind, std::optional<Clock::time_point> deadline,
@@ -33,14 +39,21 @@ HeldTake start_acquire_held(LockSite& site, NodeKind kind, std::optional<Clock::
         if (!grant) return done(std::nullopt, std::move(error));
         std::optional<HeldLock> held;
         try {
-          held = std::move(*tracking).confirm(std::move(*grant), cohort.labels());
+          held = std::move(*tracking).confirm(Grant(*grant), cohort.labels());
         } catch (...) {
-          cohort.release(*grant);
+          cohort.release(*grant);  // the copy above left `grant` whole
           return done(std::nullopt, std::current_exception());
         }
         done(std::move(held), nullptr);
       });
-  return HeldTake{std::move(take), &cohort};
+  return HeldTake{std::move(take), cohort.weak_from_this()};
+}
+
+void HeldTake::cancel(std::exception_ptr reason) const {
+  auto alive = cohort.lock();
+  if (!alive) return;  // the take ended and its site went: nothing to cancel
+  alive->cancel_take(take, std::move(reason));
+  (void)task_timer::run_at(Clock::now(), [alive = std::move(alive)] {});
 }
 
 }  // namespace dlock::detail

@@ -56,9 +56,11 @@ std::optional<HeldLock> acquire_held(LockSite& site, NodeKind kind, const Deadli
 // passed, or the error, as Cohort::TakeDone says. The caller keeps `site` alive until then.
 struct HeldTake {
   std::shared_ptr<Cohort::AsyncTake> take;
-  Cohort* cohort = nullptr;
-  // Cancels the take (Cohort::cancel_take).
-  void cancel(std::exception_ptr reason) const { cohort->cancel_take(take, std::move(reason)); }
+  // Not owned: a take that ended may have let its site (and the cohort) go.
+  std::weak_ptr<Cohort> cohort;
+  // Cancels the take (Cohort::cancel_take), if its cohort still exists. Any thread: the reference
+  // it takes meanwhile is dropped on the task timer's thread, in case it is the last.
+  void cancel(std::exception_ptr reason) const;
 };
 using HeldDone = std::function<void(std::optional<HeldLock>, std::exception_ptr)>;
 HeldTake start_acquire_held(LockSite& site, NodeKind kind, std::optional<Clock::time_point> deadline,

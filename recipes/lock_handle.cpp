@@ -40,6 +40,10 @@ LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, Loc
       std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report)}));
 }
 
+std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
+  return handle.state_ ? handle.state_->site : nullptr;
+}
+
 }  // namespace detail
 
 LockHandle::LockHandle() noexcept = default;

@@ -50,6 +50,7 @@ LockTimeout scope_timeout(Session& session, LockMode mode, const std::string& pa
 
 struct ScopeAccess {
   static ScopedLock make(std::shared_ptr<ScopeState> state);
+  static const std::shared_ptr<ScopeState>& state(const ScopedLock& guard);
 };
 
 }  // namespace dlock::detail

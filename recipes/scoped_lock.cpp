@@ -42,6 +42,7 @@ LockTimeout scope_timeout(Session& session, LockMode mode, const std::string& pa
 }
 
 ScopedLock ScopeAccess::make(std::shared_ptr<ScopeState> state) { return ScopedLock(std::move(state)); }
+const std::shared_ptr<ScopeState>& ScopeAccess::state(const ScopedLock& guard) { return guard.state_; }
 
 }  // namespace detail
 

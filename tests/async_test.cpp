@@ -25,6 +25,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "test_env.hpp"
+#include "task_timer.hpp"
 #include "test_hooks.hpp"
 #include "test_transaction.hpp"
 
@@ -221,10 +222,10 @@ error_code cancel_while_queued(bool other_session, bool skip_cleanup = false) {
   std::optional<error_code> result;
   LockHandle got;
   LockHandle::async_acquire(session, path, LockMode::Exclusive,
-                            asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, LockHandle handle) {
+                            asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, LockHandle handle) {
                               result = ec;
                               got = std::move(handle);
-                            }));
+                            })));
   Mutex probe(session, path);
   const auto queued = [&] {
     return other_session ? probe.participants().size() == 2 : probe.local_waiters() == 1;
@@ -271,10 +272,10 @@ TEST(Async, ACancelBeforeTheReplyOrRacingTheGrantLeavesNoHoldNobodyOwns) {
     std::optional<error_code> result;
     LockHandle got;
     LockHandle::async_acquire(session, path, LockMode::Exclusive,
-                              asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, LockHandle handle) {
+                              asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, LockHandle handle) {
                                 result = ec;
                                 got = std::move(handle);
-                              }));
+                              })));
     if (racing_grant) {
       Mutex probe(session, path);
       EXPECT_TRUE(run_until(ctx, [&] { return probe.participants().size() == 2; }, 10s));
@@ -329,10 +330,10 @@ TEST(Async, TryAcquireForTimesOutWithAnEmptyHandleAndNoError) {
   std::optional<error_code> result;
   LockHandle got;
   const auto start = std::chrono::steady_clock::now();
-  LockHandle::async_try_acquire_for(session, test_root(), 300ms, LockMode::Exclusive, [&](error_code ec, LockHandle h) {
+  LockHandle::async_try_acquire_for(session, test_root(), 300ms, LockMode::Exclusive, asio::bind_executor(ctx, [&](error_code ec, LockHandle h) {
     result = ec;
     got = std::move(h);
-  });
+  }));
   ASSERT_TRUE(run_until(ctx, [&] { return result.has_value(); }));
   EXPECT_GE(std::chrono::steady_clock::now() - start, 290ms);
   EXPECT_FALSE(*result);
@@ -347,7 +348,7 @@ TEST(Async, TheLockLostByAClosedSessionIsAnErrorCode) {
   asio::io_context ctx;
   std::optional<error_code> result;
   LockHandle::async_acquire(*session, test_root(), LockMode::Exclusive,
-                            [&](error_code ec, LockHandle) { result = ec; });
+                            asio::bind_executor(ctx, [&](error_code ec, LockHandle) { result = ec; }));
   Mutex probe(other, test_root());
   ASSERT_TRUE(run_until(ctx, [&] { return probe.participants().size() == 2; }));
   session->close();
@@ -449,7 +450,7 @@ TEST(Async, TwoHundredWaitingCoroutinesAddNoThreads) {
   {
     std::optional<error_code> warm;
     LockHandle::async_try_acquire_for(session, path + "-warm", 1s, LockMode::Exclusive,
-                                      [&](error_code ec, LockHandle) { warm = ec; });
+                                      asio::bind_executor(ctx, [&](error_code ec, LockHandle) { warm = ec; }));
     ASSERT_TRUE(run_until(ctx, [&] { return warm.has_value(); }));
   }
   const int threads_before = process_threads();
@@ -470,6 +471,66 @@ TEST(Async, TwoHundredWaitingCoroutinesAddNoThreads) {
   holder.release();
   ASSERT_TRUE(run_until(ctx, [&] { return granted.load() == kWaiters; }, 30s));
   EXPECT_TRUE(eventually([&] { return nodes_in(session, path) == 0u; }));
+}
+
+// A guards chain cancelled while it waits for its second key: the first key's guard is released
+// before the handler runs, so the same holder may ask for it again at once.
+TEST(Async, ACancelledChainOfGuardsReleasesWhatItTookBeforeItsHandlerRuns) {
+  Session session(session_options());
+  Session other(session_options());
+  const LockService service(session, test_root());
+  const LockService mine = service.holder();
+  auto blocker = LockHandle::acquire(other, service.path_for("stock", make_key(2)));
+  asio::io_context ctx;
+  asio::cancellation_signal cancel;
+  std::optional<error_code> result;
+  std::size_t first_key_nodes_at_handler = 99;
+  mine.async_lock_each(LockMode::Exclusive, "stock", 1, 2,
+                       asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, ScopedLocks guards) {
+                         result = ec;
+                         EXPECT_TRUE(guards.locks().empty());
+                         first_key_nodes_at_handler = nodes_in(session, service.path_for("stock", make_key(1)));
+                       })));
+  Mutex second(session, service.path_for("stock", make_key(2)));
+  ASSERT_TRUE(run_until(ctx, [&] { return second.participants().size() == 2; }, 10s)) << "never queued on key 2";
+  // The process's task timer is kept busy meanwhile: a release left to it (instead of done before
+  // the handler) would come only after the handler ran, as it could on a loaded machine.
+  std::atomic<bool> timer_busy{false};
+  (void)detail::task_timer::run_at(std::chrono::steady_clock::now(), [&timer_busy] {
+    timer_busy = true;
+    std::this_thread::sleep_for(1s);
+  });
+  ASSERT_TRUE(eventually([&] { return timer_busy.load(); }));
+  cancel.emit(asio::cancellation_type::terminal);
+  ASSERT_TRUE(run_until(ctx, [&] { return result.has_value(); }));
+  EXPECT_EQ(*result, error_code(asio::error::operation_aborted));
+  EXPECT_EQ(first_key_nodes_at_handler, 0u) << "key 1's guard was still held when the handler ran";
+  // The same holder asks for key 1 again: not its own any more, so no WouldDeadlock.
+  std::optional<error_code> again;
+  mine.async_lock(LockMode::Exclusive, "stock", 1, asio::bind_executor(ctx, [&](error_code ec, ScopedLock) { again = ec; }));
+  ASSERT_TRUE(run_until(ctx, [&] { return again.has_value(); }));
+  EXPECT_FALSE(*again) << again->message();
+  EXPECT_EQ(nodes_in(session, service.path_for("stock", make_key(2))), 1u) << "key 2's cancelled node stayed";
+}
+
+// A failure between the grant and the handle (here the test hook after the grant throws; in
+// production an allocation) releases the grant: the lock is free again, nothing left queued.
+TEST(Async, AFailureAfterTheGrantReleasesTheHold) {
+  Session session(session_options());
+  asio::io_context ctx;
+  detail::test_hooks::after_grant = [] { throw std::runtime_error("injected after the grant"); };
+  std::optional<error_code> result;
+  LockHandle::async_acquire(session, test_root(), LockMode::Exclusive,
+                            asio::bind_executor(ctx, [&](error_code ec, LockHandle) { result = ec; }));
+  const bool completed = run_until(ctx, [&] { return result.has_value(); });
+  EXPECT_THROW((void)LockHandle::acquire(session, test_root() + "-blocking"), std::runtime_error);
+  detail::test_hooks::after_grant = nullptr;
+  ASSERT_TRUE(completed);
+  EXPECT_TRUE(*result);
+  EXPECT_TRUE(another_session_locks(test_root(), 5s)) << "the failed acquisition kept the lock";
+  EXPECT_TRUE(another_session_locks(test_root() + "-blocking", 5s)) << "the failed blocking acquisition kept the lock";
+  auto handle = LockHandle::try_acquire_for(session, test_root(), 5s);
+  EXPECT_TRUE(handle.held()) << "the local queue is stuck behind a hold nobody owns";
 }
 
 }  // namespace

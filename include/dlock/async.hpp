@@ -38,9 +38,16 @@
 // Cancellation, through the handler's associated cancellation slot (bind_cancellation_slot, a
 // timer raced with awaitable_operators' ||, a parallel_group, ...; terminal, partial and total are
 // all honoured): the operation completes with boost::asio::error::operation_aborted after its
-// node's delete has been answered (or, while the connection is down, handed to the background
-// retry that deletes it once the connection is back or the session is gone). A cancellation that
-// arrives once the lock is granted completes with the hold (no error): never a hold nobody owns.
+// node's delete has been answered (or handed to the background delete that runs once the
+// connection is back, while it is down or after a create whose reply the connection lost: the
+// session's end deletes the node anyway). A cancellation that arrives once the lock is granted
+// completes with the hold (no error): never a hold nobody owns. A guards form (`async_lock_each`,
+// `async_lock_keys`) cancelled between two keys releases the guards it took before completing.
+//
+// Lifetimes. The Session, and the execution context of the handler's executor (an io_context, a
+// thread pool), must outlive every operation in flight on them, as for any Asio I/O object: before
+// destroying either, cancel the operations (or close the Session, which ends them with a lost
+// lock) and let their handlers run.
 //
 // Errors are error codes: dlock's (dlock_category(): errc::lock_lost, would_deadlock,
 // invalid_path, invalid_key, lock_timeout, disconnected, not_authorized, ...) and ZooKeeper's
@@ -94,7 +101,8 @@ namespace dlock {
 namespace detail {
 
 // Where an asynchronous acquisition delivers its result: once, from any thread (a ZooKeeper
-// completion thread among them), with no dlock lock held.
+// completion thread among them). It must not block: it may run under Client::close_mutex_ when a
+// Session's close ends the operation.
 template <class T>
 class AsyncSink {
  public:
