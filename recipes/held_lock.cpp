@@ -5,13 +5,13 @@
 
 namespace dlock::detail {
 
-LossTracking::LossTracking(Client& client) : client_(&client), tracking_(client.track_hold()) {
+LossTracking::LossTracking(Client& client) : tracker_(HoldTracker::of(client)), tracking_(tracker_->track()) {
   if (test_hooks::after_tracking) test_hooks::after_tracking();
 }
 
 HeldLock LossTracking::confirm(Grant grant, const LockLabels& labels) && {
   if (test_hooks::after_grant) test_hooks::after_grant();
-  auto lost = client_->confirm_hold(std::move(tracking_), grant.generation);
+  auto lost = tracker_->confirm(std::move(tracking_), grant.generation);
   auto loss_report = report_loss(labels, *lost);
   return HeldLock{std::move(grant), std::move(lost), std::move(loss_report)};
 }

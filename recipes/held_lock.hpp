@@ -1,10 +1,10 @@
 // Internal: a hold as lock objects keep it: the grant (node, fencing token, the handle that
 // created the node, its cohort's share) and the signal that the hold can no longer be trusted.
 //
-// The loss signal is a std::stop_source tracked by the Client from before the attempt (a drop or
-// an expiry while it waits counts) and confirmed at the grant: a hold whose node is on the current
-// handle of a Connected session starts trusted, whatever happened while it waited
-// (Client::track_hold / confirm_hold). acquire_held does all of it; LossTracking is the
+// The loss signal is a std::stop_source tracked by the session's HoldTracker from before the
+// attempt (a drop or an expiry while it waits counts) and confirmed at the grant: a hold whose node
+// is on the current handle of a Connected session starts trusted, whatever happened while it
+// waited (hold_tracker.hpp). acquire_held does all of it; LossTracking is the
 // same for a node that comes from elsewhere (a downgrade's read node).
 //
 // Test hooks: test_hooks::after_tracking runs once tracking began, after_grant once the node was
@@ -20,6 +20,7 @@
 #include "client.hpp"
 #include "cohort.hpp"
 #include "deadline.hpp"
+#include "hold_tracker.hpp"
 #include "lock_metrics.hpp"
 #include "lock_site.hpp"
 
@@ -44,8 +45,8 @@ class LossTracking {
   HeldLock confirm(Grant grant, const LockLabels& labels) &&;
 
  private:
-  Client* client_;
-  Client::HoldTracking tracking_;
+  std::shared_ptr<HoldTracker> tracker_;
+  HoldTracker::Tracking tracking_;
 };
 
 // A hold of `kind` on `site`: Cohort::acquire with the hold's loss tracking around it. Nullopt once

@@ -543,7 +543,7 @@ void Client::run_deferred_callbacks() {
     std::lock_guard lock(state_mutex_);
     signal = std::exchange(deferred_signal_, false);
   }
-  if (signal) signal_holds_lost(SessionState::Closed);
+  if (signal) observe(SessionState::Closed, true);
   dispatch_state_changes();
 }
 
@@ -823,53 +823,19 @@ void Client::wake_all_waiters() {
   for (auto& [path, waiter] : woken) waiter->wake();
 }
 
-Client::HoldTracking Client::track_hold() {
-  HoldTracking tracking{std::make_shared<std::stop_source>()};
-  std::lock_guard lock(holds_mutex_);
-  track_locked(tracking.lost);
-  return tracking;
+std::shared_ptr<StateObserver> Client::state_observer(const std::function<std::shared_ptr<StateObserver>()>& make) {
+  std::lock_guard lock(observer_mutex_);
+  if (!observer_) observer_ = make();
+  return observer_;
 }
 
-std::shared_ptr<std::stop_source> Client::confirm_hold(HoldTracking tracking, std::uint64_t node_generation) {
-  if (!tracking.lost->stop_requested()) return std::move(tracking.lost);
-  // Under holds_mutex_: a drop after the state is read here signals the new source, since
-  // set_state stores the state before signal_holds_lost takes this mutex.
-  std::lock_guard lock(holds_mutex_);
-  if (holds_untrusted_ || state_.load(std::memory_order_acquire) != SessionState::Connected ||
-      generation() != node_generation) {
-    return std::move(tracking.lost);
-  }
-  auto fresh = std::make_shared<std::stop_source>();
-  track_locked(fresh);
-  return fresh;
-}
-
-void Client::track_locked(const std::shared_ptr<std::stop_source>& source) {
-  if (holds_untrusted_) {
-    source->request_stop();
-    return;
-  }
-  if (holds_.size() >= 64 && holds_.size() == holds_.capacity()) {
-    std::erase_if(holds_, [](const auto& weak) { return weak.expired(); });
-  }
-  holds_.push_back(source);
-}
-
-void Client::signal_holds_lost(SessionState lost_to) {
-  std::vector<std::shared_ptr<std::stop_source>> live;
+void Client::observe(SessionState next, bool trust_lost) {
+  std::shared_ptr<StateObserver> observer;
   {
-    std::lock_guard lock(holds_mutex_);
-    for (const auto& weak : holds_) {
-      if (auto source = weak.lock()) live.push_back(std::move(source));
-    }
-    holds_.clear();
-    // A Suspended session may reconnect: later holds start trusted again. Lost and Closed are
-    // terminal for the holds of that session: any hold tracked from now on starts signalled,
-    // unless the state has moved on meanwhile (a renewed session connected while this thread was
-    // delayed: set_state(Connected) stores the state before it clears the flag under this mutex).
-    if (lost_to != SessionState::Suspended && state_.load() == lost_to) holds_untrusted_ = true;
+    std::lock_guard lock(observer_mutex_);
+    observer = observer_;
   }
-  for (auto& source : live) source->request_stop();  // runs users' stop_callbacks: no lock held
+  if (observer) observer->on_state(next, trust_lost);
 }
 
 bool Client::set_state(SessionState next, std::optional<SessionState> only_from, std::uint64_t event_generation,
@@ -913,19 +879,17 @@ bool Client::set_state(SessionState next, std::optional<SessionState> only_from,
   change.from = previous;
   change.to = next;
   metrics_.emit([&](MetricsSink& sink) { sink.on_session_state(change); });
-  if (next == SessionState::Connected) {
-    std::lock_guard lock(holds_mutex_);
-    holds_untrusted_ = false;  // a renewed session: holds taken on it are trusted again
-  }
+  // A Connected is told at once (even on a close's path): it clears, it signals nothing.
+  if (next == SessionState::Connected) observe(next, false);
   if (next == SessionState::Closed || next == SessionState::Lost) wake_all_waiters();
-  const bool signal = next != SessionState::Connected &&
-                      (next != SessionState::Suspended || options_.loss_signal == LossSignal::OnSuspended);
+  const bool trust_lost = next != SessionState::Connected &&
+                          (next != SessionState::Suspended || options_.loss_signal == LossSignal::OnSuspended);
   if (defer_callbacks) {
     std::lock_guard lock(state_mutex_);
-    deferred_signal_ = deferred_signal_ || signal;
+    deferred_signal_ = deferred_signal_ || trust_lost;
     return true;
   }
-  if (signal) signal_holds_lost(next);
+  if (next != SessionState::Connected) observe(next, trust_lost);
   dispatch_state_changes();
   return true;
 }

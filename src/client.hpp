@@ -79,6 +79,18 @@ class CallbackWaiter final : public Waiter {
   std::function<void()> on_wake_;
 };
 
+// Told of every state change synchronously, by the thread that made it, right after the new state
+// is stored and before any state listener runs, with whether what was done under the session can
+// no longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). For
+// bookkeeping that must be exact relative to the state (recipes/hold_tracker). Runs with no dlock
+// mutex held, but for a Session's close (under Client::close_mutex_): it must not block, nor call
+// the Client beyond its state queries.
+class StateObserver {
+ public:
+  virtual ~StateObserver() = default;
+  virtual void on_state(SessionState next, bool trust_lost) = 0;
+};
+
 struct CreateResult {
   int rc = ZOK;
   std::string path;  // the created node's full path (with the server's sequence suffix)
@@ -191,20 +203,9 @@ class Client {
   // recovery for a create whose answer was lost.
   void release_prefixed(const std::string& dir, const std::string& prefix);
 
-  // A stop source for one hold, requested when the session's state means the hold can no
-  // longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). Requested at
-  // once if that has already happened. Taken before the attempt, so that a loss during it counts.
-  struct HoldTracking {
-    std::shared_ptr<std::stop_source> lost;
-  };
-  HoldTracking track_hold();
-  // Called once the attempt has acquired its node, created on handle `node_generation`: the
-  // source the hold keeps. A drop or an expiry while the attempt waited signals its source; if
-  // the node's handle is the current one and Connected, the node is as good as one created now
-  // (the server kept its session, or it was created on the renewed session): the hold gets a
-  // fresh source, tracked from now on. Otherwise (disconnected, expired since, closed) the
-  // signalled source stays.
-  std::shared_ptr<std::stop_source> confirm_hold(HoldTracking tracking, std::uint64_t node_generation);
+  // The observer of this Client's state changes (StateObserver), made by `make` and installed if
+  // there is none yet; the one installed otherwise.
+  std::shared_ptr<StateObserver> state_observer(const std::function<std::shared_ptr<StateObserver>()>& make);
 
   // State listeners. Each is called with each state change made after it subscribed, in order,
   // one change at a time, with no dlock lock held. unsubscribe() returns once the listener is not
@@ -282,8 +283,8 @@ class Client {
   void dispatch_state_changes();
   void deliver(const StateChange& change);
   void wake_all_waiters();
-  // Signals every hold tracked so far; the session moved to `lost_to`.
-  void signal_holds_lost(SessionState lost_to);
+  // Tells the state observer, if any.
+  void observe(SessionState next, bool trust_lost);
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
   template <class Submit>
   int submit(Inflight::Request* request, RequestKind kind, Submit&& submit);
@@ -341,7 +342,7 @@ class Client {
   std::deque<StateChange> undelivered_;    // guarded by state_mutex_
   bool delivering_ = false;                // guarded by state_mutex_
   std::uint64_t lost_generation_ = 0;      // guarded by state_mutex_: the last handle declared Lost
-  bool deferred_signal_ = false;           // guarded by state_mutex_
+  bool deferred_signal_ = false;           // guarded by state_mutex_: a close's trust_lost, for later
 
   std::mutex waiters_mutex_;
   std::unordered_multimap<std::string, std::shared_ptr<Waiter>> waiters_;
@@ -360,11 +361,8 @@ class Client {
   std::uint64_t running_listener_ = 0;  // the id of the listener being called, or 0
   std::thread::id delivering_thread_;
 
-  // Adds `source` to holds_, or requests it at once if holds are untrusted. Needs holds_mutex_.
-  void track_locked(const std::shared_ptr<std::stop_source>& source);
-  std::mutex holds_mutex_;
-  std::vector<std::weak_ptr<std::stop_source>> holds_;  // expired entries pruned as it grows
-  bool holds_untrusted_ = false;                         // guarded by holds_mutex_
+  std::mutex observer_mutex_;               // never held while the observer runs
+  std::shared_ptr<StateObserver> observer_;  // guarded by observer_mutex_
 
   Inflight inflight_;
   std::atomic<std::uint64_t> requests_{0};
