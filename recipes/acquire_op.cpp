@@ -47,11 +47,15 @@ AcquireOp::~AcquireOp() = default;
 
 template <class Step>
 void AcquireOp::run(Step&& step) {
+  std::exception_ptr error;
   try {
     step();
   } catch (...) {
-    clean_up_and_finish({std::nullopt, std::current_exception()});
+    error = std::current_exception();
   }
+  // Completed outside the handler: the exception is then the completion's alone, and a waiting
+  // thread that rethrows it shares it with nobody still inside a catch block here.
+  if (error) clean_up_and_finish({std::nullopt, std::move(error)});
 }
 
 void AcquireOp::start() {

@@ -94,6 +94,7 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     std::optional<AcquireResult> outcome;
   };
   auto done = std::make_shared<Done>();
+  AcquireResult outcome;
   auto op = AcquireOp::make(client, dir, policy, deadline.when(), watch, self_wait::this_thread_token(),
                             [done](AcquireResult outcome) {
                               std::lock_guard lock(done->mutex);
@@ -108,9 +109,12 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     op->start();
     std::unique_lock lock(done->mutex);
     done->cv.wait(lock, [&] { return done->outcome.has_value(); });
+    // Moved out under the mutex: this thread holds the result's only reference from here on (the
+    // exception object's count lives in the uninstrumented runtime, invisible to ThreadSanitizer).
+    outcome = std::move(*done->outcome);
   }
-  if (done->outcome->error) std::rethrow_exception(done->outcome->error);
-  return std::move(done->outcome->acquired);
+  if (outcome.error) std::rethrow_exception(std::move(outcome.error));
+  return std::move(outcome.acquired);
 }
 
 std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, std::string_view marker,

@@ -83,8 +83,8 @@ class CallbackWaiter final : public Waiter {
 // is stored and before any state listener runs, with whether what was done under the session can
 // no longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). For
 // bookkeeping that must be exact relative to the state (recipes/hold_tracker). Runs with no dlock
-// mutex held, but for a Session's close (under Client::close_mutex_): it must not block, nor call
-// the Client beyond its state queries.
+// mutex held (a close's Closed is told after close_mutex_ is released), on the thread of the
+// change, where state listeners and stop_callbacks run too: what it runs may do what they may.
 class StateObserver {
  public:
   virtual ~StateObserver() = default;
