@@ -24,9 +24,11 @@ const std::string kConnectionKey = "\nconnection";
 
 std::shared_ptr<AcquireOp> AcquireOp::make(Client& client, std::string dir, const LockPolicy& policy,
                                            std::optional<Clock::time_point> deadline, DirectoryWatch watch,
-                                           std::uint64_t owner, Completion done) {
-  return std::make_shared<AcquireOp>(Private{}, client, std::move(dir), policy, deadline, watch, owner,
-                                     std::move(done));
+                                           std::uint64_t owner, Completion done, Home home) {
+  auto op = std::make_shared<AcquireOp>(Private{}, client, std::move(dir), policy, deadline, watch, owner,
+                                        std::move(done));
+  op->home_ = std::move(home);
+  return op;
 }
 
 AcquireOp::AcquireOp(Private, Client& client, std::string dir, const LockPolicy& policy,
@@ -56,6 +58,13 @@ void AcquireOp::run(Step&& step) {
   // Completed outside the handler: the exception is then the completion's alone, and a waiting
   // thread that rethrows it shares it with nobody still inside a catch block here.
   if (error) clean_up_and_finish({std::nullopt, std::move(error)});
+}
+
+void AcquireOp::dispatch(std::function<void()> step) {
+  if (!home_) return run(step);
+  // The caller's thread runs the step (the blocking acquire waits there anyway): ZooKeeper's one
+  // completion thread only hands it over, so blocked callers decide in parallel, as before.
+  home_([self = shared_from_this(), step = std::move(step)] { self->run(step); });
 }
 
 void AcquireOp::start() {
@@ -133,7 +142,7 @@ void AcquireOp::create() {
   auto replies = std::make_shared<Replies>();
   auto self = shared_from_this();
   auto both_in = [self, replies] {
-    self->run([&] { self->on_created(std::move(*replies->created), std::move(*replies->listed)); });
+    self->dispatch([self, replies] { self->on_created(std::move(*replies->created), std::move(*replies->listed)); });
   };
   maybe_created_ = true;
   client_.create(base, data_, ZOO_EPHEMERAL_SEQUENTIAL, [replies, both_in](CreateResult result) {
@@ -213,7 +222,7 @@ void AcquireOp::create_parents() {
         parents->rcs[i] = result.rc;
         all = ++parents->answered == parents->paths.size();
       }
-      if (all) self->run([&] { self->check_parents(parents, 0); });
+      if (all) self->dispatch([self, parents] { self->check_parents(parents, 0); });
     });
   }
 }
@@ -229,7 +238,7 @@ void AcquireOp::check_parents(const std::shared_ptr<Parents>& parents, std::size
       // answers NoAuth too. Only one that is missing is an error.
       auto self = shared_from_this();
       client_.exists(path, [self, parents, i](StatResult found) {
-        self->run([&] {
+        self->dispatch([self, parents, i, found] {
           if (found.rc != ZOK) {
             fail(self->client_, ZNOAUTH, self->what_ + ": creating " + parents->paths[i],
                  {kCreate, parent_of(parents->paths[i])});
@@ -260,9 +269,12 @@ void AcquireOp::adopt() {
   // listing still runs; a node it missed is deleted once seen, in decide().)
   auto self = shared_from_this();
   client_.sync(dir_, [self](int) {
-    self->run([&] {
+    self->dispatch([self] {
       self->client_.children(
-          self->dir_, [self](ChildrenResult listed) { self->run([&] { self->on_adopt_listed(std::move(listed)); }); },
+          self->dir_,
+          [self](ChildrenResult listed) {
+            self->dispatch([self, listed = std::move(listed)]() mutable { self->on_adopt_listed(std::move(listed)); });
+          },
           self->directory_watch_ == DirectoryWatch::On);
     });
   });
@@ -284,7 +296,7 @@ void AcquireOp::on_adopt_listed(ChildrenResult listed) {
   const std::string node = dir_ + "/" + *mine;
   auto self = shared_from_this();
   client_.exists(node, [self, node, listed = std::move(listed)](StatResult stat) mutable {
-    self->run([&] {
+    self->dispatch([self, node, listed = std::move(listed), stat]() mutable {
       if (self->stopping()) return;
       if (stat.rc != ZOK) {
         self->create();  // vanished again: create anew
@@ -304,7 +316,7 @@ void AcquireOp::list() {
   client_.children(
       dir_,
       [self](ChildrenResult listed) {
-        self->run([&] {
+        self->dispatch([self, listed = std::move(listed)]() mutable {
           if (self->stopping()) return;
           if (listed.rc == ZOK || listed.rc == ZNONODE) {
             // No directory: our node went with it (decide() says so).
@@ -382,7 +394,7 @@ void AcquireOp::watch_predecessor(const std::string& watched) {
   register_waiter(watched_, armed, [](AcquireOp& op) { op.list(); });
   auto self = shared_from_this();
   client_.watch(watched_, [self, armed](int rc) {
-    self->run([&] {
+    self->dispatch([self, armed, rc] {
       if (rc == ZOK) {
         switch (self->park(armed)) {
           case Resume::later: return;
@@ -414,7 +426,7 @@ void AcquireOp::recover(void (AcquireOp::*retry)()) {
   std::weak_ptr<AcquireOp> weak = weak_from_this();
   const auto ticket = task_timer::run_at(Clock::now() + kTransientPause, [weak, armed, retry] {
     auto self = weak.lock();
-    if (self && self->claim(armed)) self->run([&] { self->await_connection(retry); });
+    if (self && self->claim(armed)) self->dispatch([self, retry] { self->await_connection(retry); });
   });
   {
     std::lock_guard lock(mutex_);
@@ -494,7 +506,7 @@ void AcquireOp::register_waiter(const std::string& key, std::uint64_t armed, std
   waiter_key_ = key;
   waiter_ = std::make_shared<CallbackWaiter>([weak, armed, then = std::move(then)] {
     auto self = weak.lock();
-    if (self && self->claim(armed)) self->run([&] { then(*self); });
+    if (self && self->claim(armed)) self->dispatch([self, then] { then(*self); });
   });
   client_.add_waiter(waiter_key_, waiter_);
 }

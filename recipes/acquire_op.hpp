@@ -50,13 +50,17 @@ struct AcquireResult {
 class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
  public:
   using Completion = std::function<void(AcquireResult)>;
+  // Where the steps that replies and wake-ups continue run: given each step, it runs it later on a
+  // thread of its choosing (the blocking acquire's caller). Empty: right where the event arrived
+  // (a ZooKeeper completion thread, the task timer).
+  using Home = std::function<void(std::function<void()>)>;
 
   // `owner` identifies the holder this acquisition is for (self_wait.hpp; 0: none): it fails with
   // WouldDeadlock rather than wait on a node that holder holds. `deadline`'s stop token is not
   // looked at: callers turn it into cancel().
   static std::shared_ptr<AcquireOp> make(Client& client, std::string dir, const LockPolicy& policy,
                                          std::optional<Clock::time_point> deadline, DirectoryWatch watch,
-                                         std::uint64_t owner, Completion done);
+                                         std::uint64_t owner, Completion done, Home home = {});
   // Begins. May complete before returning; never throws (a failure is the completion).
   void start();
   // Ends the attempt with `reason` as its error (unless it completes first): at once when it waits
@@ -83,6 +87,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // Runs `step`, turning an exception into the completion.
   template <class Step>
   void run(Step&& step);
+  // run(step) at home_ (or here without one): for the steps events continue.
+  void dispatch(std::function<void()> step);
   // Whether a cancel asks this step to stop (then cleans up and completes).
   bool stopping();
 
@@ -126,6 +132,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   const std::string prefix_;
   std::string data_;  // the node's holder info, made on the caller's thread (it names it)
   Completion done_;
+  Home home_;
 
   // The attempt's node, as the steps learn it (only the step running touches these).
   std::string node_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -87,20 +89,32 @@ class Attempt {
 
 std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
                                 const Deadline& deadline, DirectoryWatch watch) {
-  // The operation runs on the C client's threads and the task timer; this thread waits for it.
+  // The operation's steps come back to this thread (its Home): the C client's completion thread
+  // and the task timer only hand them over, so blocked callers decide in parallel.
   struct Done {
     std::mutex mutex;
     std::condition_variable cv;
     std::optional<AcquireResult> outcome;
+    std::deque<std::function<void()>> steps;
   };
   auto done = std::make_shared<Done>();
   AcquireResult outcome;
-  auto op = AcquireOp::make(client, dir, policy, deadline.when(), watch, self_wait::this_thread_token(),
-                            [done](AcquireResult outcome) {
-                              std::lock_guard lock(done->mutex);
-                              done->outcome = std::move(outcome);
-                              done->cv.notify_all();
-                            });
+  std::deque<std::function<void()>> stale;
+  auto op = AcquireOp::make(
+      client, dir, policy, deadline.when(), watch, self_wait::this_thread_token(),
+      [done](AcquireResult result) {
+        std::lock_guard lock(done->mutex);
+        done->outcome = std::move(result);
+        done->cv.notify_all();
+      },
+      [weak = std::weak_ptr<Done>(done)](std::function<void()> step) {
+        // Weak: a step arriving once this thread left (the operation ended) is dropped.
+        if (const auto home = weak.lock()) {
+          std::lock_guard lock(home->mutex);
+          home->steps.push_back(std::move(step));
+          home->cv.notify_all();
+        }
+      });
   {
     // Runs at once if the deadline was abandoned already; the operation then creates nothing.
     std::stop_callback on_abandon(deadline.cancel_token(), [&op, &dir] {
@@ -108,10 +122,19 @@ std::optional<Acquired> acquire(Client& client, const std::string& dir, const Lo
     });
     op->start();
     std::unique_lock lock(done->mutex);
-    done->cv.wait(lock, [&] { return done->outcome.has_value(); });
+    for (;;) {
+      done->cv.wait(lock, [&] { return done->outcome.has_value() || !done->steps.empty(); });
+      if (done->outcome) break;
+      auto step = std::move(done->steps.front());
+      done->steps.pop_front();
+      lock.unlock();
+      step();
+      lock.lock();
+    }
     // Moved out under the mutex: this thread holds the result's only reference from here on (the
     // exception object's count lives in the uninstrumented runtime, invisible to ThreadSanitizer).
     outcome = std::move(*done->outcome);
+    stale = std::move(done->steps);  // the operation has ended: dropped below, unlocked
   }
   if (outcome.error) std::rethrow_exception(std::move(outcome.error));
   return std::move(outcome.acquired);

@@ -7,8 +7,12 @@
 // With a ZooKeeper server at the connect string it takes both locks and releases them. Without
 // one (the packaging test passes nothing: 127.0.0.1:1, a closed port) the Session must throw a
 // ConnectError naming the connect string; the locking code is compiled and linked either way.
+#include <dlock/async.hpp>
 #include <dlock/dlock.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +32,12 @@ void charge(const dlock::LockService& locks, dlock::Mutex& ledger, const ChargeR
               static_cast<long long>(ledger.fencing_token()));
 }
 
+boost::asio::awaitable<void> charge_async(dlock::LockService locks, ChargeRequest req) {
+  DLOCK_CO_SCOPE_AS(guard, locks, "orders", req);  // waits without a thread
+  std::printf("consumer: order %lld charged asynchronously under fencing token %lld\n",
+              static_cast<long long>(*req.order), static_cast<long long>(guard.fencing_token()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,6 +48,9 @@ int main(int argc, char** argv) {
     dlock::LockService locks(session, "/consumer");
     dlock::Mutex ledger(session, "/consumer/ledger");
     charge(locks, ledger, ChargeRequest{.order = 42});
+    boost::asio::io_context io;
+    boost::asio::co_spawn(io, charge_async(locks, ChargeRequest{.order = 43}), boost::asio::detached);
+    io.run();
     std::puts("consumer: find_package(dlock) + dlock::dlock work, locks taken and released");
     return 0;
   } catch (const dlock::ConnectError& e) {
