@@ -19,10 +19,12 @@
 // queue once). A cancel ends it at the next step, or at once when parked. Cleanup deletes the
 // attempt's node (by name, or by its unique prefix after a lost create reply), then completes.
 //
+// Steps run where the event that continues them arrived (a C client completion thread, the task
+// timer), or, with a Home, are handed to it (the blocking acquire: its caller's thread).
+//
 // Completion: exactly once, with the grant, with "timed out", or with an exception (what the
 // blocking acquire() throws; cancel()'s reason). It runs on the thread that ended the operation
-// (a C client completion thread, the task timer, or the canceller) with no dlock mutex held, and
-// must not block. After completing, the operation touches the Client no more: its owner keeps the
+// (one of the above, or the canceller) with no recipe mutex held, and must not block. After completing, the operation touches the Client no more: its owner keeps the
 // Client alive until then.
 #pragma once
 
