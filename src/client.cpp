@@ -686,7 +686,7 @@ void Client::add_waiter(const std::string& path, const std::shared_ptr<Waiter>& 
     // after that wake-up must not sleep through the end of the session.
     const auto s = state();
     if (s != SessionState::Lost && s != SessionState::Closed) {
-      waiters_.emplace(path, waiter);
+      waiters_[path].emplace(waiter.get(), waiter);  // registered again: still once
       return;
     }
   }
@@ -695,13 +695,10 @@ void Client::add_waiter(const std::string& path, const std::shared_ptr<Waiter>& 
 
 void Client::remove_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter) {
   std::lock_guard lock(waiters_mutex_);
-  auto [first, last] = waiters_.equal_range(path);
-  for (auto it = first; it != last; ++it) {
-    if (it->second == waiter) {
-      waiters_.erase(it);
-      return;
-    }
-  }
+  const auto of_path = waiters_.find(path);
+  if (of_path == waiters_.end()) return;
+  of_path->second.erase(waiter.get());
+  if (of_path->second.empty()) waiters_.erase(of_path);
 }
 
 void Client::release_node(const std::string& path) {
@@ -793,15 +790,16 @@ void Client::on_session_event(int zk_state, std::uint64_t generation) {
 }
 
 void Client::on_node_event(const char* path) {
-  std::vector<std::shared_ptr<Waiter>> woken;
+  WaiterSet woken;
   {
     std::lock_guard lock(waiters_mutex_);
-    auto [first, last] = waiters_.equal_range(path);
-    for (auto it = first; it != last; ++it) woken.push_back(std::move(it->second));
-    waiters_.erase(first, last);
+    const auto of_path = waiters_.find(path);
+    if (of_path == waiters_.end()) return;
+    woken.swap(of_path->second);
+    waiters_.erase(of_path);
   }
   watch_wakeups_.fetch_add(woken.size(), std::memory_order_relaxed);
-  for (auto& waiter : woken) waiter->wake();
+  for (auto& [key, waiter] : woken) waiter->wake();
 }
 
 void Client::on_child_event(const char* path) {
@@ -815,12 +813,14 @@ void Client::on_child_event(const char* path) {
 }
 
 void Client::wake_all_waiters() {
-  std::unordered_multimap<std::string, std::shared_ptr<Waiter>> woken;
+  std::unordered_map<std::string, WaiterSet> woken;
   {
     std::lock_guard lock(waiters_mutex_);
     woken.swap(waiters_);
   }
-  for (auto& [path, waiter] : woken) waiter->wake();
+  for (auto& [path, of_path] : woken) {
+    for (auto& [key, waiter] : of_path) waiter->wake();
+  }
 }
 
 std::shared_ptr<StateObserver> Client::state_observer(const std::function<std::shared_ptr<StateObserver>()>& make) {

@@ -193,6 +193,8 @@ class Client {
   std::uint64_t watch_children(const std::string& path, ChildEventCallback callback);
   void unwatch_children(std::uint64_t id);
 
+  // A waiter added twice under one path is registered once (and woken once); remove_waiter takes
+  // it out whatever number of times it was added. Both in constant time.
   void add_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
   void remove_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
 
@@ -345,7 +347,10 @@ class Client {
   bool deferred_signal_ = false;           // guarded by state_mutex_: a close's trust_lost, for later
 
   std::mutex waiters_mutex_;
-  std::unordered_multimap<std::string, std::shared_ptr<Waiter>> waiters_;
+  // By path, then by waiter: a waiter is registered once per path however often it is added, and
+  // removed in constant time (a hot key's local waiters all wait under one key).
+  using WaiterSet = std::unordered_map<Waiter*, std::shared_ptr<Waiter>>;
+  std::unordered_map<std::string, WaiterSet> waiters_;
 
   // Held while child-event callbacks run (they do not block; a callback may unwatch itself,
   // hence recursive): so unwatch_children() returns only once none runs.

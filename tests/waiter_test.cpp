@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "client.hpp"
 #include "dlock/dlock.hpp"
@@ -62,6 +63,35 @@ TEST(CallbackWaiter, AWatchedNodesDeleteRunsTheCallbackOnceAndItMayRegisterAgain
   waiter->wake();  // a second wake: nothing
   EXPECT_EQ(seen->calls.load(), 1);
   client->remove_waiter(node, seen->again);
+}
+
+// An asynchronous local waiter registers again each time it is woken by its cohort without being
+// taken out by the Client: the registry must not grow with that, nor wake it twice, and one
+// remove_waiter takes it out.
+TEST(WaiterRegistry, AWaiterAddedTwiceIsWokenOnceAndOneRemoveTakesItOut) {
+  Session session(session_options());
+  const auto client = detail::SessionAccess::client(session);
+  RawZk zk(zk_connect());
+  struct Counting final : detail::Waiter {
+    std::atomic<int> wakes{0};
+    void wake() override { ++wakes; }
+  };
+  const auto removed = std::make_shared<Counting>();
+  const auto kept = std::make_shared<Counting>();
+  const std::string node = make_node(zk, "watched");
+  client->add_waiter(node, removed);
+  client->add_waiter(node, removed);
+  client->remove_waiter(node, removed);
+  client->add_waiter(node, kept);
+  client->add_waiter(node, kept);
+  detail::Pending<int> armed;
+  client->watch(node, armed.callback());
+  ASSERT_EQ(armed.get(), ZOK);
+  ASSERT_EQ(zk.remove(node), ZOK);
+  EXPECT_TRUE(eventually([&] { return kept->wakes.load() > 0; }, 10s));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(kept->wakes.load(), 1) << "a waiter added twice was woken twice";
+  EXPECT_EQ(removed->wakes.load(), 0) << "one remove_waiter left a registration behind";
 }
 
 TEST(CallbackWaiter, TheEndOfTheSessionRunsTheCallbackEvenForAWaiterAddedAfterIt) {
