@@ -128,13 +128,16 @@ std::optional<Grant> Cohort::take(const Deadline& deadline) {
 void Cohort::throw_if_holding_a_node_ahead() const {
   Pending<ChildrenResult> listed;
   client_->children(dir_, listed.callback(), /*watch=*/false);
-  const auto result = listed.get();
-  if (result.rc != ZOK) return;  // no answer now: the driver's own check (lock_core) remains
-  for (const auto& contender : queue_of(result.names)) {
+  throw_if_holding_a_node_of(listed.get(), self_wait::this_thread_token());
+}
+
+void Cohort::throw_if_holding_a_node_of(const ChildrenResult& listed, std::uint64_t holder) const {
+  if (listed.rc != ZOK) return;  // no answer now: the driver's own check (AcquireOp) remains
+  for (const auto& contender : queue_of(listed.names)) {
     const bool blocks = !policy_.shared || contender.kind != ContenderKind::Read;
-    if (blocks && self_wait::held_by_this_thread(contender.name)) {
-      throw WouldDeadlock("lock " + dir_ + ": the calling thread already holds " + dir_ + "/" +
-                          std::string(contender.name) +
+    if (blocks && self_wait::held_by(contender.name, holder)) {
+      throw WouldDeadlock("lock " + dir_ + ": the caller (this thread, or the asynchronous holder) already holds " +
+                          dir_ + "/" + std::string(contender.name) +
                           " (through another Session or scope guard), and the node it would wait for as "
                           "one of this process's local waiters queues behind it, so it would wait on "
                           "itself forever");

@@ -175,6 +175,8 @@ class Cohort : public std::enable_shared_from_this<Cohort> {
   // WouldDeadlock if the calling thread holds a node in the directory that blocks this kind (a
   // listing); called before waiting as a local member, without mutex_.
   void throw_if_holding_a_node_ahead() const;
+  // The same check on a listing already made, for `holder` (a self_wait token).
+  void throw_if_holding_a_node_of(const ChildrenResult& listed, std::uint64_t holder) const;
   // current_ is gone (deleted or lost); the first waiter drives next. Needs mutex_.
   void retire_current_locked(bool delete_node);
   // current_ went with its session: waiters fail. Needs mutex_.

@@ -15,7 +15,6 @@
 
 #include "acquire_op.hpp"
 #include "cohort.hpp"
-#include "contender.hpp"
 #include "dlock/fencing.hpp"
 #include "self_wait.hpp"
 #include "task_timer.hpp"
@@ -244,18 +243,10 @@ void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const Child
   if (take->phase != AsyncTake::Phase::self_checking) return;
   take->self_checked = true;
   take->phase = AsyncTake::Phase::deciding;
-  if (listed.rc == ZOK) {  // no answer now: the driver's own check (AcquireOp) remains
-    for (const auto& contender : queue_of(listed.names)) {
-      const bool blocks = !policy_.shared || contender.kind != ContenderKind::Read;
-      if (blocks && self_wait::held_by(contender.name, take->owner)) {
-        return finish_take(lock, take, std::nullopt,
-                           std::make_exception_ptr(WouldDeadlock(
-                               "lock " + dir_ + ": the same holder already holds " + dir_ + "/" +
-                               std::string(contender.name) +
-                               " (through another Session or scope guard), and the node it would wait for as one of "
-                               "this process's local waiters queues behind it, so it would wait on itself forever")));
-      }
-    }
+  try {
+    throw_if_holding_a_node_of(listed, take->owner);
+  } catch (...) {
+    return finish_take(lock, take, std::nullopt, std::current_exception());
   }
   lock.unlock();
   step(take);

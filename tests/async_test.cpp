@@ -208,6 +208,21 @@ TEST(Async, NegativeControlWithoutTheQueueTheirHoldsOverlap) {
   EXPECT_GT(overlaps_among_coroutines_and_threads(true), 0u) << "the test cannot see overlapping holds";
 }
 
+// An acquisition of `path` on `session` whose handler runs on `ctx` and records what it got, with
+// a cancellation signal bound to it.
+struct CancellableAcquisition {
+  asio::cancellation_signal cancel;
+  std::optional<error_code> result;
+  LockHandle got;
+  CancellableAcquisition(asio::io_context& ctx, Session& session, const std::string& path) {
+    LockHandle::async_acquire(session, path, LockMode::Exclusive,
+                              asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [this](error_code ec, LockHandle handle) {
+                                result = ec;
+                                got = std::move(handle);
+                              })));
+  }
+};
+
 // Cancels an acquisition queued behind a hold (on ZooKeeper when `other_session`, else locally
 // behind a hold of the same Session), and returns what its handler got, checking what was left.
 error_code cancel_while_queued(bool other_session, bool skip_cleanup = false) {
@@ -218,14 +233,8 @@ error_code cancel_while_queued(bool other_session, bool skip_cleanup = false) {
   std::optional<ScopedHook<std::atomic<bool>>> hook;
   if (skip_cleanup) hook.emplace(detail::test_hooks::skip_cleanup);
   asio::io_context ctx;
-  asio::cancellation_signal cancel;
-  std::optional<error_code> result;
-  LockHandle got;
-  LockHandle::async_acquire(session, path, LockMode::Exclusive,
-                            asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, LockHandle handle) {
-                              result = ec;
-                              got = std::move(handle);
-                            })));
+  CancellableAcquisition acquisition(ctx, session, path);
+  auto& [cancel, result, got] = acquisition;
   Mutex probe(session, path);
   const auto queued = [&] {
     return other_session ? probe.participants().size() == 2 : probe.local_waiters() == 1;
@@ -268,14 +277,8 @@ TEST(Async, ACancelBeforeTheReplyOrRacingTheGrantLeavesNoHoldNobodyOwns) {
     const bool racing_grant = i % 2 == 1;
     auto holder = racing_grant ? LockHandle::acquire(other, path) : LockHandle();
     asio::io_context ctx;
-    asio::cancellation_signal cancel;
-    std::optional<error_code> result;
-    LockHandle got;
-    LockHandle::async_acquire(session, path, LockMode::Exclusive,
-                              asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, LockHandle handle) {
-                                result = ec;
-                                got = std::move(handle);
-                              })));
+    CancellableAcquisition acquisition(ctx, session, path);
+    auto& [cancel, result, got] = acquisition;
     if (racing_grant) {
       Mutex probe(session, path);
       EXPECT_TRUE(run_until(ctx, [&] { return probe.participants().size() == 2; }, 10s));
