@@ -21,7 +21,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 state=${DLOCK_DOCKER_DIR:-/var/cache/dlock-docker}
 socket="$state/docker.sock"
 export DOCKER_HOST="unix://$socket"
-docker=/usr/bin/docker  # Debian's client; another one earlier on PATH may lack what we use
+source "$root/scripts/dependencies.sh"
+docker=$(dependency docker)  # Debian's client; another one earlier on PATH may lack what we use
+dockerd=$(dependency dockerd)
 
 answers() { "$docker" version >/dev/null 2>&1; }
 
@@ -31,7 +33,7 @@ our_pid() {
   [ -f "$state/dockerd.pid" ] || return 1
   local pid
   pid=$(cat "$state/dockerd.pid")
-  [ -n "$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = /usr/sbin/dockerd ] &&
+  [ -n "$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$dockerd" ] &&
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--data-root $state/data" && echo "$pid"
 }
 
@@ -44,7 +46,7 @@ start() {
   fi
   rm -f "$socket" "$state/dockerd.pid"
   # setsid: the engine outlives this script, and a Ctrl-C in the caller's terminal does not reach it.
-  setsid /usr/sbin/dockerd --host "$DOCKER_HOST" --data-root "$state/data" --exec-root "$state/exec" \
+  setsid "$dockerd" --host "$DOCKER_HOST" --data-root "$state/data" --exec-root "$state/exec" \
     --pidfile "$state/dockerd.pid" --iptables=false --ip6tables=false --ip-masq=false --ip-forward=false \
     --bridge=none --storage-driver=overlay2 >"$state/dockerd.log" 2>&1 </dev/null &
   for _ in $(seq 1 300); do

@@ -16,7 +16,7 @@ packages=(
   libpq-dev postgresql             # the example service's database
   gnuplot-nox                      # benchmark chart
   clang-14 libclang-rt-14-dev      # tests/fuzz: libFuzzer (libclang_rt.fuzzer is only recommended by clang-14)
-  docker.io debootstrap            # the testing kit's Docker backend: an engine the tests start, images built locally
+  docker.io docker-compose debootstrap  # the testing kit's Docker backend: an engine the tests start, images built locally
 )
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
 export DEBIAN_FRONTEND=noninteractive

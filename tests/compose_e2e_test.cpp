@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "dlock_dependencies.hpp"
 #include "dlock/testing/ensemble.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/leftovers.hpp"
@@ -48,8 +49,8 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 const std::filesystem::path kRepo = std::filesystem::path(DLOCK_TESTS_DIR).parent_path();
-constexpr const char* kDocker = "/usr/bin/docker";
-constexpr const char* kCompose = "/usr/bin/docker-compose";
+constexpr const char* kDocker = ::dlock::dependencies::docker;
+constexpr const char* kCompose = ::dlock::dependencies::docker_compose;
 constexpr const char* kProjectPrefix = "dlock-compose-";
 constexpr const char* kServiceImage = "dlock-account-service:test";
 constexpr int kUids = 30;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "dlock_dependencies.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/fault_proxy.hpp"
@@ -404,7 +405,7 @@ std::string parse_with_prometheus_client(const std::string& text) {
     std::ofstream(dir / "parse.py") << script;
   }
   const std::string command =
-      "/usr/bin/python3 " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string() + " 2>&1";
+      std::string(dependencies::python3) + " " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string() + " 2>&1";
   std::string out;
   if (FILE* pipe = ::popen(command.c_str(), "r")) {
     char buffer[4096];

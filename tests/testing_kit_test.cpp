@@ -11,6 +11,7 @@
 #include <future>
 #include <unistd.h>
 
+#include "dlock_dependencies.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/ensemble.hpp"
 #include "dlock/testing/eventually.hpp"
@@ -59,7 +60,7 @@ TEST(TestingKit, AMissingJavaOrJarIsNamedWithTheVariableThatOverridesIt) {
   EXPECT_NE(message_of(java_dir).find("must be the absolute path of an executable file"), std::string::npos)
       << message_of(java_dir);
   auto no_zookeeper = debian;
-  no_zookeeper.classpath = "/usr/share/java/slf4j-api.jar";
+  no_zookeeper.classpath = dependencies::slf4j_api;
   EXPECT_NE(message_of(no_zookeeper).find("has no zookeeper*.jar"), std::string::npos) << message_of(no_zookeeper);
 }
 
@@ -92,7 +93,7 @@ TEST(TestingKit, TheNamedCreateOpcodeIsTheOneDlockSends) {
 // Runs `docker args...` (the engine at $DOCKER_HOST) and returns what it printed.
 std::string docker_output(const std::string& args) {
   std::string out;
-  if (FILE* pipe = ::popen(("/usr/bin/docker " + args + " 2>&1").c_str(), "r")) {
+  if (FILE* pipe = ::popen((std::string(dependencies::docker) + " " + args + " 2>&1").c_str(), "r")) {
     char buffer[512];
     while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
     ::pclose(pipe);

@@ -47,7 +47,9 @@
 // Lifetimes. The Session, and the execution context of the handler's executor (an io_context, a
 // thread pool), must outlive every operation in flight on them, as for any Asio I/O object: before
 // destroying either, cancel the operations (or close the Session, which ends them with a lost
-// lock) and let their handlers run.
+// lock) and let their handlers run. Once an operation's handler has run, dlock keeps nothing of
+// its executor (the outstanding work is released just before the handler runs, as Asio's own
+// operations do): the context may be destroyed right after, from the handler's thread.
 //
 // Errors are error codes: dlock's (dlock_category(): errc::lock_lost, would_deadlock,
 // invalid_path, invalid_key, lock_timeout, disconnected, not_authorized, ...) and ZooKeeper's
@@ -137,23 +139,33 @@ struct NoPrepare {
   void operator()(const boost::system::error_code&, T&) const noexcept {}
 };
 
-// Delivers a result to an Asio handler: posted to the handler's associated executor (tracked as
-// outstanding work until then), the cancellation slot cleared there first, `prepare` run there
-// right before the handler, `convert` turning the acquisition's value into the handler's.
+// Delivers a result to an Asio handler: posted to the handler's associated executor, the
+// cancellation slot cleared there first, `prepare` run there right before the handler, `convert`
+// turning the acquisition's value into the handler's.
+//
+// The operation counts as outstanding work on that executor from the initiation until the
+// handler is about to run, as Asio's own operations do (its handler_work): the tracked executor
+// travels inside the posted function and is released there, on the handler's own thread, before
+// the handler runs; the completing thread posts through an untracked copy and never touches the
+// executor again. So once the handler has run, nothing of dlock refers to its execution context
+// and the application may destroy it (tests/async_lifetime_test.cpp).
 template <class T, class Value, class Handler, class Prepare, class Convert>
 class HandlerSink final : public AsyncSink<T> {
  public:
   HandlerSink(Handler handler, Prepare prepare, Convert convert)
       : handler_(std::move(handler)),
-        work_(boost::asio::prefer(boost::asio::get_associated_executor(handler_),
-                                  boost::asio::execution::outstanding_work.tracked)),
+        work_(std::in_place, boost::asio::prefer(boost::asio::get_associated_executor(handler_),
+                                                 boost::asio::execution::outstanding_work.tracked)),
         prepare_(std::move(prepare)),
         convert_(std::move(convert)) {}
 
   void complete(std::error_code ec, T value) override {
-    auto work = work_;
-    boost::asio::post(work, [handler = std::move(handler_), prepare = std::move(prepare_),
-                             convert = std::move(convert_), ec, value = std::move(value)]() mutable {
+    std::optional<WorkExecutor> work;
+    work.swap(work_);  // the sink keeps no tracked executor, whenever it is destroyed
+    const auto post_to = boost::asio::prefer(*work, boost::asio::execution::outstanding_work.untracked);
+    boost::asio::post(post_to, [work = std::move(work), handler = std::move(handler_), prepare = std::move(prepare_),
+                                convert = std::move(convert_), ec, value = std::move(value)]() mutable {
+      work.reset();  // this function itself is the context's work while it runs
       auto slot = boost::asio::get_associated_cancellation_slot(handler);
       if (slot.is_connected()) slot.clear();
       auto error = handler_error(ec);
@@ -164,10 +176,10 @@ class HandlerSink final : public AsyncSink<T> {
   }
 
  private:
+  using WorkExecutor = std::decay_t<decltype(boost::asio::prefer(
+      std::declval<boost::asio::associated_executor_t<Handler>>(), boost::asio::execution::outstanding_work.tracked))>;
   Handler handler_;
-  std::decay_t<decltype(boost::asio::prefer(std::declval<boost::asio::associated_executor_t<Handler>>(),
-                                            boost::asio::execution::outstanding_work.tracked))>
-      work_;
+  std::optional<WorkExecutor> work_;  // empty once complete() has posted
   Prepare prepare_;
   Convert convert_;
 };

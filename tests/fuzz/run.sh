@@ -23,7 +23,8 @@ build=$(cd "$build" && pwd)
 
 cxx=${CXX_FUZZ:-}
 if [ -z "$cxx" ]; then
-  for candidate in clang++-14 clang++; do
+  source "$root/scripts/dependencies.sh"
+  for candidate in "$(dependency clang++)" clang++; do
     if command -v "$candidate" >/dev/null; then cxx=$candidate; break; fi
   done
 fi

@@ -1,0 +1,56 @@
+# scripts/dependencies.list for CMake: the one list of the external programs, files, jars and
+# modules the build, demo and tests use (with the Debian package of each).
+#   dlock_dependency(NAME OUT)        OUT = the entry's path (or module, glob, directory)
+#   dlock_dependency_classpath(OUT NAME...)  OUT = the jars NAME... joined with ':'
+#   dlock_dependencies_header(FILE)   writes a header with one constant per program, file and jar
+#                                     (namespace dlock::dependencies), for the tests
+set(_dlock_dependencies_list "${CMAKE_CURRENT_LIST_DIR}/../scripts/dependencies.list")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_dlock_dependencies_list}")
+file(STRINGS "${_dlock_dependencies_list}" _dlock_dependency_lines REGEX "^[^#]")
+set(DLOCK_DEPENDENCY_NAMES "")
+foreach(_line IN LISTS _dlock_dependency_lines)
+  string(REGEX MATCH "^([^ \t]+)[ \t]+([^ \t]+)[ \t]+([^ \t]+)[ \t]+([^ \t]+)" _ "${_line}")
+  if(NOT CMAKE_MATCH_4)
+    message(FATAL_ERROR "scripts/dependencies.list: a line without name, kind, where and package: ${_line}")
+  endif()
+  list(APPEND DLOCK_DEPENDENCY_NAMES "${CMAKE_MATCH_1}")
+  set("DLOCK_DEPENDENCY_KIND_${CMAKE_MATCH_1}" "${CMAKE_MATCH_2}")
+  set("DLOCK_DEPENDENCY_WHERE_${CMAKE_MATCH_1}" "${CMAKE_MATCH_3}")
+  set("DLOCK_DEPENDENCY_PACKAGE_${CMAKE_MATCH_1}" "${CMAKE_MATCH_4}")
+endforeach()
+
+function(dlock_dependency name out)
+  if(NOT DEFINED "DLOCK_DEPENDENCY_WHERE_${name}")
+    message(FATAL_ERROR "dlock_dependency: '${name}' is not in scripts/dependencies.list")
+  endif()
+  set(${out} "${DLOCK_DEPENDENCY_WHERE_${name}}" PARENT_SCOPE)
+endfunction()
+
+# The jars, each checked: a missing one stops the configuration naming its package.
+function(dlock_dependency_classpath out)
+  set(_paths "")
+  foreach(_name IN LISTS ARGN)
+    dlock_dependency(${_name} _path)
+    if(NOT EXISTS "${_path}")
+      message(FATAL_ERROR "${_path} is missing: Debian package ${DLOCK_DEPENDENCY_PACKAGE_${_name}} "
+                          "(bash scripts/install-deps.sh installs it)")
+    endif()
+    list(APPEND _paths "${_path}")
+  endforeach()
+  string(REPLACE ";" ":" _joined "${_paths}")
+  set(${out} "${_joined}" PARENT_SCOPE)
+endfunction()
+
+function(dlock_dependencies_header file)
+  set(_text "// Generated from scripts/dependencies.list by cmake/Dependencies.cmake: do not edit.\n")
+  string(APPEND _text "#pragma once\n\nnamespace dlock::dependencies {\n")
+  foreach(_name IN LISTS DLOCK_DEPENDENCY_NAMES)
+    if(DLOCK_DEPENDENCY_KIND_${_name} MATCHES "^(program|file|jar)$")
+      string(MAKE_C_IDENTIFIER "${_name}" _id)
+      string(APPEND _text "// ${DLOCK_DEPENDENCY_KIND_${_name}} from Debian's ${DLOCK_DEPENDENCY_PACKAGE_${_name}}\n")
+      string(APPEND _text "inline constexpr const char* ${_id} = \"${DLOCK_DEPENDENCY_WHERE_${_name}}\";\n")
+    endif()
+  endforeach()
+  string(APPEND _text "}  // namespace dlock::dependencies\n")
+  file(CONFIGURE OUTPUT "${file}" CONTENT "${_text}")
+endfunction()
