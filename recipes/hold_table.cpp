@@ -91,7 +91,13 @@ Hold* find(std::uint64_t site_id, HoldMode mode) {
 Hold& add(Hold hold) {
   const Key key{hold.site->id, hold.mode};
   hold.count = 1;
-  self_wait::add(hold.grant.node, self_wait::this_thread_token());
+  // Once the hold's session has ended, its node goes: nobody waits on it for ever. The Client
+  // outlives the entry (the hold's site keeps it, and the entry goes before the hold); a plain
+  // pointer keeps the function small enough to need no allocation on this hot path.
+  self_wait::add(hold.grant.node, self_wait::this_thread_token(),
+                 [client = static_cast<const Client*>(hold.site->client.get()), generation = hold.grant.generation] {
+                   return client->owns_nodes_of(generation);
+                 });
   Hold& added = table().holds.insert_or_assign(key, std::move(hold)).first->second;
   last = {key, &added};
   return added;

@@ -75,10 +75,23 @@ std::optional<Grant> downgrade(LockSite& site, const Hold& write, const Deadline
   return Grant{acquired->node, token, acquired->generation, nullptr, GrantSource::ZooKeeper};
 }
 
-}  // namespace
+// A wait with a deadline answers "not now" where a wait without one would throw WouldDeadlock:
+// try_lock() and the timed forms are asked, not told to wait (the Lockable contract, std::lock's
+// deadlock avoidance, and two clients of one service simulated in one test thread, as Curator's
+// own tests do, all expect false). Every WouldDeadlock is thrown before anything is held and
+// after the attempt's node (if any) is gone, so false leaves nothing behind too.
+template <class Attempt>
+bool or_false_when_bounded(const Deadline& deadline, Attempt attempt) {
+  if (deadline.is_never()) return attempt();
+  try {
+    return attempt();
+  } catch (const WouldDeadlock&) {
+    return false;
+  }
+}
 
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
-                    CallGate& calls) {
+bool lock_exclusive_or_throw(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
+                             CallGate& calls) {
   if (reenter(*site, mode)) return true;
   refuse_if_other_exclusive_held(*site, mode);
   if (holds::find(site->id, HoldMode::Shared) != nullptr) {
@@ -94,7 +107,7 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const 
   return true;
 }
 
-bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls) {
+bool lock_shared_or_throw(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls) {
   if (reenter(*site, HoldMode::Shared)) return true;
   if (holds::find(site->id, HoldMode::Exclusive) != nullptr) {
     throw WouldDeadlock("the calling thread holds a Mutex on " + site->path +
@@ -128,6 +141,17 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, C
   if (!held) return false;
   holds::add({site, HoldMode::Shared, std::move(held->grant), 1, std::move(held->lost), std::move(held->loss_report)});
   return true;
+}
+
+}  // namespace
+
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
+                    CallGate& calls) {
+  return or_false_when_bounded(deadline, [&] { return lock_exclusive_or_throw(site, mode, deadline, calls); });
+}
+
+bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline, CallGate& calls) {
+  return or_false_when_bounded(deadline, [&] { return lock_shared_or_throw(site, deadline, calls); });
 }
 
 void unlock(const LockSite& site, HoldMode mode) {

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "test_hooks.hpp"
+
 namespace dlock::detail::self_wait {
 namespace {
 
@@ -17,9 +19,15 @@ std::string_view name_of(std::string_view node) {
   return slash == std::string_view::npos ? node : node.substr(slash + 1);
 }
 
+struct Holder {
+  std::uint64_t token;
+  std::function<bool()> still_owned;  // empty: always
+  bool counts() const { return !still_owned || still_owned() || test_hooks::self_wait_counts_lost_holds.load(); }
+};
+
 struct Registry {
   std::mutex mutex;
-  std::unordered_map<std::string, std::vector<std::uint64_t>> holders_of;  // by node name
+  std::unordered_map<std::string, std::vector<Holder>> holders_of;  // by node name
   std::atomic<std::size_t> size{0};  // lets the common case (nothing recorded) skip the mutex
 };
 
@@ -37,10 +45,10 @@ std::uint64_t this_thread_token() {
   return token;
 }
 
-void add(std::string_view node, std::uint64_t token) {
+void add(std::string_view node, std::uint64_t token, std::function<bool()> still_owned) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);
-  r.holders_of[std::string(name_of(node))].push_back(token);
+  r.holders_of[std::string(name_of(node))].push_back({token, std::move(still_owned)});
   r.size.store(r.holders_of.size());
 }
 
@@ -50,9 +58,10 @@ void remove(std::string_view node, std::uint64_t token) {
   std::lock_guard lock(r.mutex);
   const auto it = r.holders_of.find(std::string(name_of(node)));
   if (it == r.holders_of.end()) return;
-  auto& tokens = it->second;
-  if (const auto at = std::find(tokens.begin(), tokens.end(), token); at != tokens.end()) tokens.erase(at);
-  if (tokens.empty()) r.holders_of.erase(it);
+  auto& holders = it->second;
+  const auto at = std::find_if(holders.begin(), holders.end(), [&](const Holder& h) { return h.token == token; });
+  if (at != holders.end()) holders.erase(at);
+  if (holders.empty()) r.holders_of.erase(it);
   r.size.store(r.holders_of.size());
 }
 
@@ -63,7 +72,9 @@ bool held_by(std::string_view name, std::uint64_t token) {
   if (token == 0 || r.size.load() == 0) return false;
   std::lock_guard lock(r.mutex);
   const auto it = r.holders_of.find(std::string(name));
-  return it != r.holders_of.end() && std::find(it->second.begin(), it->second.end(), token) != it->second.end();
+  return it != r.holders_of.end() && std::any_of(it->second.begin(), it->second.end(), [&](const Holder& h) {
+           return h.token == token && h.counts();
+         });
 }
 
 bool holds_any() {
@@ -72,7 +83,8 @@ bool holds_any() {
   const auto mine = this_thread_token();
   std::lock_guard lock(r.mutex);
   return std::any_of(r.holders_of.begin(), r.holders_of.end(), [&](const auto& entry) {
-    return std::find(entry.second.begin(), entry.second.end(), mine) != entry.second.end();
+    return std::any_of(entry.second.begin(), entry.second.end(),
+                       [&](const Holder& h) { return h.token == mine && h.counts(); });
   });
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -29,10 +30,13 @@ std::uint64_t this_thread_token();
 // `node` (a full path, or a name) is held by the thread with `token`. Several threads may hold
 // one node at once (readers sharing a read node through local hand-off), and one thread may hold
 // it more than once (a Mutex and a scope guard): each add() needs its own remove().
-void add(std::string_view node, std::uint64_t token);
+// `still_owned` (if given) tells whether the node is still its session's: a hold whose session
+// expired or closed blocks nobody for ever (the server deletes its node), so the queries below
+// skip it. It runs under this registry's mutex: it must not block or take a lock.
+void add(std::string_view node, std::uint64_t token, std::function<bool()> still_owned = {});
 // One add(node, token) is undone (released, or lost and forgotten). No-op if not recorded.
 void remove(std::string_view node, std::uint64_t token);
-// Whether the calling thread holds the node named `name` (a path's last component).
+// Whether the calling thread holds the node named `name` (a path's last component), still owned.
 bool held_by_this_thread(std::string_view name);
 // Whether the holder with `token` holds it (an acquisition that runs on other threads than its
 // caller's asks with the token it was started with). False for token 0.

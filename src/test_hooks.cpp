@@ -11,6 +11,7 @@ std::atomic<bool> skip_auth_on_renewal{false};
 std::atomic<bool> legacy_downgrade{false};
 std::atomic<bool> keep_waiters_on_destroy{false};
 std::atomic<bool> no_self_wait_check{false};
+std::atomic<bool> self_wait_counts_lost_holds{false};
 std::atomic<bool> downgrade_token_from_create{false};
 std::atomic<bool> ignore_order_defects{false};
 std::atomic<bool> handoff_share_exclusive{false};

@@ -35,6 +35,8 @@ extern std::atomic<bool> keep_waiters_on_destroy;
 // A thread waits on a node it holds itself (through another lock object, guard or Session)
 // instead of getting WouldDeadlock: it waits until its timeout, or forever.
 extern std::atomic<bool> no_self_wait_check;
+// The self-wait check counts a hold whose session has ended as blocking for ever.
+extern std::atomic<bool> self_wait_counts_lost_holds;
 // A downgraded read hold's token is its own node's creation zxid, which is larger than the
 // tokens of writers that queued during the write hold, though it holds before them.
 extern std::atomic<bool> downgrade_token_from_create;

@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 
 TEST(Timeout, TryLockForTimesOutWhileAnotherHoldsAndLeavesNoNode) {
   // The holder is a LockHandle (it belongs to no thread): a Mutex this very thread held would make
-  // the waiter's try_lock_for throw WouldDeadlock instead of waiting.
+  // the waiter's try_lock_for answer false at once instead of waiting.
   Session holder_session(session_options()), waiter_session(session_options());
   Mutex waiter(waiter_session, test_root());
   auto holder = LockHandle::acquire(holder_session, test_root());

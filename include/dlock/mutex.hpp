@@ -36,9 +36,15 @@
 // A thread never waits on itself: asking for a lock whose queue holds, ahead of the new node, a
 // node this very thread holds through another door (a SharedMutex side or a Mutex on a second
 // Session, or a scope guard, on the same path; even through a connect string spelled
-// differently) throws `WouldDeadlock` at once instead of waiting forever. A Mutex and the write
-// side of a SharedMutex on one path are different nodes (a `lock-` node is no writer to Curator's
-// read/write lock), so holding one and asking for the other is such a case.
+// differently) does not wait. lock(), which has no deadline, throws `WouldDeadlock` at once
+// instead of hanging forever; try_lock(), try_lock_for() and try_lock_until() return false (at
+// once), leaving no node, as they do for any lock they cannot have: two clients of one service
+// simulated in one test thread contend as two processes would, and std::lock's deadlock
+// avoidance, which relies on try_lock() answering, works. A hold of this thread's that is
+// already lost (its session expired or closed: the node is going) blocks nobody for ever, so a
+// wait behind it is a wait. A Mutex and the write side of a SharedMutex on one path are different
+// nodes (a `lock-` node is no writer to Curator's read/write lock), so holding one and asking for
+// the other is such a case.
 //
 // Meets the standard Lockable and TimedLockable requirements.
 //
@@ -52,7 +58,7 @@
 // destructor, and none may start after it began.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
-// wait), `WouldDeadlock` as above, `Error` with `errc::lock_destroyed` as above, `Error` with
+// wait), `WouldDeadlock` from lock() as above (the try forms return false instead), `Error` with `errc::lock_destroyed` as above, `Error` with
 // `errc::sequence_exhausted` when the lock directory's sequence counter has run out (2^31 nodes
 // created in it: the queue order is then ambiguous for every client, so dlock refuses to hold;
 // delete the directory once it is empty to start again from 0), `Error` for other ZooKeeper
