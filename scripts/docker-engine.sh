@@ -14,6 +14,7 @@
 # its images in DLOCK_DOCKER_DIR (default /var/cache/dlock-docker): a second run on one machine
 # finds them built. Images:
 #   dlock/debian:bookworm     debootstrap --variant=minbase bookworm, from apt's own Debian mirror
+#                             (scripts/debian-rootfs.sh, kept in /var/cache/dlock-rootfs)
 #   dlock-zookeeper:debian    docker/zookeeper (Debian's zookeeper package)
 # Needs root (dockerd, debootstrap) and the packages docker.io, debootstrap (scripts/install-deps.sh).
 set -euo pipefail
@@ -76,32 +77,15 @@ stop() {
   awk -v dir="$state/" 'index($2, dir) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
 }
 
-# The Debian mirror apt uses here (debootstrap needs one; no registry is reachable).
-mirror() {
-  local uri
-  uri=$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n 1)
-  # "deb [options] URI suite ...": the first field that looks like a URI.
-  [ -n "$uri" ] || uri=$(grep -h '^deb ' /etc/apt/sources.list 2>/dev/null |
-    awk '{for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' | head -n 1)
-  echo "${uri:-http://deb.debian.org/debian}"
-}
-
 images() {
   start >/dev/null
   if ! "$docker" image inspect dlock/debian:bookworm >/dev/null 2>&1; then
-    local dir ok=1
-    dir=$(mktemp -d "$state/rootfs.XXXXXX")  # under the state directory: a failed run leaves nothing elsewhere
-    echo "docker-engine: debootstrap bookworm from $(mirror) (about a minute)"
-    if debootstrap --variant=minbase bookworm "$dir" "$(mirror)" >"$state/debootstrap.log" 2>&1; then
-      # The same mirror inside, for the images' apt-get.
-      echo "deb $(mirror) bookworm main" >"$dir/etc/apt/sources.list"
-      tar -C "$dir" -c . | "$docker" import - dlock/debian:bookworm >/dev/null || ok=0
-    else
-      tail -n 20 "$state/debootstrap.log" >&2
-      ok=0
-    fi
-    rm -rf "$dir"
-    [ "$ok" = 1 ] || { echo "docker-engine: the base image could not be made" >&2; return 1; }
+    # The pristine minimal root the fresh-machine check uses too (its sources.list names the
+    # mirror it came from, for the images' apt-get).
+    local tarball
+    tarball=$(bash "$root/scripts/debian-rootfs.sh")
+    "$docker" import "$tarball" dlock/debian:bookworm >/dev/null ||
+      { echo "docker-engine: the base image could not be made from $tarball" >&2; return 1; }
   fi
   if ! "$docker" image inspect dlock-zookeeper:debian >/dev/null 2>&1; then
     echo "docker-engine: building dlock-zookeeper:debian"

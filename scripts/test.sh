@@ -6,10 +6,20 @@ cd "$(dirname "$0")/.."
 # First, since it takes no time: nothing tracked may point outside the repository.
 bash scripts/check-standalone.sh
 scripts/install-deps.sh
+# Every program, jar, module and image the tests use is here (scripts/dependencies.list), or this
+# stops in a second naming what is missing and its Debian package.
+bash scripts/check-deps.sh
 jobs=$(nproc)
-# Where the 20-minute budget goes: each step's end, in seconds since the start.
+# Where the 30-minute budget goes: each step's end, in seconds since the start.
 mark() { echo "test.sh: $1 at ${SECONDS} s"; }
 mark "dependencies"
+
+# The fresh-machine check: install-deps.sh run in a pristine Debian 12 root installs everything
+# the list names (so a package installed by hand on this machine cannot hide a missing install
+# step), and, as its negative control, with docker-compose left out the check fails naming it.
+# About 1.5 minutes (2 the first time on a machine: debootstrap).
+bash scripts/fresh-machine-check.sh --negative-control docker-compose
+mark "fresh-machine check"
 
 # -O3 (Release), as users and bench/run.sh build it: GCC 12 warns there about code that -O2
 # accepts, and -Werror turns that into a broken build. The benchmark programs are built too.
