@@ -1,8 +1,9 @@
-#!/usr/bin/python3
+#!@DLOCK_PYTHON3@
 """Interop peer: takes a ZooKeeper lock with kazoo 2.8 (Debian's python3-kazoo), so the C++ tests
 can check that dlock, Curator and kazoo exclude each other on the same lock path.
 
-Run it with Debian's /usr/bin/python3 (the only interpreter that imports kazoo here).
+Run it with Debian's python3 (the only interpreter that imports kazoo here): the build writes its
+path, from scripts/dependencies.list, into the shebang of the copy it runs.
 
   kazoo_peer run   --connect HOST:PORT --path P --lock mutex --cycles N --threads T
                    --client NAME --log FILE [--counter FILE] [--hold-us U] [--pause-us U] [--start-at-ns NS]
