@@ -1,5 +1,7 @@
 #include "held_lock.hpp"
 
+#include "dlock/error.hpp"
+
 #include "task_timer.hpp"
 #include "test_hooks.hpp"
 
@@ -14,6 +16,19 @@ HeldLock LossTracking::confirm(Grant grant, const LockLabels& labels) && {
   auto lost = tracker_->confirm(std::move(tracking_), grant.generation);
   auto loss_report = report_loss(labels, *lost);
   return HeldLock{std::move(grant), std::move(lost), std::move(loss_report)};
+}
+
+std::function<bool()> node_still_owned(const Client& client, std::uint64_t generation) {
+  return [client = &client, generation] { return client->owns_nodes_of(generation); };
+}
+
+std::optional<HeldLock> try_acquire_held(LockSite& site, NodeKind kind, const Deadline& deadline) {
+  if (deadline.is_never()) return acquire_held(site, kind, deadline);
+  try {
+    return acquire_held(site, kind, deadline);
+  } catch (const WouldDeadlock&) {
+    return std::nullopt;
+  }
 }
 
 std::optional<HeldLock> acquire_held(LockSite& site, NodeKind kind, const Deadline& deadline) {

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "log_bridge.hpp"
+#include "held_lock.hpp"
 #include "self_wait.hpp"
 
 namespace dlock::detail::holds {
@@ -91,14 +92,12 @@ Hold* find(std::uint64_t site_id, HoldMode mode) {
 Hold& add(Hold hold) {
   const Key key{hold.site->id, hold.mode};
   hold.count = 1;
-  // Once the hold's session has ended, its node goes: nobody waits on it for ever. The Client
-  // outlives the entry (the hold's site keeps it, and the entry goes before the hold); a plain
-  // pointer keeps the function small enough to need no allocation on this hot path.
-  self_wait::add(hold.grant.node, self_wait::this_thread_token(),
-                 [client = static_cast<const Client*>(hold.site->client.get()), generation = hold.grant.generation] {
-                   return client->owns_nodes_of(generation);
-                 });
+  const std::string node = hold.grant.node;
+  auto still_owned = node_still_owned(*hold.site->client, hold.grant.generation);
   Hold& added = table().holds.insert_or_assign(key, std::move(hold)).first->second;
+  // Recorded once the hold is in the table (which keeps its Client alive): an insert that throws
+  // leaves no record behind. Once the hold's session ends, its node goes: nobody waits on it for ever.
+  self_wait::add(node, self_wait::this_thread_token(), std::move(still_owned));
   last = {key, &added};
   return added;
 }

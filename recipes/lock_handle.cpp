@@ -44,6 +44,11 @@ std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
   return handle.state_ ? handle.state_->site : nullptr;
 }
 
+std::function<bool()> HandleAccess::still_owned(const LockHandle& handle) {
+  if (!handle.state_) return {};
+  return node_still_owned(*handle.state_->site->client, handle.state_->grant.generation);
+}
+
 }  // namespace detail
 
 LockHandle::LockHandle() noexcept = default;
@@ -63,11 +68,12 @@ LockHandle::~LockHandle() {
 }
 
 LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
-                            std::string_view scope_namespace) {
+                            std::string_view scope_namespace, bool try_form) {
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = detail::site_of(client, path, scope_namespace);
-  auto held = detail::acquire_held(*site, node_kind(mode), deadline);
+  auto held = try_form ? detail::try_acquire_held(*site, node_kind(mode), deadline)
+                       : detail::acquire_held(*site, node_kind(mode), deadline);
   if (!held) return LockHandle();
   return LockHandle(std::make_unique<State>(
       State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report)}));
@@ -75,7 +81,7 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
 
 LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
                                        LockMode mode) {
-  return take(session, std::move(path), mode, detail::Deadline::in(timeout));
+  return take(session, std::move(path), mode, detail::Deadline::in(timeout), {}, /*try_form=*/true);
 }
 
 LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode) {

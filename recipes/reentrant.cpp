@@ -75,24 +75,13 @@ std::optional<Grant> downgrade(LockSite& site, const Hold& write, const Deadline
   return Grant{acquired->node, token, acquired->generation, nullptr, GrantSource::ZooKeeper};
 }
 
-// A wait with a deadline answers "not now" where a wait without one would throw WouldDeadlock:
-// try_lock() and the timed forms are asked, not told to wait (the Lockable contract, std::lock's
-// deadlock avoidance, and two clients of one service simulated in one test thread, as Curator's
-// own tests do, all expect false). Every WouldDeadlock is thrown before anything is held and
-// after the attempt's node (if any) is gone, so false leaves nothing behind too.
-template <class Attempt>
-bool or_false_when_bounded(const Deadline& deadline, Attempt attempt) {
-  if (deadline.is_never()) return attempt();
-  try {
-    return attempt();
-  } catch (const WouldDeadlock&) {
-    return false;
-  }
-}
+}  // namespace
 
-bool lock_exclusive_or_throw(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
-                             CallGate& calls) {
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
+                    CallGate& calls) {
   if (reenter(*site, mode)) return true;
+  // The other kind of lock, or an upgrade: misuse of one path, an error in every form (a false that
+  // can never turn true would have std::lock or a retry loop spin for ever).
   refuse_if_other_exclusive_held(*site, mode);
   if (holds::find(site->id, HoldMode::Shared) != nullptr) {
     throw WouldDeadlock("the calling thread holds the read side of " + site->path +
@@ -101,13 +90,13 @@ bool lock_exclusive_or_throw(const std::shared_ptr<LockSite>& site, HoldMode mod
                         "take the write side first and then downgrade)");
   }
   const CallGate::Call call(calls);
-  auto held = acquire_held(*site, node_kind(mode), call.bound(deadline));
+  auto held = try_acquire_held(*site, node_kind(mode), call.bound(deadline));
   if (!held) return false;
   holds::add({site, mode, std::move(held->grant), 1, std::move(held->lost), std::move(held->loss_report)});
   return true;
 }
 
-bool lock_shared_or_throw(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls) {
+bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls) {
   if (reenter(*site, HoldMode::Shared)) return true;
   if (holds::find(site->id, HoldMode::Exclusive) != nullptr) {
     throw WouldDeadlock("the calling thread holds a Mutex on " + site->path +
@@ -136,22 +125,11 @@ bool lock_shared_or_throw(const std::shared_ptr<LockSite>& site, const Deadline&
     if (report && !granted) report->not_granted(deadline);
     if (granted) held = std::move(tracking).confirm(std::move(*granted), labels);
   } else {
-    held = acquire_held(*site, NodeKind::Read, deadline);
+    held = try_acquire_held(*site, NodeKind::Read, deadline);
   }
   if (!held) return false;
   holds::add({site, HoldMode::Shared, std::move(held->grant), 1, std::move(held->lost), std::move(held->loss_report)});
   return true;
-}
-
-}  // namespace
-
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, HoldMode mode, const Deadline& deadline,
-                    CallGate& calls) {
-  return or_false_when_bounded(deadline, [&] { return lock_exclusive_or_throw(site, mode, deadline, calls); });
-}
-
-bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline, CallGate& calls) {
-  return or_false_when_bounded(deadline, [&] { return lock_shared_or_throw(site, deadline, calls); });
 }
 
 void unlock(const LockSite& site, HoldMode mode) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dlock/scope.hpp"
+#include "handle_access.hpp"
 #include "self_wait.hpp"
 
 namespace dlock::detail {
@@ -18,7 +19,8 @@ struct ScopeState {
   // Held by the calling thread (a blocking guard), or by `holder_token` (an asynchronous one).
   ScopeState(LockHandle h, std::string k, std::uint64_t holder_token = self_wait::this_thread_token())
       : handle(std::move(h)), holder(holder_token), key(std::move(k)) {
-    self_wait::add(handle.node(), holder);
+    // The handle (this object's) keeps the Client alive until release() removes the record.
+    self_wait::add(handle.node(), holder, HandleAccess::still_owned(handle));
   }
   ~ScopeState() { release(); }
 

@@ -6,8 +6,11 @@
 // every build checks that the context had no work outstanding once the handler ran (work that a
 // dlock thread still holds then is released later, on memory that may be gone).
 //
-// Every completion path: grants, time-outs, cancellations and a session's end, through the
-// handle and the guard forms, with local hand-off on and off.
+// Every completion path: grants, time-outs, cancellations and a session's end behind another
+// client's hold; and, behind a hold of the same Session (with hand-off on, a local waiter: the
+// cohort's hand-over, its deadline, the session's end), through the handle and the guard forms,
+// with local hand-off on and off. Each ends on a dlock thread (a ZooKeeper completion thread, the
+// task timer, the closing thread), never on the thread that runs the context.
 #include <gtest/gtest.h>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -32,7 +35,13 @@ using namespace std::chrono_literals;
 using boost::system::error_code;
 
 enum class Form { Handle, Guard };
-enum class Outcome { Grant, Timeout, Cancel, SessionEnd };
+enum class Outcome { Grant, Timeout, Cancel, SessionEnd, HandOver, LocalTimeout, LocalSessionEnd };
+
+bool behind_this_session(Outcome outcome) {
+  return outcome == Outcome::HandOver || outcome == Outcome::LocalTimeout || outcome == Outcome::LocalSessionEnd;
+}
+bool bounded(Outcome outcome) { return outcome == Outcome::Timeout || outcome == Outcome::LocalTimeout; }
+bool ends_session(Outcome outcome) { return outcome == Outcome::SessionEnd || outcome == Outcome::LocalSessionEnd; }
 
 std::string name_of(Form form) { return form == Form::Handle ? "Handle" : "Guard"; }
 std::string name_of(Outcome outcome) {
@@ -41,6 +50,9 @@ std::string name_of(Outcome outcome) {
     case Outcome::Timeout: return "Timeout";
     case Outcome::Cancel: return "Cancel";
     case Outcome::SessionEnd: return "SessionEnd";
+    case Outcome::HandOver: return "HandOver";
+    case Outcome::LocalTimeout: return "LocalTimeout";
+    case Outcome::LocalSessionEnd: return "LocalSessionEnd";
   }
   return "?";
 }
@@ -51,6 +63,9 @@ int iterations_for(Outcome outcome) {
     case Outcome::Timeout: return 40;
     case Outcome::Cancel: return 40;
     case Outcome::SessionEnd: return 12;
+    case Outcome::HandOver: return 40;
+    case Outcome::LocalTimeout: return 40;
+    case Outcome::LocalSessionEnd: return 12;
   }
   return 0;
 }
@@ -84,10 +99,15 @@ TEST_P(AsyncLifetime, TheHandlersContextMayBeDestroyedAsSoonAsTheHandlerRan) {
 
   int busy = 0;
   for (int i = 0; i < iterations_for(outcome); ++i) {
-    // Contention for every outcome but a grant: another client holds the lock.
+    if (!session) session = std::make_unique<Session>(options_with_handoff(handoff));
+    // Contention for every outcome but a grant: another client holds the lock, or this Session.
     LockHandle blocker;
-    if (outcome != Outcome::Grant) blocker = LockHandle::acquire(blocker_session, path);
-    if (outcome == Outcome::SessionEnd && !session) session = std::make_unique<Session>(options_with_handoff(handoff));
+    if (behind_this_session(outcome)) {
+      blocker = LockHandle::acquire(*session, path);
+    } else if (outcome != Outcome::Grant) {
+      blocker = LockHandle::acquire(blocker_session, path);
+    }
+    std::optional<Mutex> local_probe(std::in_place, *session, path);
 
     auto ctx = std::make_unique<asio::io_context>();
     asio::cancellation_signal cancel;
@@ -107,27 +127,31 @@ TEST_P(AsyncLifetime, TheHandlersContextMayBeDestroyedAsSoonAsTheHandlerRan) {
       result.held = static_cast<bool>(got);
       guard = std::move(got);
     };
-    const bool bounded = outcome == Outcome::Timeout;
+    const bool timed = bounded(outcome);
     if (form == Form::Handle) {
       auto handler = asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(*ctx, on_handle));
-      if (bounded) {
+      if (timed) {
         LockHandle::async_try_acquire_for(*session, path, 20ms, LockMode::Exclusive, std::move(handler));
       } else {
         LockHandle::async_acquire(*session, path, LockMode::Exclusive, std::move(handler));
       }
     } else {
       auto handler = asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(*ctx, on_guard));
-      LockService(*session, base, bounded ? 20ms : 30s).async_lock(LockMode::Exclusive, "ns", "k", std::move(handler));
+      LockService(*session, base, timed ? 20ms : 30s).async_lock(LockMode::Exclusive, "ns", "k", std::move(handler));
     }
 
     // The end comes from a dlock thread for each outcome: the grant's reply, the task timer, the
     // delete's reply after a cancel, the session's close.
-    if (outcome == Outcome::Cancel || outcome == Outcome::SessionEnd) {
+    if (outcome == Outcome::Cancel || ends_session(outcome) || outcome == Outcome::HandOver) {
+      // Queued: a node of its own behind the blocker's, or a local waiter behind this Session's.
+      auto queued = [&] { return probe.participants().size() >= 2 || local_probe->local_waiters() >= 1; };
       const auto until = std::chrono::steady_clock::now() + 10s;
-      while (probe.participants().size() < 2 && std::chrono::steady_clock::now() < until) ctx->run_for(2ms);
-      ASSERT_EQ(probe.participants().size(), 2u) << "iteration " << i << ": the acquisition never queued";
+      while (!queued() && std::chrono::steady_clock::now() < until) ctx->run_for(2ms);
+      ASSERT_TRUE(queued()) << "iteration " << i << ": the acquisition never queued";
       if (outcome == Outcome::Cancel) {
         cancel.emit(asio::cancellation_type::terminal);
+      } else if (outcome == Outcome::HandOver) {
+        blocker.release();
       } else {
         closer = std::thread([&session] { session->close(); });
       }
@@ -143,22 +167,27 @@ TEST_P(AsyncLifetime, TheHandlersContextMayBeDestroyedAsSoonAsTheHandlerRan) {
 
     switch (outcome) {
       case Outcome::Grant:
+      case Outcome::HandOver:
         EXPECT_FALSE(result.ec) << result.ec.message();
         EXPECT_TRUE(result.held);
         break;
       case Outcome::Timeout:
+      case Outcome::LocalTimeout:
         EXPECT_FALSE(result.held);
         break;
       case Outcome::Cancel:
         EXPECT_EQ(result.ec, asio::error::operation_aborted) << result.ec.message();
         break;
       case Outcome::SessionEnd:
+      case Outcome::LocalSessionEnd:
         EXPECT_TRUE(result.ec);
         EXPECT_FALSE(result.held);
         break;
     }
     if (handle.held()) handle.release();
     guard = ScopedLock();
+    if (blocker.held()) blocker.release();
+    local_probe.reset();
     if (closer.joinable()) {
       closer.join();
       session.reset();
@@ -172,7 +201,8 @@ TEST_P(AsyncLifetime, TheHandlersContextMayBeDestroyedAsSoonAsTheHandlerRan) {
 INSTANTIATE_TEST_SUITE_P(AllPaths, AsyncLifetime,
                          ::testing::Combine(::testing::Bool(), ::testing::Values(Form::Handle, Form::Guard),
                                             ::testing::Values(Outcome::Grant, Outcome::Timeout, Outcome::Cancel,
-                                                              Outcome::SessionEnd)),
+                                                              Outcome::SessionEnd, Outcome::HandOver,
+                                                              Outcome::LocalTimeout, Outcome::LocalSessionEnd)),
                          [](const ::testing::TestParamInfo<Param>& info) {
                            return std::string(std::get<0>(info.param) ? "HandoffOn" : "HandoffOff") +
                                   name_of(std::get<1>(info.param)) + name_of(std::get<2>(info.param));

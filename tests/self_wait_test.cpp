@@ -112,9 +112,37 @@ TEST(SelfWait, TwoClientsInOneThreadOnASharedMutexAnswerFalseAtOnce) {
   first.unlock();
   first.lock_shared();
   EXPECT_TRUE(second.try_lock_shared_for(5s)) << "readers of two clients share";
-  EXPECT_FALSE(second.try_lock_for(10s)) << "the write side is behind this thread's own read node";
   second.unlock_shared();
+  EXPECT_FALSE(second.try_lock_for(10s)) << "the write side is behind this thread's own read node";
+  EXPECT_THROW(second.lock(), WouldDeadlock);
   first.unlock_shared();
+}
+
+// LockHandle's try form answers as Mutex's does (a handle belongs to no thread, but the thread
+// that waits is this one).
+TEST(SelfWait, ALockHandlesTryFormBehindTheThreadsOwnMutexAnswersEmptyAtOnce) {
+  Session one(session_options());
+  Session two(session_options());
+  Mutex first(one, test_root());
+  first.lock();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(LockHandle::try_acquire_for(two, test_root(), 10s).held());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "it waited on itself";
+  EXPECT_THROW((void)LockHandle::acquire(two, test_root()), WouldDeadlock);
+  EXPECT_TRUE(eventually([&] { return first.participants().size() == 1; }, 5s)) << "a refused attempt left its node";
+  first.unlock();
+}
+
+// Misuse of one path stays an error in the try forms: a false that can never turn true would
+// have std::lock spin for ever.
+TEST(SelfWait, TheOtherKindOfLockOnOneSessionIsAnErrorEvenForATryForm) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  SharedMutex rw(session, test_root());
+  mutex.lock();
+  EXPECT_THROW((void)rw.try_lock(), WouldDeadlock);
+  EXPECT_THROW((void)rw.try_lock_shared_for(1s), WouldDeadlock);
+  mutex.unlock();
 }
 
 TEST(SelfWait, NegativeControlWithoutTheCheckTheThreadWaitsOnItselfUntilItsTimeout) {

@@ -48,8 +48,9 @@
 // thread pool), must outlive every operation in flight on them, as for any Asio I/O object: before
 // destroying either, cancel the operations (or close the Session, which ends them with a lost
 // lock) and let their handlers run. Once an operation's handler has run, dlock keeps nothing of
-// its executor (the outstanding work is released just before the handler runs, as Asio's own
-// operations do): the context may be destroyed right after, from the handler's thread.
+// its executor or its context (its outstanding work is released just before the handler runs,
+// and dlock's thread has left the post by then): the context may be destroyed right after, from
+// the handler's thread or any other.
 //
 // Errors are error codes: dlock's (dlock_category(): errc::lock_lost, would_deadlock,
 // invalid_path, invalid_key, lock_timeout, disconnected, not_authorized, ...) and ZooKeeper's
@@ -83,6 +84,7 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -90,6 +92,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -143,45 +146,68 @@ struct NoPrepare {
 // cancellation slot cleared there first, `prepare` run there right before the handler, `convert`
 // turning the acquisition's value into the handler's.
 //
-// The operation counts as outstanding work on that executor from the initiation until the
-// handler is about to run, as Asio's own operations do (its handler_work): the tracked executor
-// travels inside the posted function and is released there, on the handler's own thread, before
-// the handler runs; the completing thread posts through an untracked copy and never touches the
-// executor again. So once the handler has run, nothing of dlock refers to its execution context
-// and the application may destroy it (tests/async_lifetime_test.cpp).
+// The completing thread is one of dlock's (a ZooKeeper completion thread, the task timer) and the
+// application may destroy the handler's execution context as soon as the handler has run. So
+// nothing of that context may be touched by the completing thread once the handler can run:
+//   * the operation's outstanding work (a tracked executor, taken at the initiation so run() does
+//     not return while the lock is awaited) travels inside the posted function and is released
+//     there, on the handler's thread, before the handler runs; the post goes through an untracked
+//     copy;
+//   * the handler, `prepare`, `convert` and that work live in one heap State whose pointer moves
+//     into the posted function, so nothing the completing thread still has is the handler's
+//     (even a handler whose move is a copy);
+//   * the posted function waits, before anything else, until the completing thread has left
+//     post() and dropped its executor copies (a strand's copy holds its implementation; a pool's
+//     post signals a condition variable after unlocking its mutex). That wait is as long as the
+//     rest of one post() call, and is skipped when the executor ran the function inside post().
+// tests/async_lifetime_test.cpp destroys each context right after its handler ran.
 template <class T, class Value, class Handler, class Prepare, class Convert>
 class HandlerSink final : public AsyncSink<T> {
  public:
   HandlerSink(Handler handler, Prepare prepare, Convert convert)
-      : handler_(std::move(handler)),
-        work_(std::in_place, boost::asio::prefer(boost::asio::get_associated_executor(handler_),
-                                                 boost::asio::execution::outstanding_work.tracked)),
-        prepare_(std::move(prepare)),
-        convert_(std::move(convert)) {}
+      : state_(std::make_unique<State>(std::move(handler), std::move(prepare), std::move(convert))) {}
 
   void complete(std::error_code ec, T value) override {
-    std::optional<WorkExecutor> work;
-    work.swap(work_);  // the sink keeps no tracked executor, whenever it is destroyed
-    const auto post_to = boost::asio::prefer(*work, boost::asio::execution::outstanding_work.untracked);
-    boost::asio::post(post_to, [work = std::move(work), handler = std::move(handler_), prepare = std::move(prepare_),
-                                convert = std::move(convert_), ec, value = std::move(value)]() mutable {
-      work.reset();  // this function itself is the context's work while it runs
-      auto slot = boost::asio::get_associated_cancellation_slot(handler);
-      if (slot.is_connected()) slot.clear();
-      auto error = handler_error(ec);
-      Value result = convert(std::move(value));
-      prepare(error, result);
-      std::move(handler)(error, std::move(result));
-    });
+    auto handshake = std::make_shared<Handshake>();
+    {
+      const auto post_to = boost::asio::prefer(*state_->work, boost::asio::execution::outstanding_work.untracked);
+      boost::asio::post(post_to, [state = std::move(state_), handshake, ec, value = std::move(value)]() mutable {
+        if (handshake->poster != std::this_thread::get_id()) handshake->posted.wait(false);
+        state->work.reset();  // this function itself is the context's work while it runs
+        auto slot = boost::asio::get_associated_cancellation_slot(state->handler);
+        if (slot.is_connected()) slot.clear();
+        auto error = handler_error(ec);
+        Value result = state->convert(std::move(value));
+        state->prepare(error, result);
+        auto handler = std::move(state->handler);
+        state.reset();
+        std::move(handler)(error, std::move(result));
+      });
+    }  // post_to and post()'s own copies are gone
+    handshake->posted.store(true);
+    handshake->posted.notify_one();
   }
 
  private:
   using WorkExecutor = std::decay_t<decltype(boost::asio::prefer(
       std::declval<boost::asio::associated_executor_t<Handler>>(), boost::asio::execution::outstanding_work.tracked))>;
-  Handler handler_;
-  std::optional<WorkExecutor> work_;  // empty once complete() has posted
-  Prepare prepare_;
-  Convert convert_;
+  struct State {
+    State(Handler h, Prepare p, Convert c)
+        : handler(std::move(h)),
+          work(std::in_place, boost::asio::prefer(boost::asio::get_associated_executor(handler),
+                                                  boost::asio::execution::outstanding_work.tracked)),
+          prepare(std::move(p)),
+          convert(std::move(c)) {}
+    Handler handler;
+    std::optional<WorkExecutor> work;
+    Prepare prepare;
+    Convert convert;
+  };
+  struct Handshake {
+    std::atomic<bool> posted{false};
+    std::thread::id poster = std::this_thread::get_id();
+  };
+  std::unique_ptr<State> state_;  // null once complete() has posted
 };
 
 // What a cancellation slot runs: cancels the acquisition (if it still exists).

@@ -64,7 +64,9 @@ class LockHandle {
 
   // Blocks until the lock is held.
   [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive);
-  // Waits at most `timeout`; returns an empty handle if the lock was not granted in time.
+  // Waits at most `timeout`; returns an empty handle if the lock was not granted in time, and at
+  // once where the wait would be on a node the calling thread holds itself through a Mutex, a
+  // SharedMutex side or a scope guard (acquire() throws `WouldDeadlock` there).
   [[nodiscard]] static LockHandle try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
                                                   LockMode mode = LockMode::Exclusive);
 
@@ -105,9 +107,10 @@ class LockHandle {
   friend class LockService;
   friend struct detail::HandleAccess;
   // acquire and try_acquire_for, and LockService's guards (`scope_namespace`: the lock's metrics
-  // family unless a declared prefix covers it): empty once `deadline` passed.
+  // family unless a declared prefix covers it): empty once `deadline` passed, and for a try form
+  // (`try_form`) also where a wait would be on the calling thread's own node.
   static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
-                         std::string_view scope_namespace = {});
+                         std::string_view scope_namespace = {}, bool try_form = false);
   std::unique_ptr<State> state_;
 };
 

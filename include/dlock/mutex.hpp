@@ -37,14 +37,16 @@
 // node this very thread holds through another door (a SharedMutex side or a Mutex on a second
 // Session, or a scope guard, on the same path; even through a connect string spelled
 // differently) does not wait. lock(), which has no deadline, throws `WouldDeadlock` at once
-// instead of hanging forever; try_lock(), try_lock_for() and try_lock_until() return false (at
-// once), leaving no node, as they do for any lock they cannot have: two clients of one service
-// simulated in one test thread contend as two processes would, and std::lock's deadlock
-// avoidance, which relies on try_lock() answering, works. A hold of this thread's that is
-// already lost (its session expired or closed: the node is going) blocks nobody for ever, so a
-// wait behind it is a wait. A Mutex and the write side of a SharedMutex on one path are different
-// nodes (a `lock-` node is no writer to Curator's read/write lock), so holding one and asking for
-// the other is such a case.
+// instead of hanging forever; try_lock(), try_lock_for() and try_lock_until() return false at
+// once, leaving no node (its delete sent), as for any lock they cannot have: two clients of one
+// service simulated in one test thread contend as two processes would (Curator's test2Clients).
+// A hold of this thread's whose session already expired or closed (its node is going) blocks
+// nobody for ever, so a wait behind it is a wait.
+// Misuse of one path is an error in every form, try forms included (a false that could never
+// turn true would have std::lock or a retry loop spin for ever): a Mutex and the write side of a
+// SharedMutex on one path are different nodes (a `lock-` node is no writer to Curator's read/write
+// lock), so asking for one while the thread holds the other, on the same Session, throws
+// `WouldDeadlock`.
 //
 // Meets the standard Lockable and TimedLockable requirements.
 //
@@ -58,7 +60,7 @@
 // destructor, and none may start after it began.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
-// wait), `WouldDeadlock` from lock() as above (the try forms return false instead), `Error` with `errc::lock_destroyed` as above, `Error` with
+// wait), `WouldDeadlock` as above (from the try forms only for misuse of one path), `Error` with `errc::lock_destroyed` as above, `Error` with
 // `errc::sequence_exhausted` when the lock directory's sequence counter has run out (2^31 nodes
 // created in it: the queue order is then ambiguous for every client, so dlock refuses to hold;
 // delete the directory once it is empty to start again from 0), `Error` for other ZooKeeper
@@ -110,15 +112,17 @@ class Mutex {
   // whether the lock is free); check `Session::state()` to tell an outage from contention.
   [[nodiscard]] bool try_lock();
 
-  // Waits at most `timeout`; false only once the time is up (a ZooKeeper failure throws).
-  // Any duration type; one too large for the clock (`milliseconds::max()`) waits without limit.
+  // Waits at most `timeout`; false once the time is up, or at once where the wait would be on
+  // the thread's own node (see above; a ZooKeeper failure throws). Any duration type; one too
+  // large for the clock (`milliseconds::max()`) waits without limit, and is then lock().
   template <class Rep, class Period>
   [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_steady(detail::steady_deadline_after(timeout));
   }
 
-  // Waits until `when` (any clock); false only once that time has come. `time_point::max()` (or
-  // a time beyond the steady clock's range) waits without limit.
+  // Waits until `when` (any clock); false once that time has come, or at once where the wait would
+  // be on the thread's own node. `time_point::max()` (or a time beyond the steady clock's range)
+  // waits without limit, and is then lock().
   template <class Clock, class Duration>
   [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& when) {
     return try_lock_steady(detail::steady_deadline_at(when));

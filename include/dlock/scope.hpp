@@ -49,8 +49,9 @@
 // by the thread that took it: guards are not reentrant, and a thread that already holds the path
 // (a guard through any LockService on a session to the same ensemble, however its connect
 // string is spelled, or a Mutex / SharedMutex side) and asks for a guard on it gets
-// `WouldDeadlock` at once instead of waiting on itself; so does a Mutex asked for while the
-// thread holds a guard on its path. (The node is known by its unique name, not by the thread id,
+// `WouldDeadlock` at once instead of waiting on itself (a guard has no try form); so does a
+// Mutex's lock() asked for while the thread holds a guard on its path (its try forms return
+// false at once). (The node is known by its unique name, not by the thread id,
 // so a new thread that inherits a recycled id is not taken for the holder.)
 //
 // Errors: `LockTimeout` (naming the path and the timeout) when the lock is not granted in time,

@@ -33,14 +33,15 @@
 //     is the write node's (it holds before every writer that queued behind that node, so tokens
 //     keep increasing in hold order). The downgrade checks first that the write node is still
 //     this session's: after an expiry it throws `LockLost` (errc::lock_lost) and creates nothing.
-//   * Upgrade is refused: a thread holding only the read side that asks for the write side gets
-//     `WouldDeadlock` at once from lock(), and false at once from try_lock(), try_lock_for()
-//     and try_lock_until(), since its own read node would block the write node forever.
+//   * Upgrade is refused: a thread holding only the read side that asks for the write side
+//     (through any form, try_lock included) gets `WouldDeadlock` at once, since its own read
+//     node would block the write node forever.
 // The write side and a Mutex on the same path are different holds: a Mutex's `lock-` node is no
-// writer to Curator's read/write lock. A thread holding one that asks for the other gets
-// `WouldDeadlock` at once from the forms without a deadline and false from the try forms (use one
-// kind of lock per path). So does a thread asking for a side whose queue holds a node it holds
-// itself through another door (a second Session, a scope guard), as Mutex describes.
+// writer to Curator's read/write lock. A thread holding one that asks for the other on the same
+// Session gets `WouldDeadlock` at once, from every form (use one kind of lock per path).
+// A thread asking for a side whose queue holds, ahead of it, a node the thread holds itself
+// through another door (a second Session, a scope guard) gets `WouldDeadlock` from lock() and
+// lock_shared(), and false at once, leaving no node, from the try forms, as Mutex describes.
 // Re-entering (or downgrading) a hold whose node went with an expired session throws `LockLost`
 // with errc::lock_lost: unlock() it, then lock again.
 //
@@ -53,8 +54,8 @@
 // other member function may run concurrently with the destructor.
 //
 // Errors: as Mutex. Acquisition throws `LockLost` when the session is Lost or Closed, `Error` for
-// other ZooKeeper failures, `WouldDeadlock` (from lock() and lock_shared() only: the try forms
-// return false) for an upgrade or a wait on a node the thread holds itself; whenever it throws or returns false
+// other ZooKeeper failures, `WouldDeadlock` for an upgrade, for the other kind of lock, and
+// (from lock() and lock_shared() only) for a wait on a node the thread holds itself; whenever it throws or returns false
 // the attempt's node is already being deleted. unlock() / unlock_shared() and the token queries
 // throw `NotOwner` when the calling thread does not hold that side. The constructor throws
 // `InvalidPath` naming the path and the rule it breaks.
