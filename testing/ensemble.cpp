@@ -142,7 +142,6 @@ TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(o
     options_.install.check();
   }
   if (options_.members < 1) throw std::invalid_argument("TestingEnsemble: members must be >= 1");
-  dir_ = make_temp_dir("dlock-zk-ensemble");
   members_.resize(static_cast<std::size_t>(options_.members));
   if (options_.backend == EnsembleBackend::Docker) {
     const char* host = std::getenv("DOCKER_HOST");
@@ -159,8 +158,6 @@ TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(o
     if (!why.empty()) {
       if (output.size() > 400) output = "..." + output.substr(output.size() - 400);
       why += ": " + output;
-      std::error_code ignored;
-      std::filesystem::remove_all(dir_, ignored);
       throw std::runtime_error("TestingEnsemble (Docker backend): " + why);
     }
     remove_orphans();
@@ -175,20 +172,12 @@ TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(o
     } catch (const std::exception& e) {
       const std::string why = std::string(e.what()) + "\n" + logs();
       stop_all();
-      if (attempt == 2) {
-        std::error_code ignored;
-        std::filesystem::remove_all(dir_, ignored);
-        throw std::runtime_error("TestingEnsemble did not start: " + why);
-      }
+      if (attempt == 2) throw std::runtime_error("TestingEnsemble did not start: " + why);
     }
   }
 }
 
-TestingEnsemble::~TestingEnsemble() {
-  stop_all();
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
-}
+TestingEnsemble::~TestingEnsemble() { stop_all(); }  // then dir_ removes every member's directory
 
 void TestingEnsemble::configure() {
   std::set<int> taken;
@@ -201,7 +190,7 @@ void TestingEnsemble::configure() {
   std::string servers;
   for (int i = 0; i < member_count(); ++i) {
     Member& m = members_[static_cast<std::size_t>(i)];
-    m.dir = dir_ + "/member-" + std::to_string(member_id(i));
+    m.dir = dir_.path() + "/member-" + std::to_string(member_id(i));
     m.client_port = fresh_port();
     m.peer_port = fresh_port();
     m.election_port = fresh_port();
@@ -241,7 +230,7 @@ void TestingEnsemble::start_member(int i) {
   }
   // The member's directory (zoo.cfg, data) at the same path inside, so zoo.cfg's dataDir holds;
   // the host's network, so the members and the clients meet on the same loopback ports.
-  m.container = "dlock-zk-" + std::filesystem::path(dir_).filename().string() + "-" + std::to_string(member_id(i));
+  m.container = "dlock-zk-" + std::filesystem::path(dir_.path()).filename().string() + "-" + std::to_string(member_id(i));
   docker({"rm", "-f", m.container});  // a container of an earlier start of this member, if left
   auto command = zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms);
   // As the caller's user, so the files it writes into the member's directory are the caller's.

@@ -13,7 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "dlock/testing/server.hpp"  // make_temp_dir
 #include "loopback.hpp"
 #include "spawn.hpp"
 
@@ -67,45 +66,34 @@ PostgresServer::PostgresServer(PostgresOptions options) : options_(options) {
     user_ = pw != nullptr ? pw->pw_name : std::to_string(::geteuid());
   }
 
-  dir_ = make_temp_dir("dlock-pg");
-  try {
-    const std::string socket_dir = dir_ + "/socket";
-    std::filesystem::create_directory(socket_dir);
-    ::chmod(socket_dir.c_str(), 0700);
-    if (drop_privileges_ && (::chown(dir_.c_str(), uid_, gid_) != 0 || ::chown(socket_dir.c_str(), uid_, gid_) != 0)) {
-      throw std::runtime_error("cannot give " + dir_ + " to the postgres user");
+  // Whatever throws below leaves no server running (the loop stops each attempt's), and dir_
+  // removes the directory with the object that never was.
+  const std::string socket_dir = dir_.path() + "/socket";
+  std::filesystem::create_directory(socket_dir);
+  ::chmod(socket_dir.c_str(), 0700);
+  if (drop_privileges_ && (::chown(dir_.path().c_str(), uid_, gid_) != 0 || ::chown(socket_dir.c_str(), uid_, gid_) != 0)) {
+    throw std::runtime_error("cannot give " + dir_.path() + " to the postgres user");
+  }
+  SpawnOptions as_owner = as_server_owner(dir_.path(), "initdb.log", drop_privileges_, uid_, gid_);
+  const pid_t initdb = spawn_child({bin + "/initdb", "-D", dir_.path() + "/data", "-U", user_, "--auth=trust", "-E", "UTF8",
+                                    "--no-locale", "--no-sync", "--no-instructions"},
+                                   as_owner);
+  if (const int rc = wait_child(initdb); rc != 0) {
+    throw std::runtime_error("initdb failed (exit " + std::to_string(rc) + "): " + file_tail(as_owner.log_file));
+  }
+  // A port can be taken between free_port() and the server's bind: try a few.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      start_once();
+      break;
+    } catch (const std::exception&) {
+      stop();
+      if (attempt == 3) throw;
     }
-    SpawnOptions as_owner = as_server_owner(dir_, "initdb.log", drop_privileges_, uid_, gid_);
-    const pid_t initdb = spawn_child({bin + "/initdb", "-D", dir_ + "/data", "-U", user_, "--auth=trust", "-E", "UTF8",
-                                      "--no-locale", "--no-sync", "--no-instructions"},
-                                     as_owner);
-    if (const int rc = wait_child(initdb); rc != 0) {
-      throw std::runtime_error("initdb failed (exit " + std::to_string(rc) + "): " + file_tail(as_owner.log_file));
-    }
-    // A port can be taken between free_port() and the server's bind: try a few.
-    for (int attempt = 1;; ++attempt) {
-      try {
-        start_once();
-        break;
-      } catch (const std::exception&) {
-        stop();
-        if (attempt == 3) throw;
-      }
-    }
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-    throw;
   }
 }
 
-PostgresServer::~PostgresServer() {
-  stop();
-  if (!dir_.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-}
+PostgresServer::~PostgresServer() { stop(); }  // then dir_ removes the server's directory
 
 std::string PostgresServer::conninfo() const {
   return "host=127.0.0.1 port=" + std::to_string(port_) + " dbname=postgres user=" + user_;
@@ -114,10 +102,10 @@ std::string PostgresServer::conninfo() const {
 void PostgresServer::start_once() {
   port_ = free_port();
   const std::string bin = kPostgresBin;
-  SpawnOptions as_owner = as_server_owner(dir_, "postgres.log", drop_privileges_, uid_, gid_);
+  SpawnOptions as_owner = as_server_owner(dir_.path(), "postgres.log", drop_privileges_, uid_, gid_);
   as_owner.own_process_group = true;
-  pid_ = spawn_child({bin + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-c",
-                      "listen_addresses=127.0.0.1", "-k", dir_ + "/socket", "-c", options_.fsync ? "fsync=on" : "fsync=off", "-c",
+  pid_ = spawn_child({bin + "/postgres", "-D", dir_.path() + "/data", "-p", std::to_string(port_), "-c",
+                      "listen_addresses=127.0.0.1", "-k", dir_.path() + "/socket", "-c", options_.fsync ? "fsync=on" : "fsync=off", "-c",
                       "max_connections=" + std::to_string(options_.max_connections)},
                      as_owner);
   const auto give_up = std::chrono::steady_clock::now() + options_.start_timeout;
@@ -143,7 +131,7 @@ void PostgresServer::stop() {
 std::string PostgresServer::psql(const std::string& sql) const {
   // The rows in a file of their own (-o), so that a NOTICE on stderr never reads as a value.
   static std::atomic<unsigned> next{0};
-  const std::string rows = dir_ + "/psql-" + std::to_string(::getpid()) + "-" + std::to_string(next++) + ".out";
+  const std::string rows = dir_.path() + "/psql-" + std::to_string(::getpid()) + "-" + std::to_string(next++) + ".out";
   const auto run = run_command({std::string(kPostgresBin) + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
                                 "-h", "127.0.0.1", "-p", std::to_string(port_), "-U", user_, "-d", "postgres", "-o", rows,
                                 "-c", sql},

@@ -30,13 +30,6 @@ std::string four_letter_word(int port, std::string_view word, std::chrono::milli
   return reply;
 }
 
-std::string make_temp_dir(std::string_view prefix) {
-  const char* base = std::getenv("TMPDIR");
-  std::string templ = std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) + "-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + templ);
-  return templ;
-}
-
 namespace {
 
 // Debian's `zookeeper` package: the server's jars and what they need, in /usr/share/java.
@@ -147,30 +140,19 @@ TestingServer::TestingServer(TestingServerOptions options) : options_(std::move(
       return;
     } catch (const std::exception&) {
       stop();
-      if (attempt == 3) {
-        std::error_code ignored;
-        std::filesystem::remove_all(dir_, ignored);
-        throw;
-      }
+      if (attempt == 3) throw;  // dir_ goes with the members of the object that never was
     }
   }
 }
 
-TestingServer::~TestingServer() {
-  stop();
-  if (!dir_.empty()) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-}
+TestingServer::~TestingServer() { stop(); }  // then dir_ removes the server's directory
 
 void TestingServer::start_once(bool same_port) {
-  if (dir_.empty()) dir_ = make_temp_dir("dlock-zk");
   if (!same_port || port_ == 0) port_ = free_port();
-  const std::string data = dir_ + "/data";
+  const std::string data = dir_.path() + "/data";
   std::filesystem::create_directories(data);
   {
-    std::ofstream cfg(dir_ + "/zoo.cfg");
+    std::ofstream cfg(dir_.path() + "/zoo.cfg");
     cfg << "tickTime=" << options_.tick_ms << "\n"
         << "dataDir=" << data << "\n"
         << "clientPort=" << port_ << "\n"
@@ -179,11 +161,11 @@ void TestingServer::start_once(bool same_port) {
         << "4lw.commands.whitelist=*\n"
         << "maxClientCnxns=0\n";
   }
-  const std::string log = dir_ + "/server.log";
+  const std::string log = dir_.path() + "/server.log";
   SpawnOptions spawn;
   spawn.log_file = log;
   pid_ = spawn_child(zookeeper_command(options_.install, "org.apache.zookeeper.server.ZooKeeperServerMain",
-                                       dir_ + "/zoo.cfg", options_.container_check_ms),
+                                       dir_.path() + "/zoo.cfg", options_.container_check_ms),
                      spawn);
   const auto give_up = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < give_up) {

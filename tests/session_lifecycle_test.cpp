@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock/testing/temp_dir.hpp"
 #include "log_bridge.hpp"
 #include "loopback.hpp"
 #include "raw_zk.hpp"
@@ -212,7 +213,8 @@ TEST(DefaultLogger, PrintsWarningsAndErrorsAsOneLineEachAndDropsTheRest) {
   // Captures stderr in a file while the default logger prints.
   std::fflush(stderr);
   const int saved = ::dup(STDERR_FILENO);
-  const std::string path = make_temp_dir("dlock-log") + "/stderr";
+  const TempDir dir("dlock-log");
+  const std::string path = dir.path() + "/stderr";
   const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ::dup2(file, STDERR_FILENO);
   log_to_stderr({LogLevel::Warn, LogSource::Dlock, "something else", {}});

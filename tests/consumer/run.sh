@@ -2,20 +2,36 @@
 # The README's "Use it in your project", step by step, as a user would run it: a library-only
 # build of the source tree (no tests, no examples), `cmake --install` into a scratch prefix, then
 # tests/consumer (find_package(dlock COMPONENTS testing): dlock::dlock, on the compiler's default C++
-# standard, and an integration test on dlock::testing + GoogleTest) configured against that
-# prefix, built and run.
+# standard, and integration tests on dlock::testing + GoogleTest) configured against that prefix,
+# built and run. The consumer's CMake lines and TESTING.md's test are the docs' own blocks, which
+# tests/docs/snippets.py writes into a copy of tests/consumer.
 #
-#   run.sh <dlock source dir> <scratch dir>
+# The programs run with a TMPDIR of their own, which must be empty once they are done: the kit's
+# servers and the tests' TempDirs remove what they made.
+#
+#   run.sh <dlock source dir> <scratch dir> <python3 (Debian's, from scripts/dependencies.list)>
 set -euo pipefail
 source_dir=$1
 work=$2
+python3=$3
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 cmake -S "$source_dir" -B "$work/dlock-build" -DCMAKE_BUILD_TYPE=Release \
   -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$work/dlock-build" -j"$(nproc)"
 cmake --install "$work/dlock-build" --prefix "$work/prefix" >/dev/null
-cmake -S "$here" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+mkdir -p "$work/consumer-src"
+cp "$here/CMakeLists.txt" "$here/main.cpp" "$here/testing_main.cpp" "$work/consumer-src/"
+"$python3" "$source_dir/tests/docs/snippets.py" consumer "$work/consumer-src" --repo "$source_dir"
+cmake -S "$work/consumer-src" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer-build"
-"$work/consumer-build/consumer"
-"$work/consumer-build/consumer_testing"
+mkdir -p "$work/tmp"
+for program in app consumer_testing my_service_tests; do
+  TMPDIR="$work/tmp" "$work/consumer-build/$program"
+done
+left=$(find "$work/tmp" -mindepth 1 -maxdepth 1)
+if [ -n "$left" ]; then
+  echo "consumer_package: left in TMPDIR by the programs above:" >&2
+  echo "$left" >&2
+  exit 1
+fi

@@ -8,9 +8,9 @@
 #include <dlock/testing/fault_proxy.hpp>
 #include <dlock/testing/gtest.hpp>
 #include <dlock/testing/hold_log.hpp>
+#include <dlock/testing/temp_dir.hpp>
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,7 +25,8 @@ class OrdersTest : public dlock::testing::ZooKeeperTest {};
 // recording every hold; with `locked` false they skip the lock (the control).
 dlock::testing::HoldReport charge_concurrently(OrdersTest& test, const std::string& root,
                                                const dlock::SessionOptions& options, bool locked) {
-  const std::string log = dlock::testing::make_temp_dir("orders-log") + "/holds.jsonl";
+  const dlock::testing::TempDir dir("orders-log");  // removed, with the log, when the function returns
+  const std::string log = dir.path() + "/holds.jsonl";
   {
     dlock::testing::HoldLogWriter writer(log);
     std::vector<std::jthread> threads;
@@ -55,9 +56,7 @@ dlock::testing::HoldReport charge_concurrently(OrdersTest& test, const std::stri
     }
   }
   (void)test;
-  auto report = dlock::testing::check_holds(dlock::testing::read_hold_log(log));
-  std::filesystem::remove_all(std::filesystem::path(log).parent_path());
-  return report;
+  return dlock::testing::check_holds(dlock::testing::read_hold_log(log));
 }
 
 TEST_F(OrdersTest, TwoInstancesNeverHoldAnOrdersLockAtOnce) {

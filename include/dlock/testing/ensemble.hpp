@@ -9,7 +9,7 @@
 // ZooKeeper is found as dlock/testing/server.hpp says (EnsembleOptions::install).
 //
 // Each member is a child JVM running QuorumPeerMain with its own directory (zoo.cfg, dataDir with
-// `myid`) and its own client, peer and election ports, all picked from free loopback ports. Member
+// `myid`; all in the ensemble's TempDir, removed by the destructor) and its own client, peer and election ports, all picked from free loopback ports. Member
 // i (0-based index) has id i + 1, and every member's zoo.cfg lists the same `server.<id>=
 // 127.0.0.1:<peer>:<election>` entries, ids 1..N. Members are stopped by PID (SIGTERM, then
 // SIGKILL) by the destructor and killed by the kernel if the thread that started them dies first
@@ -122,7 +122,7 @@ class TestingEnsemble {
   pid_t pid(int i) const;
   bool running(int i) const;
   bool paused(int i) const;
-  const std::string& directory() const { return dir_; }
+  const std::string& directory() const { return dir_.path(); }
 
   // The member's `srvr` Mode ("leader", "follower", ...), or "" if it is stopped, paused or not
   // serving.
@@ -170,7 +170,7 @@ class TestingEnsemble {
   std::string logs() const;
 
   EnsembleOptions options_;
-  std::string dir_;
+  TempDir dir_{"dlock-zk-ensemble"};  // every member's directory; removed last, also when the constructor throws
   std::vector<Member> members_;
 };
 

@@ -7,8 +7,8 @@
 //   db.execute("CREATE SCHEMA test_1");
 //   std::int64_t rows = db.query_int("SELECT count(*) FROM test_1.account");
 //
-// The constructor runs `initdb` (trust authentication, no fsync by default) in a fresh temporary
-// directory and then `postgres` itself as a child process, so the test owns its PID: the
+// The constructor runs `initdb` (trust authentication, no fsync by default) in a TempDir of its
+// own and then `postgres` itself as a child process, so the test owns its PID: the
 // destructor stops it by PID (SIGINT, PostgreSQL's fast shutdown, then SIGKILL to its process group
 // after 10 s) and removes the directory. The kernel kills it if the thread that started it dies
 // first (PR_SET_PDEATHSIG); its own children then exit on losing the postmaster. Start servers from
@@ -34,6 +34,8 @@
 #include <cstdint>
 #include <string>
 
+#include "dlock/testing/temp_dir.hpp"
+
 namespace dlock::testing {
 
 struct PostgresOptions {
@@ -55,7 +57,7 @@ class PostgresServer {
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
-  const std::string& directory() const { return dir_; }
+  const std::string& directory() const { return dir_.path(); }
   const std::string& user() const { return user_; }
   // "host=127.0.0.1 port=<port> dbname=postgres user=<user>" (trust authentication: no password).
   std::string conninfo() const;
@@ -75,7 +77,7 @@ class PostgresServer {
   // Runs psql with `sql`; its standard output (unaligned, tuples only).
   std::string psql(const std::string& sql) const;
   PostgresOptions options_;
-  std::string dir_;
+  TempDir dir_{"dlock-pg"};  // removed last, also when the constructor throws
   std::string user_;
   int port_ = 0;
   pid_t pid_ = -1;

@@ -6,7 +6,8 @@
 //   ...                                                     // the destructor stops it by PID
 //
 // The server is a child JVM running ZooKeeper's own ZooKeeperServerMain on 127.0.0.1 only, with
-// its data in a fresh temporary directory (removed by the destructor). It is stopped by PID
+// its data in a TempDir of its own (dlock-zk-XXXXXX, removed by the destructor, also when the
+// constructor throws). It is stopped by PID
 // (SIGTERM, then SIGKILL after 5 s) by the destructor, and killed by the kernel if the thread that
 // started it dies first (PR_SET_PDEATHSIG), so a crashing test never leaves a server behind. Start
 // servers from a thread that outlives them (the main thread, or a fixture's SetUpTestSuite).
@@ -28,6 +29,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "dlock/testing/temp_dir.hpp"  // also declares make_temp_dir, which this header used to
 
 namespace dlock::testing {
 
@@ -74,7 +77,7 @@ class TestingServer {
   // "127.0.0.1:<port>".
   std::string connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
   pid_t pid() const { return pid_; }  // -1 while stopped
-  const std::string& directory() const { return dir_; }
+  const std::string& directory() const { return dir_.path(); }
 
   // SIGTERM, then SIGKILL after 5 s; waits for the process. Idempotent. Sessions see their
   // connection drop; their sessions live on until the server comes back, or expire.
@@ -87,7 +90,7 @@ class TestingServer {
  private:
   void start_once(bool same_port);
   TestingServerOptions options_;
-  std::string dir_;
+  TempDir dir_{"dlock-zk"};
   int port_ = 0;
   pid_t pid_ = -1;
 };
@@ -100,9 +103,6 @@ std::string four_letter_word(int port, std::string_view word,
 // The `Mode:` a server reports in `srvr` ("leader", "follower", "standalone"), or "" when it does
 // not answer or does not serve yet.
 std::string server_mode(int port, std::chrono::milliseconds timeout = std::chrono::milliseconds(500));
-
-// A fresh directory under $TMPDIR (or /tmp), named <prefix>-XXXXXX.
-std::string make_temp_dir(std::string_view prefix);
 
 // The command line of a ZooKeeper JVM running `main_class` (ZooKeeperServerMain for a standalone
 // server, QuorumPeerMain for an ensemble member) on `config`.

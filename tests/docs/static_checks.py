@@ -1,0 +1,138 @@
+"""Checks of the blocks that are not run: JSON is parsed; shell commands are checked against the
+tree they describe.
+
+Shell blocks install packages, configure and build this tree, start the Docker engine, bring
+docker-compose.yml up: none of that may run inside a test. Each command is checked instead for
+what can drift from the tree:
+
+  - the whole block is valid shell (`bash -n`);
+  - `apt-get install P...`: every package P is one scripts/install-deps.sh installs;
+  - `cmake ... -DNAME=...`: NAME is an option() or cache variable of the project (or CMAKE_*);
+    `cmake --build DIR --target T`: T is a target some CMakeLists.txt defines;
+  - `bash scripts/S.sh [WORD]`, `scripts/S.sh`: the script exists and handles WORD (a `WORD)`
+    case of it);
+  - `build/PATH` as a command: PATH exists in the build tree the test runs from;
+  - `ctest -L LABEL`: some test carries LABEL;
+  - `DLOCK_NAME=value` before a command, or exported: something outside the docs reads DLOCK_NAME.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+
+from doc_blocks import Block
+
+SEPARATORS = {";", "&&", "||", "|", "(", ")", "&", ";;"}
+SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".in", ".sh", ".py", ".yml", ".yaml", ".txt", ".cmake", ".java", ".list"}
+SKIPPED_DIRS = {".git", "docs", "__pycache__"}
+
+
+def check_json(block: Block) -> list[str]:
+    try:
+        json.loads(block.text)
+    except json.JSONDecodeError as e:
+        return [f"not valid JSON: {e.msg} at block line {e.lineno}, column {e.colno}"]
+    return []
+
+
+class Tree:
+    """What the shell checks compare with, read once."""
+
+    def __init__(self, repo: pathlib.Path, build: pathlib.Path):
+        self.repo, self.build = repo, build
+        self.install_deps = (repo / "scripts" / "install-deps.sh").read_text(encoding="utf-8")
+        cmake = "\n".join(p.read_text(encoding="utf-8") for p in self._files() if p.name == "CMakeLists.txt")
+        self.options = set(re.findall(r"\boption\(\s*(\w+)", cmake)) | set(
+            re.findall(r"\bset\(\s*(\w+)\s[^)]*\bCACHE\b", cmake))
+        self.targets = set(re.findall(r"\badd_(?:executable|library|custom_target)\(\s*([\w-]+)", cmake))
+        self.labels = set(w for labels in re.findall(r"\bLABELS\s+([^)\n]*)", cmake)
+                          for w in re.findall(r"[\w-]+", labels))
+        self.sources = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in self._files()
+                                 if p.suffix in SOURCE_SUFFIXES or p.name.startswith("Dockerfile"))
+
+    def _files(self):
+        for directory, subdirs, files in os.walk(self.repo):
+            subdirs[:] = [d for d in subdirs if d not in SKIPPED_DIRS and not d.startswith("build")]
+            for name in files:
+                yield pathlib.Path(directory) / name
+
+
+def simple_commands(text: str) -> list[list[str]]:
+    """The block's simple commands, each a list of words (comments, continuations and the
+    separators ; && || | ( ) $( ) dropped)."""
+    commands = []
+    for line in text.replace("\\\n", " ").split("\n"):
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        current = []
+        for token in lexer:
+            if token in SEPARATORS:
+                if current:
+                    commands.append(current)
+                current = []
+            else:
+                current.append(token[:-1] if token.endswith("=$") else token)  # VAR=$( ...
+        if current:
+            commands.append(current)
+    return commands
+
+
+def check_shell(block: Block, tree: Tree, bash: str) -> list[str]:
+    problems = []
+    syntax = subprocess.run([bash, "-n"], input=block.text, text=True, capture_output=True)
+    if syntax.returncode != 0:
+        problems.append(f"not valid shell: {syntax.stderr.strip()}")
+    for words in simple_commands(block.text):
+        problems += check_command(words, tree)
+    return problems
+
+
+def check_command(words: list[str], tree: Tree) -> list[str]:
+    problems = []
+    while words and (words[0] in {"sudo", "export", "if", "then", "else", "fi", "while", "do", "done", "!"}
+                     or re.match(r"^\w+=", words[0])):
+        assignment = re.match(r"^(DLOCK_\w+)=", words[0])
+        if assignment and not re.search(rf"\b{assignment[1]}\b", tree.sources):
+            problems.append(f"{assignment[1]}: no source outside the docs names this variable")
+        words = words[1:]
+    if not words:
+        return problems
+    command, args = words[0], words[1:]
+    if command == "apt-get" and "install" in args:
+        for package in (a for a in args[args.index("install") + 1:] if not a.startswith("-")):
+            if not re.search(rf"(?<![\w.+-]){re.escape(package)}(?![\w.+-])", tree.install_deps):
+                problems.append(f"apt-get install {package}: not a package scripts/install-deps.sh installs")
+    elif command == "cmake":
+        for option in (a[2:].split("=")[0].split(":")[0] for a in args if a.startswith("-D")):
+            if not option.startswith("CMAKE_") and option not in tree.options:
+                problems.append(f"cmake -D{option}: not an option or cache variable of this project")
+        if "--target" in args:
+            target = args[args.index("--target") + 1]
+            if target not in tree.targets:
+                problems.append(f"cmake --target {target}: no CMakeLists.txt defines this target")
+    elif command == "ctest" and "-L" in args:
+        label = args[args.index("-L") + 1]
+        if label not in tree.labels:
+            problems.append(f"ctest -L {label}: no test carries this label")
+    elif command == "bash" and args and args[0].startswith("scripts/") or command.startswith("scripts/"):
+        script, rest = (args[0], args[1:]) if command == "bash" else (command, args)
+        problems += check_script(script, rest, tree)
+    elif command.startswith("build/"):
+        if not (tree.build / command[len("build/"):]).exists():
+            problems.append(f"{command}: not in the build tree ({tree.build})")
+    return problems
+
+
+def check_script(script: str, args: list[str], tree: Tree) -> list[str]:
+    path = tree.repo / script
+    if not path.is_file():
+        return [f"{script}: no such script"]
+    if args and re.fullmatch(r"[a-z][\w-]*", args[0]):
+        if not re.search(rf"(^|[\s(|]){re.escape(args[0])}\)", path.read_text(encoding="utf-8"), re.M):
+            return [f"{script} {args[0]}: the script has no `{args[0]})` case"]
+    return []
