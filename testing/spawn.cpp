@@ -28,6 +28,12 @@ pid_t spawn_child(const std::vector<std::string>& argv, const SpawnOptions& opti
   const pid_t child = ::fork();
   if (child < 0) throw std::runtime_error("fork failed");
   if (child == 0) {
+    // Says why the child gives up, in its log (what the caller reports): only write() here, as a
+    // child of a threaded process may call nothing that allocates or locks.
+    auto give_up = [](const auto& message) {
+      [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof message - 1);
+      ::_exit(126);
+    };
     if (options.own_process_group) ::setpgid(0, 0);
     if (log != nullptr) {
       const int fd = ::open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -39,13 +45,17 @@ pid_t spawn_child(const std::vector<std::string>& argv, const SpawnOptions& opti
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, STDIN_FILENO);
     if (options.gid) {
-      if (::setgroups(0, nullptr) != 0 || ::setgid(*options.gid) != 0) ::_exit(126);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(*options.gid) != 0) give_up("spawn: cannot take the group id\n");
     }
-    if (options.uid && ::setuid(*options.uid) != 0) ::_exit(126);
+    if (options.uid && ::setuid(*options.uid) != 0) give_up("spawn: cannot take the user id\n");
     // After the credential change: it clears the death signal.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
-    if (cwd != nullptr && ::chdir(cwd) != 0) ::_exit(126);
+    if (cwd != nullptr && ::chdir(cwd) != 0) {
+      give_up("spawn: cannot enter the working directory: the user the program runs as needs search (x) "
+              "permission on it and on every directory above it (a TMPDIR of mode 0700 owned by another "
+              "user refuses it)\n");
+    }
     ::execv(args[0], const_cast<char* const*>(args.data()));
     ::_exit(127);
   }

@@ -17,11 +17,13 @@ std::string make_temp_dir(std::string_view prefix) {
   const std::string wanted = std::string(base && *base ? base : "/tmp") + "/" + std::string(prefix) + "-XXXXXX";
   std::string templ = wanted;  // mkdtemp fills in the XXXXXX, also when it fails
   if (::mkdtemp(templ.data()) == nullptr) {
-    throw std::runtime_error("cannot make a temporary directory " + wanted + ": " + std::strerror(errno) +
+    const int error = errno;  // before the allocations below
+    throw std::runtime_error("cannot make a temporary directory " + wanted + ": " + std::strerror(error) +
                              " (it goes under $TMPDIR, or /tmp when TMPDIR is unset)");
   }
-  // Absolute, so that the directory is found (and removed) after a chdir too.
-  return std::filesystem::absolute(templ).string();
+  // Absolute, so that the directory is found (and removed) after a chdir too; normal, so that a
+  // TMPDIR spelled with a trailing slash gives the same path as without.
+  return std::filesystem::absolute(templ).lexically_normal().string();
 }
 
 TempDir::TempDir(std::string_view prefix) : path_(make_temp_dir(prefix)) {}

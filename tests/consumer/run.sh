@@ -27,7 +27,8 @@ cmake -S "$work/consumer-src" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$wo
 cmake --build "$work/consumer-build"
 mkdir -p "$work/tmp"
 for program in app consumer_testing my_service_tests; do
-  TMPDIR="$work/tmp" "$work/consumer-build/$program"
+  # Bounded: a hang fails the test instead of outliving it with its servers.
+  TMPDIR="$work/tmp" timeout -k 10 300 "$work/consumer-build/$program"
 done
 left=$(find "$work/tmp" -mindepth 1 -maxdepth 1)
 if [ -n "$left" ]; then

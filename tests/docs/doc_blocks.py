@@ -48,6 +48,21 @@ TAGS = {"snippet", "wrap", "file", "fails"}
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>.*)$")
 
 
+# What makes a block code, not text: a `text` block with one of these is refused, so that tagging a
+# snippet `text` cannot take it out of the checks.
+CODE_SIGNS = [re.compile(p, re.M) for p in (r"^\s*#include\s*[<\"]", r"\bint\s+main\s*\(", r"\bdlock::\w+(::\w+)*(\s*[({<]|\s+\w+\s*[({;=])",
+                                            r"\bfind_package\s*\(", r"^\s*(import|from)\s+\w[\w.]*( import)?",
+                                            r"\bpublic\s+static\s+void\b", r"^\s*(sudo\s+)?apt-get\s")]
+
+
+def looks_like_code(text: str) -> str:
+    """The first line of `text` that shows it is code, or "" (for `text` blocks)."""
+    for sign in CODE_SIGNS:
+        if found := sign.search(text):
+            return found.group(0).strip()
+    return ""
+
+
 class BlockError(Exception):
     """A block that cannot be checked as its info string says."""
 

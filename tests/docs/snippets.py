@@ -24,11 +24,12 @@ import sys
 sys.dont_write_bytecode = True  # nothing written into the source tree
 
 import argparse  # noqa: E402
+import collections  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import pathlib  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
+import signal  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
@@ -55,15 +56,14 @@ def spaced(text: str) -> str:
 def check(args) -> int:
     started = time.monotonic()
     config = json.loads(pathlib.Path(args.config).read_text(encoding="utf-8"))
-    # bash, an essential package of Debian, is not in scripts/dependencies.list: found on PATH, as
-    # the docs' readers find it.
-    config["bash"] = shutil.which("bash") or "bash"
     repo = pathlib.Path(config["repo"])
     files = [pathlib.Path(f) for f in args.markdown] or doc_blocks.find_docs(repo)
     blocks = doc_blocks.read_docs(repo, files)
     failures = {}  # where -> (reason, output)
 
     consumer_cmake = (repo / "tests" / "consumer" / "CMakeLists.txt").read_text(encoding="utf-8")
+    # A consumer file written by two blocks would silently be the later one's.
+    consumer_files = collections.Counter(b.tags["file"] for b in blocks if not b.error and b.kind == "consumer")
     tree = static_checks.Tree(repo, pathlib.Path(config["build"]))
     programs = []
     with tempfile.TemporaryDirectory(prefix="dlock-docs-") as out:
@@ -76,6 +76,11 @@ def check(args) -> int:
                 problems = static_checks.check_json(block)
             elif block.language == "sh":
                 problems = static_checks.check_shell(block, tree, config["bash"])
+            elif block.language == "text" and doc_blocks.looks_like_code(block.text):
+                problems = [f"a text block that looks like code ({doc_blocks.looks_like_code(block.text)}): "
+                            "give it its language so that it is checked"]
+            elif block.kind == "consumer" and consumer_files[block.tags["file"]] > 1:
+                problems = [f"file={block.tags['file']} is written by more than one block"]
             elif block.kind == "consumer" and block.tags["file"] not in consumer_cmake:
                 problems = [f"file={block.tags['file']}: tests/consumer/CMakeLists.txt does not use it"]
             if problems:
@@ -172,4 +177,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # ctest's time-out and with_zookeeper's forwarding end this with SIGTERM: exit through Python's
+    # clean-up, so the temporary directory of the built snippets goes too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())
