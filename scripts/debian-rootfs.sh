@@ -21,7 +21,6 @@ mirror() {
   echo "${uri:-http://deb.debian.org/debian}"
 }
 
-if [ "${1:-}" = mirror ]; then mirror; exit 0; fi
 
 if [ ! -s "$tarball" ]; then
   mkdir -p "$dir"
