@@ -143,20 +143,20 @@ class RawLock {
       Listed listed{&done, 0, {}};
       int rc = zoo_acreate(
           zh, base.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-          [](int rc, const char* value, const void* data) {
+          [](int result, const char* value, const void* data) {
             auto* c = const_cast<Created*>(static_cast<const Created*>(data));
-            c->rc = rc;
-            if (rc == ZOK) c->path = value;
+            c->rc = result;
+            if (result == ZOK) c->path = value;
             c->event->signal();
           },
           &created);
       if (rc != ZOK) fail(rc, "sending create " + base);
       rc = zoo_aget_children(
           zh, dir_.c_str(), 0,
-          [](int rc, const String_vector* strings, const void* data) {
+          [](int result, const String_vector* strings, const void* data) {
             auto* l = const_cast<Listed*>(static_cast<const Listed*>(data));
-            l->rc = rc;
-            if (rc == ZOK) l->names = to_vector(*strings);
+            l->rc = result;
+            if (result == ZOK) l->names = to_vector(*strings);
             l->event->signal();
           },
           &listed);
@@ -207,8 +207,8 @@ class RawLock {
     if (g_async_delete) {  // diagnostic mode: send the delete, do not wait (as dlock's unlock)
       const int rc = zoo_adelete(
           session_.handle(), node_.c_str(), -1,
-          [](int rc, const void*) {
-            if (rc != ZOK) std::fprintf(stderr, "floor_bench: async delete failed: %s\n", zerror(rc));
+          [](int result, const void*) {
+            if (result != ZOK) std::fprintf(stderr, "floor_bench: async delete failed: %s\n", zerror(result));
           },
           nullptr);
       if (rc != ZOK) fail(rc, "sending delete " + node_);

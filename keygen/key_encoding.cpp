@@ -13,7 +13,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/key.hpp"
-#include "printable.hpp"
+#include "src/base/printable.hpp"
 
 namespace dlock {
 namespace {

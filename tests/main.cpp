@@ -11,7 +11,7 @@
 #include "dlock/mutex.hpp"
 #include "dlock/session.hpp"
 #include "raw_zk.hpp"
-#include "session_access.hpp"
+#include "src/session/session_access.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {

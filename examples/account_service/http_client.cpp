@@ -27,12 +27,12 @@ HttpReply http_exchange(int port, http::verb verb, const std::string& target, co
   HttpReply reply;
   stream.expires_after(timeout);
   const asio::ip::tcp::endpoint endpoint(asio::ip::address_v4::loopback(), static_cast<unsigned short>(port));
-  stream.async_connect(endpoint, [&](beast::error_code ec) {
-    if (ec) return void(reply.error = "connect: " + ec.message());
-    http::async_write(stream, request, [&](beast::error_code ec, std::size_t) {
-      if (ec) return void(reply.error = "write: " + ec.message());
-      http::async_read(stream, buffer, response, [&](beast::error_code ec, std::size_t) {
-        if (ec) return void(reply.error = "read: " + ec.message());
+  stream.async_connect(endpoint, [&](beast::error_code connected) {
+    if (connected) return void(reply.error = "connect: " + connected.message());
+    http::async_write(stream, request, [&](beast::error_code written, std::size_t) {
+      if (written) return void(reply.error = "write: " + written.message());
+      http::async_read(stream, buffer, response, [&](beast::error_code read, std::size_t) {
+        if (read) return void(reply.error = "read: " + read.message());
         reply.status = response.result_int();
         reply.body = response.body();
       });

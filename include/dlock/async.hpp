@@ -160,7 +160,7 @@ struct NoPrepare {
 //     post() and dropped its executor copies (a strand's copy holds its implementation; a pool's
 //     post signals a condition variable after unlocking its mutex). That wait is as long as the
 //     rest of one post() call, and is skipped when the executor ran the function inside post().
-// tests/async_lifetime_test.cpp destroys each context right after its handler ran.
+// tests/server/async_lifetime_test.cpp destroys each context right after its handler ran.
 template <class T, class Value, class Handler, class Prepare, class Convert>
 class HandlerSink final : public AsyncSink<T> {
  public:

@@ -72,6 +72,10 @@ struct HandoffOptions {
   // How long a node outlives the last local release, waiting for the next local acquisition
   // (0: deleted at the last release). Must not be negative. Default: 0.
   std::chrono::milliseconds linger{0};
+
+  // Throws Error (errc::invalid_argument) naming the first option that breaks its rule and its
+  // value. Session's constructor calls it, so a bad value fails where it is given.
+  void check() const;
 };
 
 }  // namespace dlock

@@ -3,7 +3,7 @@
 # build of the source tree (no tests, no examples), `cmake --install` into a scratch prefix, then
 # tests/consumer (find_package(dlock COMPONENTS testing): dlock::dlock, on the compiler's default C++
 # standard, and integration tests on dlock::testing + GoogleTest) configured against that prefix,
-# built and run. The consumer's CMake lines and TESTING.md's test are the docs' own blocks, which
+# built and run; and the installed library carries none of the tests' switches. The consumer's CMake lines and TESTING.md's test are the docs' own blocks, which
 # tests/docs/snippets.py writes into a copy of tests/consumer.
 #
 # The programs run with a TMPDIR of their own, which must be empty once they are done: the kit's
@@ -20,6 +20,14 @@ cmake -S "$source_dir" -B "$work/dlock-build" -DCMAKE_BUILD_TYPE=Release \
   -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$work/dlock-build" -j"$(nproc)"
 cmake --install "$work/dlock-build" --prefix "$work/prefix" >/dev/null
+# The tests' guarantee switches (DLOCK_TEST_HOOKS) are compiled only into a build with the tests:
+# the installed library must not carry one.
+library=$(find "$work/prefix" -name libdlock.a | head -n 1)
+hooks=$(nm -C "$library" | grep -c 'test_hooks::' || true)
+if [ -z "$library" ] || [ "$hooks" != 0 ]; then
+  echo "consumer_package: the installed libdlock.a carries $hooks test_hooks symbols" >&2
+  exit 1
+fi
 mkdir -p "$work/consumer-src"
 cp "$here/CMakeLists.txt" "$here/main.cpp" "$here/testing_main.cpp" "$work/consumer-src/"
 "$python3" "$source_dir/tests/docs/snippets.py" consumer "$work/consumer-src" --repo "$source_dir"

@@ -1,4 +1,4 @@
-// libFuzzer target: arbitrary bytes -> dlock::Acl::parse (src/security.cpp), the ACL spec a user
+// libFuzzer target: arbitrary bytes -> dlock::Acl::parse (src/session/security.cpp), the ACL spec a user
 // (or a configuration file) hands to SessionOptions::acl.
 //
 // parse must either accept the bytes or throw Error (errc::invalid_argument) whose message names

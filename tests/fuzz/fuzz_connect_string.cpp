@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes -> dlock::detail::check_connect_string and to_c_client_form
-// (src/connect_string.cpp), the connect string a user (or a configuration file) hands to
+// (src/session/connect_string.cpp), the connect string a user (or a configuration file) hands to
 // SessionOptions::connect.
 //
 // check_connect_string must either accept the bytes or throw ConnectError (errc::connect_failed)
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "connect_string.hpp"
+#include "src/session/connect_string.hpp"
 #include "dlock/error.hpp"
 #include "fuzz_report.hpp"
 

@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes -> the children of a lock directory, as other clients (Curator,
 // kazoo, anything else with access to the directory) named them -> dlock::detail::queue_of and
-// order_defect (recipes/contender.cpp), which every acquisition and participants() run on the
+// order_defect (recipes/queue/contender.cpp), which every acquisition and participants() run on the
 // server's listing.
 //
 // The input is split on '\n' into child names. Nothing may crash or throw, and the result must
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "contender.hpp"
+#include "recipes/queue/contender.hpp"
 #include "fuzz_report.hpp"
 
 namespace {

@@ -1,8 +1,8 @@
-// libFuzzer target: arbitrary bytes -> dlock::detail::check_lock_path (src/path.cpp).
+// libFuzzer target: arbitrary bytes -> dlock::detail::check_lock_path (src/base/path.cpp).
 //
 // The validator must either accept the bytes or throw InvalidPath (code errc::invalid_path) whose
 // message names the path; anything else (another exception, a crash, a sanitizer report) is a
-// finding. The oracle below is written from the documented rules (src/path.hpp, mutex.hpp), not
+// finding. The oracle below is written from the documented rules (src/base/path.hpp, mutex.hpp), not
 // from the implementation, and is checked both ways: an accepted path satisfies every rule, and a
 // path that satisfies every rule is accepted.
 //
@@ -16,7 +16,7 @@
 
 #include "dlock/error.hpp"
 #include "fuzz_report.hpp"
-#include "path.hpp"
+#include "src/base/path.hpp"
 
 namespace {
 

@@ -2,9 +2,9 @@
 # Builds the libFuzzer targets with clang and runs each for N seconds (default 20):
 #   bash tests/fuzz/run.sh          # 20 s per target
 #   bash tests/fuzz/run.sh 600      # a longer run by hand
-# Targets: fuzz_lock_path (src/path.cpp), fuzz_key_codec (keygen/key_encoding.cpp), fuzz_acl
-# (Acl::parse, src/security.cpp), fuzz_connect_string (src/connect_string.cpp), fuzz_contenders (other clients' node names,
-# recipes/contender.cpp). They are
+# Targets: fuzz_lock_path (src/base/path.cpp), fuzz_key_codec (keygen/key_encoding.cpp), fuzz_acl
+# (Acl::parse, src/session/security.cpp), fuzz_connect_string (src/session/connect_string.cpp), fuzz_contenders (other clients' node names,
+# recipes/queue/contender.cpp). They are
 # compiled directly from the few library sources they need, with ASan + UBSan + the fuzzer, into
 # $DLOCK_FUZZ_BUILD_DIR (default build-fuzz/). Each run starts from the committed seeds in
 # tests/fuzz/corpus/<target>/ (read only) plus what earlier runs found in the build dir. Exits
@@ -35,15 +35,15 @@ fi
 
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -fno-omit-frame-pointer -Wall -Wextra -Werror
-       -I"$root/include" -I"$root/src" -I"$root/recipes")
+       -I"$root/include" -I"$root")
 # What each target needs: the code under test and error.cpp (dlock_category; zookeeper_category
 # calls the C client's zerror, hence -lzookeeper_mt).
 declare -A sources=(
-  [fuzz_lock_path]="$root/src/path.cpp $root/src/error.cpp"
-  [fuzz_key_codec]="$root/keygen/key_encoding.cpp $root/src/error.cpp"
-  [fuzz_acl]="$root/src/security.cpp $root/src/error.cpp"
-  [fuzz_connect_string]="$root/src/connect_string.cpp $root/src/error.cpp"
-  [fuzz_contenders]="$root/recipes/contender.cpp"
+  [fuzz_lock_path]="$root/src/base/path.cpp $root/src/base/error.cpp"
+  [fuzz_key_codec]="$root/keygen/key_encoding.cpp $root/src/base/error.cpp"
+  [fuzz_acl]="$root/src/session/security.cpp $root/src/base/error.cpp"
+  [fuzz_connect_string]="$root/src/session/connect_string.cpp $root/src/base/error.cpp"
+  [fuzz_contenders]="$root/recipes/queue/contender.cpp"
 )
 declare -A max_len=([fuzz_lock_path]=2048 [fuzz_key_codec]=1024 [fuzz_acl]=1024 [fuzz_connect_string]=1024 [fuzz_contenders]=4096)
 targets=(fuzz_lock_path fuzz_key_codec fuzz_acl fuzz_connect_string fuzz_contenders)

@@ -87,8 +87,8 @@ struct Kinds {
 // struct member that contributes its own key fields.
 class Order {
  public:
-  Order(std::int64_t id, std::string region, Address warehouse)
-      : region(std::move(region)), warehouse(std::move(warehouse)), id_(id) {}
+  Order(std::int64_t id, std::string region_, Address warehouse_)
+      : region(std::move(region_)), warehouse(std::move(warehouse_)), id_(id) {}
   std::int64_t id() const { return id_; }
 
   std::string region;

@@ -4,7 +4,7 @@
 // re-enters silently, without a ZooKeeper call (the documented trap of thread-bound reentrancy).
 // The thread-free dlock::LockHandle does not: it never counts, so task 2's try_acquire_for times
 // out, and its attempt leaves no node. Single-session versions of both are in
-// tests/lock_handle_test.cpp (LockHandle.APooledThreadDoesNotReEnterALeakedHandle,
+// tests/server/lock_handle_test.cpp (LockHandle.APooledThreadDoesNotReEnterALeakedHandle,
 // LockHandle.TheReentrantMutexDoesReEnterALeakedHoldOnAPooledThread); this one runs on the
 // 3-member ensemble, with a real one-thread pool and another session watching the lock.
 #include <gtest/gtest.h>

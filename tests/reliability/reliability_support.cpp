@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "session_access.hpp"
+#include "src/session/session_access.hpp"
 #include "spawn.hpp"
 #include "dlock/testing/server.hpp"
 

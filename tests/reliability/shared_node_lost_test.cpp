@@ -27,7 +27,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "raw_zk.hpp"
-#include "session_access.hpp"
+#include "src/session/session_access.hpp"
 #include "reliability_support.hpp"
 
 namespace dlock::testing::reliability {

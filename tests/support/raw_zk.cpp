@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "session_access.hpp"
+#include "src/session/session_access.hpp"
 
 namespace dlock::testing {
 

@@ -8,13 +8,13 @@
 #include <optional>
 #include <vector>
 
-#include "client.hpp"
-#include "contender.hpp"
+#include "src/session/client.hpp"
+#include "recipes/queue/contender.hpp"
 #include "dlock/inspect.hpp"
 #include "output.hpp"
-#include "pending.hpp"
-#include "printable.hpp"
-#include "session_access.hpp"
+#include "src/session/pending.hpp"
+#include "src/base/printable.hpp"
+#include "src/session/session_access.hpp"
 
 namespace dlockctl {
 namespace {
@@ -23,7 +23,7 @@ using dlock::detail::printable;
 
 // A ZooKeeper failure of the tool's own requests, as the library words its errors.
 [[noreturn]] void zk_fail(dlock::detail::Client& client, int rc, const std::string& what) {
-  client.throw_if_gone(what);
+  if (auto ended = client.ended()) throw dlock::LockLost(ended->code, what + ": " + ended->reason);
   throw CommandError(kZooKeeper, what + ": " + zerror(rc) +
                                      (rc == ZNOAUTH ? " (the session's identity " + client.identity() +
                                                           " lacks the permission; see --auth)"

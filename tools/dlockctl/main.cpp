@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "contender.hpp"
+#include "recipes/queue/contender.hpp"
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
 #include "output.hpp"
-#include "path.hpp"
-#include "printable.hpp"
+#include "src/base/path.hpp"
+#include "src/base/printable.hpp"
 
 namespace {
 

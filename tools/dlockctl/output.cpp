@@ -6,7 +6,7 @@
 #include <iomanip>
 #include <vector>
 
-#include "printable.hpp"
+#include "src/base/printable.hpp"
 
 namespace dlockctl {
 

@@ -1,0 +1,101 @@
+#include "dlock/lock_handle.hpp"
+
+#include "recipes/api/handle_access.hpp"
+#include "recipes/holds/held_lock.hpp"
+#include "recipes/handoff/lock_site.hpp"
+#include "src/base/path.hpp"
+#include "src/session/session_access.hpp"
+
+namespace dlock {
+
+struct LockHandle::State {
+  std::shared_ptr<detail::LockSite> site;
+  detail::Grant grant;
+  LockMode mode = LockMode::Exclusive;
+  std::shared_ptr<std::stop_source> lost;
+  detail::LossReport loss_report;  // reports `lost` to the metrics (lock_metrics.hpp)
+};
+
+namespace {
+
+const std::string kEmpty;
+
+}  // namespace
+
+namespace detail {
+
+
+LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode) {
+  return LockHandle(std::make_unique<LockHandle::State>(LockHandle::State{
+      std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report)}));
+}
+
+std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
+  return handle.state_ ? handle.state_->site : nullptr;
+}
+
+std::function<bool()> HandleAccess::still_owned(const LockHandle& handle) {
+  if (!handle.state_) return {};
+  return node_still_owned(*handle.state_->site->client, handle.state_->grant.generation);
+}
+
+}  // namespace detail
+
+LockHandle::LockHandle() noexcept = default;
+LockHandle::LockHandle(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+LockHandle::LockHandle(LockHandle&& other) noexcept = default;
+
+LockHandle& LockHandle::operator=(LockHandle&& other) noexcept {
+  if (this != &other) {
+    if (state_) release();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+LockHandle::~LockHandle() {
+  if (state_) release();
+}
+
+LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
+                            std::string_view scope_namespace, bool try_form) {
+  detail::check_lock_path(path);
+  const auto& client = detail::SessionAccess::client(session);
+  auto site = detail::site_of(client, path, scope_namespace);
+  auto held = try_form ? detail::try_acquire_held(*site, mode, deadline)
+                       : detail::acquire_held(*site, mode, deadline);
+  if (!held) return LockHandle();
+  return LockHandle(std::make_unique<State>(
+      State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report)}));
+}
+
+LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                                       LockMode mode) {
+  return take(session, std::move(path), mode, detail::Deadline::in(timeout), {}, /*try_form=*/true);
+}
+
+LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode) {
+  return take(session, std::move(path), mode, detail::Deadline::never());
+}
+
+void LockHandle::release() {
+  if (!state_) throw NotOwner("release() of an empty LockHandle");
+  const auto state = std::move(state_);
+  state->loss_report.reset();  // a loss signalled from now on is not this hold's
+  state->site->taker(state->mode).release(state->grant);
+}
+
+std::int64_t LockHandle::fencing_token() const {
+  if (!state_) throw NotOwner("fencing_token() of an empty LockHandle");
+  return state_->grant.token;
+}
+
+std::stop_token LockHandle::stop_token() const noexcept { return state_ ? state_->lost->get_token() : std::stop_token(); }
+
+bool LockHandle::still_held() const noexcept { return state_ && !state_->lost->stop_requested(); }
+
+const std::string& LockHandle::path() const noexcept { return state_ ? state_->site->path : kEmpty; }
+const std::string& LockHandle::node() const noexcept { return state_ ? state_->grant.node : kEmpty; }
+LockMode LockHandle::mode() const noexcept { return state_ ? state_->mode : LockMode::Exclusive; }
+
+}  // namespace dlock

@@ -1,0 +1,50 @@
+#include "dlock/mutex.hpp"
+
+#include "recipes/holds/call_gate.hpp"
+#include "recipes/handoff/lock_site.hpp"
+#include "src/base/path.hpp"
+#include "recipes/holds/reentrant.hpp"
+#include "src/session/session_access.hpp"
+
+namespace dlock {
+
+
+Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
+  detail::check_lock_path(path);
+  const auto& client = detail::SessionAccess::client(session);
+  site_ = detail::site_of(client, path);
+}
+
+Mutex::~Mutex() { calls_->close(); }
+
+bool Mutex::acquire(const detail::Deadline& deadline) {
+  return detail::reentrant::lock_exclusive(site_, LockMode::Exclusive, deadline, *calls_);
+}
+
+void Mutex::lock() { acquire(detail::Deadline::never()); }
+
+bool Mutex::try_lock() { return acquire(detail::Deadline::at(detail::Clock::now())); }
+
+bool Mutex::try_lock_steady(std::chrono::steady_clock::time_point deadline) {
+  return acquire(detail::Deadline::at(deadline));
+}
+
+void Mutex::unlock() { detail::reentrant::unlock(*site_, LockMode::Exclusive); }
+
+bool Mutex::held_by_this_thread() const { return detail::reentrant::held(*site_, LockMode::Exclusive); }
+
+std::int64_t Mutex::fencing_token() const { return detail::reentrant::token(*site_, LockMode::Exclusive); }
+
+std::stop_token Mutex::stop_token() const { return detail::reentrant::lost_token(*site_, LockMode::Exclusive); }
+
+bool Mutex::still_held() const { return detail::reentrant::still_held(*site_, LockMode::Exclusive); }
+
+std::vector<std::string> Mutex::participants() const {
+  return detail::participants(*site_->client, site_->path);
+}
+
+std::size_t Mutex::local_waiters() const { return site_->local_waiters(); }
+
+const std::string& Mutex::path() const noexcept { return site_->path; }
+
+}  // namespace dlock

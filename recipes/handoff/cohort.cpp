@@ -1,0 +1,370 @@
+#include "recipes/handoff/cohort.hpp"
+
+#include <algorithm>
+
+#include "recipes/queue/contender.hpp"
+#include "dlock/fencing.hpp"
+#include "src/base/task_timer.hpp"
+#include "recipes/handoff/lock_site.hpp"
+#include "recipes/holds/self_wait.hpp"
+#include "recipes/test_hooks.hpp"
+
+namespace dlock::detail {
+
+Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site,
+               LockLabels labels)
+    : Taker(std::move(client), std::move(dir), policy, std::move(labels)),
+      site_(site),
+      options_(client_->options().handoff) {}
+
+void Cohort::start() {
+  if (options_.linger.count() > 0) task_timer::start();  // not later, in a noexcept release
+  std::weak_ptr<Cohort> weak = weak_from_this();
+  child_watch_ = client_->watch_children(dir_, [weak](std::uint64_t mark) {
+    if (auto self = weak.lock()) self->on_directory_changed(mark);
+  });
+  state_listener_ = client_->subscribe([weak](SessionState state) {
+    if (auto self = weak.lock()) self->on_session_state(state);
+  });
+}
+
+Cohort::~Cohort() {
+  if (child_watch_ != 0) client_->unwatch_children(child_watch_);
+  if (state_listener_ != 0) client_->unsubscribe(state_listener_);
+  // Every hold and waiter keeps the lock site (and so this) alive, and so does a lingering node
+  // (LockSite::keep_alive) until the session ends: a node is left here only at process exit.
+  if (current_ && current_->holders == 0) client_->release_node(current_->path);
+}
+
+void Cohort::throw_if_holding_a_node_of(const ChildrenResult& listed, std::uint64_t holder) const {
+  if (listed.rc != ZOK) return;  // no answer now: the driver's own check (AcquireOp) remains
+  for (const auto& contender : queue_of(listed.names)) {
+    const bool blocks = !policy_.holds_together || contender.kind != ContenderKind::Read;
+    if (blocks && self_wait::held_by(contender.name, holder)) {
+      throw WouldDeadlock("lock " + dir_ + ": the caller (this thread, or the asynchronous holder) already holds " +
+                          dir_ + "/" + std::string(contender.name) +
+                          " (through another Session or scope guard), and the node it would wait for as "
+                          "one of this process's local waiters queues behind it, so it would wait on "
+                          "itself forever");
+    }
+  }
+}
+
+bool Cohort::drive_watches_locked() const {
+  // Local waiters already queued, or a linger to come: the node will be shared, so the listings
+  // of the acquisition arm the child watch (no extra request). Otherwise a node that turns out
+  // shared gets its watch from watch_if_shared_locked().
+  return options_.linger.count() > 0 || !waiting_.empty() || test_hooks::handoff_always_watch_directory.load();
+}
+
+Grant Cohort::install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node) {
+  auto node = std::make_shared<CohortNode>();
+  node->path = std::move(acquired.node);
+  node->name = node->path.substr(dir_.size() + 1);
+  node->czxid = acquired.czxid;
+  node->generation = acquired.generation;
+  node->watched = watch;
+  if (current_) {
+    // Readers: the node this thread drove past (not joinable when it was told to drive) may have
+    // begun to linger since; it takes no further holds, and goes now if nobody holds it.
+    current_->closed = true;
+    if (current_->lingering) end_linger_locked(*current_);
+    if (current_->holders == 0) client_->release_node(current_->path);
+  }
+  current_ = node;
+  note_listing_locked(*node, acquired.listing);
+  Grant grant = grant_locked(node);
+  grant.source = GrantSource::ZooKeeper;
+  if (policy_.holds_together) {
+    // Readers that waited for this node hold it together, unless a writer already waits behind
+    // it: then they queue a new node behind that writer.
+    hand_driving_on_locked();
+  }
+  // With the watch armed by the granting listing, a child event after that listing was served
+  // reports a change it missed: look again. A listing still in flight was asked for an older
+  // node: it looks again for this one. Without the watch: ask for one if the node is shared.
+  if (!watch) {
+    relist_node = watch_if_shared_locked(node);
+  } else if (last_event_mark_ > acquired.listing_mark && !node->others_waiting) {
+    if (relist_in_flight_) {
+      relist_again_ = true;
+    } else {
+      relist_in_flight_ = true;
+      relist_node = node;
+    }
+  }
+  return grant;
+}
+
+void Cohort::leave_locked(Member& member) {
+  if (const auto it = std::find(waiting_.begin(), waiting_.end(), &member); it != waiting_.end()) waiting_.erase(it);
+}
+
+void Cohort::leave_and_pass_driving_locked(Member& member) {
+  leave_locked(member);
+  if (std::exchange(member.drive, false)) {
+    driving_ = false;
+    hand_driving_on_locked();
+  }
+}
+
+Grant Cohort::grant_locked(const std::shared_ptr<CohortNode>& node) {
+  if (node->lingering) end_linger_locked(*node);
+  const std::int64_t token = test_hooks::handoff_unscaled_tokens.load() ? node->czxid + node->holds_granted
+                                                                       : fencing_token_of(node->czxid, node->holds_granted);
+  ++node->holds_granted;
+  ++node->holders;
+  return Grant{node->path, token, node->generation, node};
+}
+
+bool Cohort::connected_locked() const {
+  // While disconnected nobody can vouch for the node, and holds already signalled under
+  // LossSignal::OnSuspended would be joined by one whose stop token starts clean.
+  return client_->state() == SessionState::Connected || test_hooks::handoff_pass_while_disconnected.load();
+}
+
+bool Cohort::joinable_locked() const {
+  if (!current_ || current_->closed || current_->others_waiting) return false;
+  // Each hold's token is czxid * kHoldsPerNode + pass: one more would run into later tokens.
+  if (current_->holds_granted >= kHoldsPerNode || !connected_locked()) return false;
+  if (policy_.holds_together || test_hooks::handoff_share_exclusive.load()) return true;
+  // Exclusive: only a lingering node is free to take; a held one is waited for, in turn.
+  return current_->holders == 0 && waiting_.empty();
+}
+
+bool Cohort::may_pass_locked(const CohortNode& node) const {
+  if (node.closed || node.holds_granted >= kHoldsPerNode || !connected_locked()) return false;
+  if (!node.others_waiting) return true;
+  return node.holds_granted - node.holds_at_seen < static_cast<std::int64_t>(options_.max_passes) &&
+         Clock::now() - node.others_seen < options_.max_time;
+}
+
+void Cohort::release(const Grant& grant) noexcept {
+  // Before the node passes on: the next holder's grant is reported after this release.
+  report_release(labels_, grant);
+  if (!grant.cohort_node) {
+    client_->release_node(grant.node);  // a downgrade's read node
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  release_locked(grant);
+}
+
+void Cohort::release_locked(const Grant& grant) noexcept {
+  const auto& node = grant.cohort_node;
+  --node->holders;
+  if (node != current_) {
+    // Given up, lost, or left to drain: the last holder deletes it.
+    if (node->holders == 0) client_->release_node(node->path);
+    return;
+  }
+  if (!client_->owns_nodes_of(node->generation)) {
+    fail_waiters_locked();
+    retire_current_locked(node->holders == 0);
+    return;
+  }
+  if (node->holders > 0) return;  // readers still hold it
+  if (!policy_.holds_together && !waiting_.empty()) {
+    if (may_pass_locked(*node)) {
+      Member* next = waiting_.front();
+      waiting_.pop_front();
+      next->granted = grant_locked(node);
+      wake(*next);
+    } else {
+      retire_current_locked(true);  // the next local waiter queues a new node
+    }
+    return;
+  }
+  const bool linger = options_.linger.count() > 0 && !node->closed && !node->others_waiting &&
+                      node->holds_granted < kHoldsPerNode && client_->state() == SessionState::Connected;
+  if (linger) {
+    linger_locked(node);
+  } else {
+    retire_current_locked(true);
+  }
+}
+
+void Cohort::stop_passing(const Grant& grant) noexcept {
+  if (!grant.cohort_node) return;
+  std::lock_guard lock(mutex_);
+  grant.cohort_node->closed = true;
+}
+
+std::size_t Cohort::local_waiters() const {
+  std::lock_guard lock(mutex_);
+  return waiting_.size();
+}
+
+void Cohort::retire_current_locked(bool delete_node) {
+  if (!current_) return;
+  current_->closed = true;
+  if (current_->lingering) end_linger_locked(*current_);
+  if (delete_node && current_->holders == 0) client_->release_node(current_->path);
+  current_.reset();
+  hand_driving_on_locked();
+}
+
+void Cohort::fail_waiters_locked() {
+  // Only those waiting for the lost node: a thread driving an acquisition finds out by itself.
+  for (Member* member : waiting_) {
+    member->failed = true;
+    wake(*member);
+  }
+  waiting_.clear();
+}
+
+void Cohort::hand_driving_on_locked() {
+  if (driving_ || waiting_.empty()) return;
+  while (policy_.holds_together && !waiting_.empty() && joinable_locked()) {
+    Member* member = waiting_.front();
+    waiting_.pop_front();
+    member->granted = grant_locked(current_);
+    wake(*member);
+  }
+  if (waiting_.empty()) return;
+  // A node new holds may not use (readers: a writer waits behind it, or the connection is down)
+  // is driven past: it must not linger once its holders are done.
+  if (current_) current_->closed = true;
+  Member* next = waiting_.front();
+  waiting_.pop_front();
+  next->drive = true;
+  driving_ = true;
+  wake(*next);
+}
+
+void Cohort::wake(Member& member) {
+  if (member.waiter) member.waiter->wake();
+}
+
+void Cohort::linger_locked(const std::shared_ptr<CohortNode>& node) {
+  node->lingering = true;
+  if (site_ != nullptr) site_->keep_alive(true);
+  const auto ticket = next_linger_ticket_++;
+  node->linger_ticket = ticket;
+  std::weak_ptr<Cohort> weak = weak_from_this();
+  (void)task_timer::run_at(Clock::now() + options_.linger, [weak, ticket] {
+    if (auto self = weak.lock()) self->on_linger_expired(ticket);
+  });
+}
+
+void Cohort::end_linger_locked(CohortNode& node) {
+  node.lingering = false;
+  if (site_ != nullptr) site_->keep_alive(false);
+}
+
+void Cohort::detach_site() noexcept {
+  std::lock_guard lock(mutex_);
+  site_ = nullptr;
+}
+
+void Cohort::on_linger_expired(std::uint64_t ticket) {
+  std::lock_guard lock(mutex_);
+  if (current_ && current_->lingering && current_->linger_ticket == ticket) retire_current_locked(true);
+}
+
+void Cohort::on_directory_changed(std::uint64_t mark) {
+  std::shared_ptr<CohortNode> node;
+  {
+    std::lock_guard lock(mutex_);
+    last_event_mark_ = mark;
+    if (!current_ || current_->others_waiting) return;
+    if (relist_in_flight_) {
+      relist_again_ = true;
+      return;
+    }
+    relist_in_flight_ = true;
+    node = current_;
+  }
+  relist(node);
+}
+
+void Cohort::relist(const std::shared_ptr<CohortNode>& node) {
+  std::weak_ptr<Cohort> weak = weak_from_this();
+  client_->children(
+      dir_,
+      [weak, node](ChildrenResult listed) {
+        if (auto self = weak.lock()) self->on_relisted(node, listed);
+      },
+      /*watch=*/true);
+}
+
+void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const ChildrenResult& listed) {
+  std::shared_ptr<CohortNode> again;
+  {
+    std::lock_guard lock(mutex_);
+    relist_in_flight_ = false;
+    // No directory (deleted with the node in one transaction, say): nothing queued, ours gone.
+    if (listed.rc == ZNONODE && node == current_) note_listing_locked(*node, {});
+    if (listed.rc == ZOK && node == current_) note_listing_locked(*node, listed.names);
+    // Refused (READ revoked from this identity): other clients can no longer be seen, so assume
+    // one waits: passes stay bounded. (A lost connection relists once it is back.)
+    if (listed.rc == ZNOAUTH && node == current_ && !node->others_waiting) {
+      node->others_waiting = true;
+      node->others_seen = Clock::now();
+      node->holds_at_seen = node->holds_granted;
+    }
+    if (std::exchange(relist_again_, false) && current_ && !current_->others_waiting) {
+      relist_in_flight_ = true;
+      again = current_;
+    }
+  }
+  if (again) relist(again);
+}
+
+std::shared_ptr<CohortNode> Cohort::watch_if_shared_locked(const std::shared_ptr<CohortNode>& node) {
+  if (node->watched || node->others_waiting) return nullptr;
+  const bool shared = node->holders > 1 || !waiting_.empty() || options_.linger.count() > 0;
+  if (!shared) return nullptr;
+  node->watched = true;
+  if (relist_in_flight_) {
+    relist_again_ = true;  // the listing in flight was asked for another node, maybe unwatched
+    return nullptr;
+  }
+  relist_in_flight_ = true;
+  return node;
+}
+
+void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string>& names) {
+  const auto queue = queue_of(names);
+  const auto ours = std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == node.name; });
+  if (ours == queue.end()) {
+    // Deleted behind this process's back (the listing was asked after the node was created):
+    // another client may hold the lock now, so no further local hold may use it. Its holders
+    // keep what they have, as a holder without hand-off would.
+    if (test_hooks::handoff_ignore_missing_node.load()) return;
+    node.closed = true;
+    if (current_.get() == &node) retire_current_locked(false);
+    return;
+  }
+  if (node.others_waiting || test_hooks::handoff_ignore_other_clients.load()) return;
+  if (!policy_.blocks_others(queue, static_cast<std::size_t>(ours - queue.begin()))) return;
+  node.others_waiting = true;
+  node.others_seen = Clock::now();
+  node.holds_at_seen = node.holds_granted;
+  if (node.lingering && current_.get() == &node) retire_current_locked(true);
+}
+
+void Cohort::on_session_state(SessionState state) {
+  std::shared_ptr<CohortNode> relist_node;
+  {
+    std::lock_guard lock(mutex_);
+    if (!current_) return;
+    // Events arrive late when a listener is slow: a Lost or Closed may come after the session was
+    // renewed and a node of the new one lingers. Only a node of an ended session went with it.
+    const bool node_gone = (state == SessionState::Lost || state == SessionState::Closed) &&
+                           !client_->owns_nodes_of(current_->generation);
+    if ((state == SessionState::Suspended || node_gone) && current_->lingering) {
+      // Nobody holds it, and while disconnected nobody can tell whether it still exists; with the
+      // session gone it is gone too (and the site it kept alive may go).
+      retire_current_locked(state == SessionState::Suspended);
+    } else if (state == SessionState::Connected && current_->watched && !current_->others_waiting &&
+               !relist_in_flight_) {
+      // A listing that failed with the connection armed no watch: look again.
+      relist_in_flight_ = true;
+      relist_node = current_;
+    }
+  }
+  if (relist_node) relist(relist_node);
+}
+
+}  // namespace dlock::detail

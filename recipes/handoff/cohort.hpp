@@ -1,0 +1,179 @@
+// Internal: local hand-off, the threads of one process sharing one lock node (dlock/handoff.hpp).
+//
+// A Cohort is one kind of lock (one LockPolicy) on one LockSite (session, path). It sits between
+// the lock objects and the queue algorithm (lock_core): a thread that finds no usable node drives
+// an acquisition through lock_core as before; threads arriving meanwhile, or while the node is
+// held, wait in a local FIFO. A release passes the node to the next local waiter (exclusive
+// kinds) with no ZooKeeper request; readers join a held read node. A child watch on the lock
+// directory, set once the node is shared (CohortNode::watched), tells when another client queues
+// behind the node;
+// from then on passes are bounded (HandoffOptions::max_passes, max_time), after which the node is
+// deleted and the first local waiter drives a new acquisition behind that client.
+//
+// States of the current node (exclusive kinds; readers differ only in that any number hold it):
+//
+//   state \ event   release,          release,             release,      other client   session
+//                   local waiters,    local waiters,       no waiters    queues         loses node
+//                   pass allowed      bound reached
+//   none            -                 -                    -             -              -
+//   held            held (passed)     none (deleted; the   lingering     held, bound    holders
+//                                     next waiter drives)  or none       counts         signalled,
+//                                                                                       waiters fail
+//   lingering       -                 -                    -             none (deleted) none
+//
+// A lingering node (linger > 0) is taken by the next local acquisition, deleted when the linger
+// time runs out, another client queues, or the connection drops.
+//
+// Fencing: the n-th hold (from 0) of a node created at czxid gets fencing_token_of(czxid, n);
+// a node carries at most kHoldsPerNode holds and is then re-created.
+//
+// Thread-safety: all members may be called from any thread; release() of a grant from any thread
+// (LockHandles are thread-free).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "src/session/client.hpp"
+#include "src/base/deadline.hpp"
+#include "recipes/queue/home.hpp"
+#include "recipes/queue/lock_core.hpp"
+#include "recipes/handoff/lock_metrics.hpp"
+#include "recipes/handoff/taker.hpp"
+
+namespace dlock::detail {
+
+class Cohort;
+struct LockSite;
+
+// One lock node, shared by the local holds granted on it.
+struct CohortNode {
+  std::string path;
+  std::string name;  // the last path component
+  std::int64_t czxid = 0;
+  std::uint64_t generation = 0;  // the handle that created it
+  std::int64_t holds_granted = 0;  // holds granted on it so far (the next one's pass number)
+  int holders = 0;                 // holds granted and not yet released
+  bool closed = false;             // no further local holds: given up, lost, or downgraded beside
+  bool others_waiting = false;     // another client queued behind it
+  Clock::time_point others_seen;   // when others_waiting was first seen
+  std::int64_t holds_at_seen = 0;  // holds_granted then
+  bool lingering = false;
+  std::uint64_t linger_ticket = 0;  // identifies the linger timer that may delete it
+  // A child watch on the directory was asked for since it was created. Only a node that other
+  // local holds wait for, join, or that lingers needs one; a node used once does without, so its
+  // own delete notifies nobody (no herd of child events on an uncontended or one-per-client lock).
+  bool watched = false;
+};
+
+class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
+ public:
+  // `site` owns this cohort; it is kept alive while a node lingers (LockSite::keep_alive). Its
+  // acquisitions and releases are reported under `labels` (lock_metrics.hpp).
+  Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockSite* site, LockLabels labels);
+  // Starts the child watch and state listener; call once, right after construction.
+  void start();
+  // Deletes a lingering node.
+  ~Cohort();
+  Cohort(const Cohort&) = delete;
+  Cohort& operator=(const Cohort&) = delete;
+
+  // Taker's (taker.hpp). A take joins or waits for the local node, or drives an acquisition of a
+  // new one; a wait for a node that went with its session ends with LockLost (errc::lock_lost).
+  class AsyncTake;
+  std::shared_ptr<Take> start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner, TakeDone done,
+                                   StepExecutor home = {}) override;
+  void cancel_take(const std::shared_ptr<Take>& take, std::exception_ptr reason) override;
+  void release(const Grant& grant) noexcept override;
+  void stop_passing(const Grant& grant) noexcept override;
+  std::size_t local_waiters() const override;
+  void detach_site() noexcept override;
+
+  // A queued take's next step, scheduled by its waiter (cohort_take.cpp).
+  void resume_take(const std::shared_ptr<AsyncTake>& take);
+
+ private:
+  // A local waiter: a queued take. `waiter` is woken by a grant, an order to drive, and every
+  // change of the session's state; it runs under mutex_ and only schedules the take's next step.
+  struct Member {
+    std::shared_ptr<Waiter> waiter;
+    std::optional<Grant> granted;
+    bool drive = false;   // told to drive the next acquisition
+    bool failed = false;  // the node it waited for was lost
+  };
+
+  // After a driven acquisition: its node becomes current_, and the driver's hold on it. `watch`:
+  // the acquisition's listings armed the child watch. Sets `relist_node` to the node to relist()
+  // once mutex_ is released, if any. Needs mutex_ (driving_ already cleared).
+  Grant install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node);
+  // Whether the driver's acquisition should arm the child watch. Needs mutex_.
+  bool drive_watches_locked() const;
+  // A take's steps (cohort_take.cpp).
+  void step(const std::shared_ptr<AsyncTake>& take);
+  void begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take);
+  void on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired, std::exception_ptr error);
+  void on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed);
+  void on_take_deadline(const std::shared_ptr<AsyncTake>& take);
+  void finish_take(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take,
+                   std::optional<Grant> grant, std::exception_ptr error,
+                   const std::shared_ptr<CohortNode>& relist_node = nullptr);
+  // Takes `member` out of waiting_ if it is there. Needs mutex_.
+  void leave_locked(Member& member);
+  // A queued member leaves (a cancel, the end of its session); an order to drive it got passes to
+  // the next waiter. Needs mutex_.
+  void leave_and_pass_driving_locked(Member& member);
+  // A hold on current_ for the calling or a waiting thread. Needs mutex_.
+  Grant grant_locked(const std::shared_ptr<CohortNode>& node);
+  // Whether a new local hold may use current_ now. Needs mutex_.
+  bool joinable_locked() const;
+  bool may_pass_locked(const CohortNode& node) const;
+  // Whether the connection is up, so that a local grant can be vouched for. Needs mutex_.
+  bool connected_locked() const;
+  // WouldDeadlock if `holder` (a self_wait token) holds a node in `listed` that blocks this kind:
+  // checked before a take queues as a local member, whose node will queue behind all of them.
+  void throw_if_holding_a_node_of(const ChildrenResult& listed, std::uint64_t holder) const;
+  // current_ is gone (deleted or lost); the first waiter drives next. Needs mutex_.
+  void retire_current_locked(bool delete_node);
+  // current_ went with its session: waiters fail. Needs mutex_.
+  void fail_waiters_locked();
+  void hand_driving_on_locked();
+  // release() with mutex_ held.
+  void release_locked(const Grant& grant) noexcept;
+  void wake(Member& member);
+  void linger_locked(const std::shared_ptr<CohortNode>& node);
+  // `node` stopped lingering (taken, deleted, or given up): the site need not be kept. Needs mutex_.
+  void end_linger_locked(CohortNode& node);
+  void on_linger_expired(std::uint64_t ticket);
+  void on_directory_changed(std::uint64_t mark);
+  void relist(const std::shared_ptr<CohortNode>& node);
+  void on_relisted(const std::shared_ptr<CohortNode>& node, const ChildrenResult& listed);
+  // If `node` is shared with other local holds (waiters, joiners) or may linger and has no child
+  // watch yet: marks a listing to be sent, and returns the node to relist() once mutex_ is
+  // released. Needs mutex_.
+  std::shared_ptr<CohortNode> watch_if_shared_locked(const std::shared_ptr<CohortNode>& node);
+  // Marks others_waiting from a listing. Needs mutex_.
+  void note_listing_locked(CohortNode& node, const std::vector<std::string>& names);
+  void on_session_state(SessionState state);
+
+  LockSite* site_;  // guarded by mutex_; null once the site is being destroyed
+  const HandoffOptions options_;
+
+  mutable std::mutex mutex_;
+  std::shared_ptr<CohortNode> current_;  // the node new local holds use
+  bool driving_ = false;                 // a thread is acquiring a new node
+  std::deque<Member*> waiting_;          // local waiters, first come first served
+  std::uint64_t last_event_mark_ = 0;    // of the latest child event on dir_
+  bool relist_in_flight_ = false;
+  bool relist_again_ = false;
+  std::uint64_t next_linger_ticket_ = 1;
+  std::uint64_t child_watch_ = 0;
+  std::uint64_t state_listener_ = 0;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,344 @@
+// Cohort's take (cohort.hpp): one acquisition of a local hold, as a state machine run by
+// whatever event ends each wait. A blocking acquire() is a take whose steps run on the waiting
+// thread (home.hpp); an asynchronous one's run on the task timer or where their event arrived.
+// All takes wait in one FIFO (waiting_).
+//
+//   phase \ event  joinable node    no driver, nobody   holds a node    queued behind a driver
+//                                   queued              ahead (listing)  or holder
+//   deciding       done (granted)   driving             done (error)    queued
+//   queued         woken with a grant: done; told to drive: driving; session ended or the node
+//                  waited for lost: done (LockLost); deadline or cancel: leaves, done
+//   driving        the ZooKeeper acquisition (AcquireOp) ends: done (granted, timed out, error)
+//
+// A queued take is woken under mutex_ (a grant, an order to drive) or by a session event: its
+// waiter only schedules the next step (at home, or on the task timer), so no step runs under a
+// lock it takes.
+#include <algorithm>
+
+#include "recipes/queue/acquire_op.hpp"
+#include "recipes/queue/lock_errors.hpp"
+#include "recipes/handoff/cohort.hpp"
+#include "dlock/fencing.hpp"
+#include "recipes/holds/self_wait.hpp"
+#include "src/base/task_timer.hpp"
+#include "recipes/test_hooks.hpp"
+
+namespace dlock::detail {
+
+class Cohort::AsyncTake final : public Taker::Take, public std::enable_shared_from_this<AsyncTake> {
+ public:
+  enum class Phase { deciding, self_checking, queued, driving, done };
+
+  AsyncTake(std::optional<Clock::time_point> deadline_at, std::uint64_t owner_token, TakeDone on_done,
+            StepExecutor home_executor, const LockLabels& labels)
+      : deadline(deadline_at), owner(owner_token), done(std::move(on_done)), home(std::move(home_executor)) {
+    if (labels.enabled()) report.emplace(labels);
+  }
+
+  bool deadline_passed() const { return deadline && Clock::now() >= *deadline; }
+
+  const std::optional<Clock::time_point> deadline;
+  const std::uint64_t owner;
+  TakeDone done;
+  const StepExecutor home;  // empty: steps run on the task timer or where their event arrived
+  std::optional<AcquireReport> report;
+
+  // Guarded by the cohort's mutex_.
+  Phase phase = Phase::deciding;
+  Member member;
+  std::uint64_t generation = 0;  // the session it began to wait on as a member
+  bool self_checked = false;
+  bool timed_out = false;
+  std::exception_ptr cancel;
+  std::shared_ptr<AcquireOp> op;  // while driving
+  bool drive_watch = false;
+  std::uint64_t deadline_ticket = 0;
+  // Itself until done: waiting_ points into it, and nothing else need hold it.
+  std::shared_ptr<AsyncTake> keep_alive;
+};
+
+namespace {
+
+// Runs `step` at the take's home, or right here without one.
+void at_home(const StepExecutor& home, std::function<void()> step) {
+  if (home) {
+    home(std::move(step));
+  } else {
+    step();
+  }
+}
+
+// A queued take's waiter: schedules the take's next step (see the file comment).
+class StepWaiter final : public Waiter {
+ public:
+  StepWaiter(std::weak_ptr<Cohort> cohort, std::weak_ptr<Cohort::AsyncTake> take, StepExecutor home)
+      : cohort_(std::move(cohort)), take_(std::move(take)), home_(std::move(home)) {}
+  void wake() override {
+    auto resume = [cohort = cohort_, take = take_] {
+      auto c = cohort.lock();
+      auto t = take.lock();
+      if (c && t) c->resume_take(t);
+    };
+    if (home_) {
+      home_(std::move(resume));
+    } else {
+      (void)task_timer::run_at(Clock::now(), std::move(resume));
+    }
+  }
+
+ private:
+  std::weak_ptr<Cohort> cohort_;
+  std::weak_ptr<Cohort::AsyncTake> take_;
+  StepExecutor home_;
+};
+
+}  // namespace
+
+std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner,
+                                                TakeDone done, StepExecutor home) {
+  task_timer::start();
+  auto take = std::make_shared<AsyncTake>(deadline, owner, std::move(done), std::move(home), labels_);
+  take->member.waiter = std::make_shared<StepWaiter>(weak_from_this(), take, take->home);
+  take->keep_alive = take;
+  if (deadline) {
+    std::weak_ptr<Cohort> cohort = weak_from_this();
+    std::weak_ptr<AsyncTake> weak = take;
+    const auto ticket = task_timer::run_at(*deadline, [cohort, weak, home = take->home] {
+      at_home(home, [cohort, weak] {
+        auto c = cohort.lock();
+        auto t = weak.lock();
+        if (c && t) c->on_take_deadline(t);
+      });
+    });
+    std::lock_guard lock(mutex_);
+    take->deadline_ticket = ticket;
+  }
+  step(take);
+  return take;
+}
+
+void Cohort::resume_take(const std::shared_ptr<AsyncTake>& take) { step(take); }
+
+void Cohort::cancel_take(const std::shared_ptr<Take>& taken, std::exception_ptr reason) {
+  const auto take = std::static_pointer_cast<AsyncTake>(taken);
+  std::shared_ptr<AcquireOp> op;
+  {
+    std::lock_guard lock(mutex_);
+    if (take->phase == AsyncTake::Phase::done || take->cancel) return;
+    take->cancel = reason;
+    if (take->phase == AsyncTake::Phase::driving) op = take->op;  // null until begin_drive stored it
+  }
+  if (op) {
+    op->cancel(reason, /*await_delete=*/true);
+  } else {
+    step(take);  // a queued take leaves now; a deciding or self-checking one at its next step
+  }
+}
+
+void Cohort::on_take_deadline(const std::shared_ptr<AsyncTake>& take) {
+  {
+    std::lock_guard lock(mutex_);
+    if (take->phase != AsyncTake::Phase::queued) {
+      take->timed_out = true;  // a driving take's acquisition has the same deadline
+      return;
+    }
+    take->timed_out = true;
+  }
+  step(take);
+}
+
+void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
+  using Phase = AsyncTake::Phase;
+  std::unique_lock lock(mutex_);
+  try {
+    for (;;) {
+      if (take->phase == Phase::deciding) {
+        if (take->cancel) return finish_take(lock, take, std::nullopt, take->cancel);
+        if (current_ && !client_->owns_nodes_of(current_->generation)) {
+          fail_waiters_locked();
+          retire_current_locked(false);
+        }
+        if (joinable_locked()) {
+          Grant grant = grant_locked(current_);
+          const auto relist_node = watch_if_shared_locked(current_);
+          return finish_take(lock, take, std::move(grant), nullptr, relist_node);
+        }
+        // A lingering node nobody may take now (the connection is down, or its holds ran out): gone.
+        if (current_ && current_->holders == 0) retire_current_locked(true);
+        if (!policy_.holds_together && current_ && self_wait::held_by(current_->name, take->owner) &&
+            !test_hooks::no_self_wait_check.load()) {
+          throw WouldDeadlock("lock " + dir_ + ": the caller (this thread, or the asynchronous holder) already holds "
+                              "its node " + current_->path + " (through another lock object or scope guard on the "
+                              "same Session), so it would wait on itself forever");
+        }
+        if (!driving_ && waiting_.empty() && (!current_ || policy_.holds_together)) {
+          if (current_) {
+            current_->closed = true;
+            current_.reset();
+          }
+          driving_ = true;
+          begin_drive(lock, take);
+          return;
+        }
+        if (!take->self_checked && self_wait::holds_any(take->owner) &&
+            !test_hooks::handoff_no_member_self_wait_check.load()) {
+          // The node this take would wait for is, or will be, queued behind every node now in the
+          // directory: if its holder holds one of those itself (through another Session or a
+          // scope guard), it would wait on itself forever, as AcquireOp refuses for a contender
+          // that queues. Asked once, with a listing, and only by holders that hold some node.
+          take->phase = Phase::self_checking;
+          lock.unlock();
+          // `this` lives until the take is done (start_take's caller keeps it), and the take is
+          // not done before this reply: capturing a strong reference could make a C client
+          // thread drop the last one (and destroy the Client on its own thread).
+          client_->children(
+              dir_,
+              [this, take](ChildrenResult listed) {
+                at_home(take->home, [this, take, listed = std::move(listed)] { on_self_checked(take, listed); });
+              },
+              /*watch=*/false);
+          return;
+        }
+        if (take->timed_out || take->deadline_passed()) return finish_take(lock, take, std::nullopt, nullptr);
+        take->generation = client_->generation();
+        waiting_.push_back(&take->member);
+        take->phase = Phase::queued;
+        continue;
+      }
+      if (take->phase != Phase::queued) return;  // self-checking, driving or done: not this step's
+      Member& member = take->member;
+      if (member.granted) {
+        auto grant = std::exchange(member.granted, std::nullopt);
+        // A grant that raced a cancel is completed with: the caller gets the hold, not a leak.
+        return finish_take(lock, take, std::move(grant), nullptr);
+      }
+      if (member.failed) {
+        throw LockLost(make_error_code(errc::lock_lost),
+                       "lock " + dir_ + ": the lock node this acquisition waited for (held by another thread or "
+                                        "holder of this process) went with an expired or closed session");
+      }
+      if (!client_->owns_nodes_of(take->generation)) {
+        leave_and_pass_driving_locked(member);
+        throw LockLost(make_error_code(errc::lock_lost),
+                       "lock " + dir_ + ": the session this acquisition waited on " +
+                           (client_->state() == SessionState::Closed ? "was closed" : "expired") + " while it waited");
+      }
+      if (take->cancel) {
+        // Before an order to drive is obeyed: a cancelled take creates nothing; the next waiter drives.
+        leave_and_pass_driving_locked(member);
+        return finish_take(lock, take, std::nullopt, take->cancel);
+      }
+      if (std::exchange(member.drive, false)) {
+        begin_drive(lock, take);
+        return;
+      }
+      if (current_ && !client_->owns_nodes_of(current_->generation)) {
+        fail_waiters_locked();
+        retire_current_locked(false);
+        continue;
+      }
+      if (take->timed_out || take->deadline_passed()) {
+        leave_locked(member);
+        return finish_take(lock, take, std::nullopt, nullptr);
+      }
+      // Still waiting: woken again by a grant, an order to drive, or a change of the session.
+      client_->add_state_waiter(member.waiter);
+      const auto relist_node = current_ ? watch_if_shared_locked(current_) : nullptr;
+      lock.unlock();
+      if (relist_node) relist(relist_node);
+      return;
+    }
+  } catch (...) {
+    if (!lock.owns_lock()) lock.lock();
+    leave_locked(take->member);
+    finish_take(lock, take, std::nullopt, std::current_exception());
+  }
+}
+
+void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed) {
+  std::unique_lock lock(mutex_);
+  if (take->phase != AsyncTake::Phase::self_checking) return;
+  take->self_checked = true;
+  take->phase = AsyncTake::Phase::deciding;
+  try {
+    throw_if_holding_a_node_of(listed, take->owner);
+  } catch (...) {
+    return finish_take(lock, take, std::nullopt, std::current_exception());
+  }
+  lock.unlock();
+  step(take);
+}
+
+void Cohort::begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take) {
+  take->phase = AsyncTake::Phase::driving;
+  take->drive_watch = drive_watches_locked();
+  const auto watch = take->drive_watch ? DirectoryWatch::On : DirectoryWatch::Off;
+  lock.unlock();
+  std::shared_ptr<AcquireOp> op;
+  std::exception_ptr cancelled;
+  try {
+    // `this`, not a strong reference: see step()'s listing.
+    op = AcquireOp::make(
+        *client_, dir_, policy_, take->deadline, watch, take->owner,
+        [this, take](AcquireResult result) { on_driven(take, std::move(result.acquired), std::move(result.error)); },
+        take->home);
+  } catch (...) {
+    // Nothing was sent: as a driving acquisition that failed (the next waiter drives).
+    return on_driven(take, std::nullopt, std::current_exception());
+  }
+  {
+    std::lock_guard relock(mutex_);
+    take->op = op;
+    cancelled = take->cancel;
+  }
+  // A cancel that came first stops the operation before it sends anything.
+  if (cancelled) op->cancel(cancelled, /*await_delete=*/true);
+  op->start();  // never throws: a failure is its completion
+}
+
+void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired,
+                       std::exception_ptr error) {
+  std::unique_lock lock(mutex_);
+  take->op.reset();
+  driving_ = false;
+  if (!error && acquired) error = check_fenceable(*client_, dir_, *acquired);
+  if (error || !acquired) {
+    hand_driving_on_locked();
+    return finish_take(lock, take, std::nullopt, error);
+  }
+  std::shared_ptr<CohortNode> relist_node;
+  try {
+    Grant grant = install_driven_locked(*acquired, take->drive_watch, relist_node);
+    finish_take(lock, take, std::move(grant), nullptr, relist_node);
+  } catch (...) {
+    if (!lock.owns_lock()) lock.lock();
+    finish_take(lock, take, std::nullopt, std::current_exception());
+  }
+}
+
+void Cohort::finish_take(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take,
+                         std::optional<Grant> grant, std::exception_ptr error,
+                         const std::shared_ptr<CohortNode>& relist_node) {
+  if (take->phase == AsyncTake::Phase::done) return;
+  take->phase = AsyncTake::Phase::done;
+  const auto keep_alive = std::move(take->keep_alive);  // the caller's reference keeps it to the end
+  const auto ticket = std::exchange(take->deadline_ticket, 0);
+  auto waiter = take->member.waiter;
+  auto done = std::move(take->done);
+  lock.unlock();
+  client_->remove_state_waiter(waiter);
+  task_timer::cancel(ticket);
+  if (relist_node) relist(relist_node);
+  if (take->report) {
+    if (grant) {
+      take->report->granted(*grant);
+    } else if (error) {
+      take->report->failed(error);
+    } else {
+      take->report->timed_out();
+    }
+  }
+  done(std::move(grant), std::move(error));
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,51 @@
+#include "recipes/handoff/taker.hpp"
+
+#include <stop_token>
+
+#include "dlock/fencing.hpp"
+#include "recipes/queue/lock_errors.hpp"
+#include "recipes/holds/self_wait.hpp"
+
+namespace dlock::detail {
+
+std::exception_ptr check_fenceable(Client& client, const std::string& dir, const Acquired& acquired) {
+  if (acquired.czxid <= max_fenced_czxid()) return nullptr;
+  client.release_node(acquired.node);
+  return std::make_exception_ptr(
+      Error(make_error_code(errc::token_exhausted),
+            "lock " + dir + ": its node's creation zxid " + std::to_string(acquired.czxid) + " exceeds " +
+                std::to_string(max_fenced_czxid()) +
+                ", the largest whose fencing tokens (czxid * 1024 + pass) fit 64 bits: the ensemble's "
+                "epoch has reached 2^21 leader elections"));
+}
+
+std::optional<Grant> Taker::acquire(const Deadline& deadline) {
+  struct Taken {
+    std::optional<Grant> grant;
+    std::exception_ptr error;
+  };
+  auto home = Home<Taken>::make();
+  auto take = start_take(
+      deadline.when(), self_wait::this_thread_token(),
+      [home](std::optional<Grant> grant, std::exception_ptr error) {
+        home->complete(Taken{std::move(grant), std::move(error)});
+      },
+      home->executor());
+  Taken taken;
+  {
+    // Runs at once if the deadline was abandoned already.
+    std::stop_callback on_abandon(deadline.cancel_token(), [this, &take] {
+      cancel_take(take, std::make_exception_ptr(lock_destroyed("lock " + dir_)));
+    });
+    taken = home->run();
+  }
+  if (taken.grant && deadline.abandoned()) {
+    // Granted just as the lock object went: nobody could unlock what this returned.
+    release(*taken.grant);
+    throw lock_destroyed("lock " + dir_);
+  }
+  if (taken.error) std::rethrow_exception(std::move(taken.error));
+  return std::move(taken.grant);
+}
+
+}  // namespace dlock::detail

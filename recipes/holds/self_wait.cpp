@@ -1,0 +1,90 @@
+#include "recipes/holds/self_wait.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "recipes/test_hooks.hpp"
+
+namespace dlock::detail::self_wait {
+namespace {
+
+std::atomic<std::uint64_t> next_token{1};
+
+// The name of a node: its path's last component.
+std::string_view name_of(std::string_view node) {
+  const auto slash = node.rfind('/');
+  return slash == std::string_view::npos ? node : node.substr(slash + 1);
+}
+
+struct Holder {
+  std::uint64_t token;
+  std::function<bool()> still_owned;  // empty: always
+  bool counts() const { return !still_owned || still_owned() || test_hooks::self_wait_counts_lost_holds.load(); }
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::vector<Holder>> holders_of;  // by node name
+  std::atomic<std::size_t> size{0};  // lets the common case (nothing recorded) skip the mutex
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry;  // never destroyed: threads may exit after main()
+  return *instance;
+}
+
+}  // namespace
+
+std::uint64_t new_token() { return next_token.fetch_add(1); }
+
+std::uint64_t this_thread_token() {
+  thread_local const std::uint64_t token = next_token.fetch_add(1);
+  return token;
+}
+
+void add(std::string_view node, std::uint64_t token, std::function<bool()> still_owned) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.holders_of[std::string(name_of(node))].push_back({token, std::move(still_owned)});
+  r.size.store(r.holders_of.size());
+}
+
+void remove(std::string_view node, std::uint64_t token) {
+  auto& r = registry();
+  if (r.size.load() == 0) return;
+  std::lock_guard lock(r.mutex);
+  const auto it = r.holders_of.find(std::string(name_of(node)));
+  if (it == r.holders_of.end()) return;
+  auto& holders = it->second;
+  const auto at = std::find_if(holders.begin(), holders.end(), [&](const Holder& h) { return h.token == token; });
+  if (at != holders.end()) holders.erase(at);
+  if (holders.empty()) r.holders_of.erase(it);
+  r.size.store(r.holders_of.size());
+}
+
+bool held_by_this_thread(std::string_view name) { return held_by(name, this_thread_token()); }
+
+bool held_by(std::string_view name, std::uint64_t token) {
+  auto& r = registry();
+  if (token == 0 || r.size.load() == 0) return false;
+  std::lock_guard lock(r.mutex);
+  const auto it = r.holders_of.find(std::string(name));
+  return it != r.holders_of.end() && std::any_of(it->second.begin(), it->second.end(), [&](const Holder& h) {
+           return h.token == token && h.counts();
+         });
+}
+
+bool holds_any(std::uint64_t token) {
+  auto& r = registry();
+  if (token == 0 || r.size.load() == 0) return false;
+  std::lock_guard lock(r.mutex);
+  return std::any_of(r.holders_of.begin(), r.holders_of.end(), [&](const auto& entry) {
+    return std::any_of(entry.second.begin(), entry.second.end(),
+                       [&](const Holder& h) { return h.token == token && h.counts(); });
+  });
+}
+
+}  // namespace dlock::detail::self_wait

@@ -1,0 +1,174 @@
+// AcquireOp's recovery steps (acquire_op.hpp): the lock directory's parents made again after the
+// server reaped them, a node adopted after its create's reply was lost, and the waits for the
+// connection after a transient error.
+#include "recipes/queue/acquire_op.hpp"
+
+#include <algorithm>
+
+#include "recipes/queue/lock_errors.hpp"
+#include "src/base/task_timer.hpp"
+#include "recipes/test_hooks.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// Pause after a transient error, so a connection that is failing but not yet reported as
+// Suspended does not turn the retry into a busy loop.
+constexpr auto kTransientPause = std::chrono::milliseconds(10);
+
+}  // namespace
+
+struct AcquireOp::Parents {
+  std::mutex mutex;
+  std::vector<std::string> paths;
+  std::vector<int> rcs;
+  std::size_t answered = 0;
+};
+
+void AcquireOp::create_parents() {
+  // `dir_` and its missing ancestors as CONTAINER nodes, all requests pipelined (the server
+  // applies one session's requests in order, so each parent exists before its child's create).
+  // Transient errors are left to the create that follows, which retries anyway.
+  auto parents = std::make_shared<Parents>();
+  for (std::size_t slash = dir_.find('/', 1);; slash = dir_.find('/', slash + 1)) {
+    parents->paths.push_back(dir_.substr(0, slash));
+    if (slash == std::string::npos) break;
+  }
+  parents->rcs.assign(parents->paths.size(), ZOK);
+  auto self = shared_from_this();
+  for (std::size_t i = 0; i < parents->paths.size(); ++i) {
+    client_.create(parents->paths[i], {}, ZOO_CONTAINER, [self, parents, i](CreateResult result) {
+      bool all = false;
+      {
+        std::lock_guard lock(parents->mutex);
+        parents->rcs[i] = result.rc;
+        all = ++parents->answered == parents->paths.size();
+      }
+      if (all) self->dispatch([self, parents] { self->check_parents(parents, 0); });
+    });
+  }
+}
+
+void AcquireOp::check_parents(const std::shared_ptr<Parents>& parents, std::size_t i) {
+  if (stopping()) return;
+  for (; i < parents->paths.size(); ++i) {
+    const int rc = parents->rcs[i];
+    const auto& path = parents->paths[i];
+    if (rc == ZNOAUTH) {
+      // The server checks CREATE on the parent before it looks for the node: an ancestor that
+      // exists under a parent this identity may not create in (a hardened "/" or lock base)
+      // answers NoAuth too. Only one that is missing is an error.
+      auto self = shared_from_this();
+      client_.exists(path, [self, parents, i](StatResult found) {
+        self->dispatch([self, parents, i, found] {
+          if (found.rc != ZOK) {
+            fail(self->client_, ZNOAUTH, self->what_ + ": creating " + parents->paths[i],
+                 {kCreate, parent_of(parents->paths[i])});
+          }
+          self->check_parents(parents, i + 1);
+        });
+      });
+      return;
+    }
+    if (rc != ZOK && rc != ZNODEEXISTS && !reply_lost(rc)) {
+      fail(client_, rc, what_ + ": creating " + path, {kCreate, parent_of(path)});
+    }
+  }
+  create();
+}
+
+void AcquireOp::adopt() {
+  if (stopping()) return;
+  // After a lost create reply: adopt the node carrying our prefix if the server made it. Only on
+  // the same session (CURATOR-498): a node of an earlier session is not ours to adopt, and is gone
+  // with that session anyway.
+  if (client_.session_id() != session_ || test_hooks::skip_adoption.load()) {
+    create();
+    return;
+  }
+  // The lost create may have been applied by the leader but not yet by the server we are now
+  // connected to: sync so that the listing below shows it. (If the sync itself fails, the
+  // listing still runs; a node it missed is deleted once seen, in decide().)
+  auto self = shared_from_this();
+  client_.sync(dir_, [self](int) {
+    self->dispatch([self] {
+      self->client_.children(
+          self->dir_,
+          [self](ChildrenResult listed) {
+            self->dispatch([self, listed = std::move(listed)]() mutable { self->on_adopt_listed(std::move(listed)); });
+          },
+          self->directory_watch_ == DirectoryWatch::On);
+    });
+  });
+}
+
+void AcquireOp::on_adopt_listed(ChildrenResult listed) {
+  if (stopping()) return;
+  if (reply_lost(listed.rc)) {
+    recover(&AcquireOp::adopt);
+    return;
+  }
+  if (listed.rc != ZOK && listed.rc != ZNONODE) fail(client_, listed.rc, what_ + ": listing " + dir_, {kRead, dir_});
+  const auto mine = std::find_if(listed.names.begin(), listed.names.end(),
+                                 [&](const std::string& n) { return n.starts_with(prefix_); });
+  if (mine == listed.names.end()) {
+    create();
+    return;
+  }
+  const std::string node = dir_ + "/" + *mine;
+  auto self = shared_from_this();
+  client_.exists(node, [self, node, listed = std::move(listed)](StatResult stat) mutable {
+    self->dispatch([self, node, listed = std::move(listed), stat]() mutable {
+      if (self->stopping()) return;
+      if (stat.rc != ZOK) {
+        self->create();  // vanished again: create anew
+        return;
+      }
+      self->node_ = node;
+      self->czxid_ = stat.stat.czxid;
+      self->generation_ = self->client_.generation();  // same session as the lost create (checked above)
+      self->decide(std::move(listed.names), listed.event_mark);
+    });
+  });
+}
+
+void AcquireOp::recover(void (AcquireOp::*retry)()) {
+  const auto armed = arm();
+  std::weak_ptr<AcquireOp> weak = weak_from_this();
+  const auto ticket = task_timer::run_at(Clock::now() + kTransientPause, [weak, armed, retry] {
+    auto self = weak.lock();
+    if (self && self->claim(armed)) self->dispatch([self, retry] { self->await_connection(retry); });
+  });
+  {
+    std::lock_guard lock(mutex_);
+    pause_ticket_ = ticket;
+  }
+  switch (park(armed)) {
+    case Resume::later: return;
+    case Resume::now: await_connection(retry); return;
+    case Resume::stop: return;
+  }
+}
+
+void AcquireOp::await_connection(void (AcquireOp::*retry)()) {
+  if (stopping()) return;
+  throw_if_session_ended(client_, what_);
+  if (client_.state() != SessionState::Suspended) {
+    (this->*retry)();
+    return;
+  }
+  const auto armed = arm();
+  register_waiter({}, armed, [retry](AcquireOp& op) { op.await_connection(retry); });
+  // A change between the look above and the registration woke nobody: look again.
+  if (client_.state() != SessionState::Suspended) (void)claim(armed);
+  switch (park(armed)) {
+    case Resume::later: return;
+    case Resume::now:
+      unregister_waiter();
+      await_connection(retry);
+      return;
+    case Resume::stop: return;
+  }
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,81 @@
+// Internal: a blocked caller's thread as the place an operation's steps run ("run at home").
+//
+// An operation that holds no thread (AcquireOp, a Cohort's take) is continued by whatever event
+// ends each of its waits: a ZooKeeper completion thread, the task timer. A blocking call starts
+// one with a Home's executor and waits in run(): those threads only hand each step over, and the
+// blocked caller runs it, so callers decide in parallel and ZooKeeper's one completion thread
+// stays free. The operation's completion hands its result over with complete().
+//
+// Thread-safety: executor() and complete() from any thread; run() on the one waiting thread, once.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+namespace dlock::detail {
+
+// Runs a step later, on a thread of the executor's choosing.
+using StepExecutor = std::function<void(std::function<void()>)>;
+
+template <class Result>
+class Home : public std::enable_shared_from_this<Home<Result>> {
+ public:
+  static std::shared_ptr<Home> make() { return std::shared_ptr<Home>(new Home); }
+
+  // Hands each step to run(). Weak: a step arriving once run() returned (the operation ended) is
+  // dropped, never run.
+  StepExecutor executor() {
+    return [weak = this->weak_from_this()](std::function<void()> step) {
+      if (const auto home = weak.lock()) {
+        std::lock_guard lock(home->mutex_);
+        home->steps_.push_back(std::move(step));
+        home->cv_.notify_all();
+      }
+    };
+  }
+
+  // The operation ended with `result`: run() returns it.
+  void complete(Result result) {
+    std::lock_guard lock(mutex_);
+    result_ = std::move(result);
+    cv_.notify_all();
+  }
+
+  // Runs the steps handed over, on the calling thread, until complete() was called.
+  Result run() {
+    Result result;
+    std::deque<std::function<void()>> stale;
+    {
+      std::unique_lock lock(mutex_);
+      for (;;) {
+        cv_.wait(lock, [&] { return result_.has_value() || !steps_.empty(); });
+        if (result_) break;
+        auto step = std::move(steps_.front());
+        steps_.pop_front();
+        lock.unlock();
+        step();
+        lock.lock();
+      }
+      // Moved out under the mutex: this thread holds the result's only reference from here on (an
+      // exception_ptr's count lives in the uninstrumented runtime, invisible to ThreadSanitizer).
+      result = std::move(*result_);
+      stale = std::move(steps_);  // the operation has ended: dropped below, unlocked
+    }
+    return result;
+  }
+
+ private:
+  Home() = default;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::optional<Result> result_;
+  std::deque<std::function<void()>> steps_;
+};
+
+}  // namespace dlock::detail

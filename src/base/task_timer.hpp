@@ -1,0 +1,31 @@
+// Internal: runs small tasks at a given time on one process-wide thread: hand-off's lingering
+// nodes (cohort.hpp), and the deadlines and retry pauses of acquisitions that hold no thread
+// (acquire_op.hpp). Tasks must not block: they take a cohort's or an acquisition's mutex briefly
+// and queue ZooKeeper requests without waiting for them. A task and what it captures are destroyed
+// on that thread too, without the timer's lock held: the last reference to a lock site (and to its
+// Client) can be dropped there, outside any ZooKeeper or session callback.
+//
+// The thread starts with the first task (or start()) and is never joined (it may still be needed while
+// static objects are destroyed); a task scheduled for after the process exits simply never runs,
+// and its node goes with the session.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "src/base/deadline.hpp"
+
+namespace dlock::detail::task_timer {
+
+// Starts the thread if it has not started: called where an exception may still be thrown, so that
+// run_at() from a noexcept release never has to create it.
+void start();
+
+// Runs `task` at `when` (at once if that has passed); returns a ticket for cancel(), never 0.
+std::uint64_t run_at(Clock::time_point when, std::function<void()> task);
+
+// The task of `ticket` will not run (if it has not begun), and is destroyed on the calling
+// thread. No-op for a ticket that ran, was cancelled, or is 0. Never blocks on a running task.
+void cancel(std::uint64_t ticket) noexcept;
+
+}  // namespace dlock::detail::task_timer

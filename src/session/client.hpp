@@ -1,0 +1,392 @@
+// Internal: the ZooKeeper C client handle behind a dlock::Session.
+//
+// Every request goes through the C client's asynchronous API; completions run on the C client's
+// completion thread and must never block waiting for another request's reply (that reply would
+// be completed by the same thread). A thread that waits for a reply uses Pending (pending.hpp).
+//
+// Threads: the C client's I/O and completion threads; the supervisor (renews an expired session,
+// declares a session lost locally once it has been disconnected for the session timeout); the
+// janitor (janitor.hpp); and, only when close() is called from one of dlock's own threads (a
+// state listener or a lock-lost stop_callback), a closer thread that closes the handle from
+// outside the C client's threads.
+#pragma once
+
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "src/base/deadline.hpp"
+#include "src/session/inflight.hpp"
+#include "src/session/session_metrics.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock::detail {
+
+class Janitor;
+
+// Told once a watched node changes (Client::add_waiter + watch) or the session changes state
+// (add_waiter, add_state_waiter).
+// wake() runs on the thread that saw the event, never under the Client's waiter registry mutex:
+// the C client's completion thread (a node event, a state change; no dlock mutex held); the
+// thread closing the Session (under Client::close_mutex_: the callback must not close the
+// Session); or the caller of add_waiter when the session had already ended (under whatever that
+// caller holds: a caller may register under a mutex of its own, and wake() must not take it).
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  virtual void wake() = 0;
+};
+
+// A thread blocked until woken, its deadline, or its deadline is abandoned.
+class BlockingWaiter final : public Waiter {
+ public:
+  void wake() override;
+  // `ready` once woken, `timed_out` when the deadline passed first, `abandoned` when the
+  // deadline's stop token was requested (woken or not).
+  WaitResult wait(const Deadline& deadline);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+};
+
+// A wait that holds no thread: runs `on_wake` the first time it is woken (later wakes do
+// nothing). `on_wake` may call back into the Client (add_waiter, watch, requests) but must not
+// block or close the Session (see Waiter); an exception from it is logged and dropped, since it
+// would otherwise leave a C client callback.
+class CallbackWaiter final : public Waiter {
+ public:
+  explicit CallbackWaiter(std::function<void()> on_wake) : on_wake_(std::move(on_wake)) {}
+  void wake() override;
+
+ private:
+  std::atomic<bool> fired_{false};
+  std::function<void()> on_wake_;
+};
+
+// Told of every state change synchronously, by the thread that made it, right after the new state
+// is stored and before any state listener runs, with whether what was done under the session can
+// no longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). For
+// bookkeeping that must be exact relative to the state (recipes/hold_tracker). Runs with no dlock
+// mutex held (a close's Closed is told after close_mutex_ is released), on the thread of the
+// change, where state listeners and stop_callbacks run too: what it runs may do what they may.
+class StateObserver {
+ public:
+  virtual ~StateObserver() = default;
+  virtual void on_state(SessionState next, bool trust_lost) = 0;
+};
+
+struct CreateResult {
+  int rc = ZOK;
+  std::string path;  // the created node's full path (with the server's sequence suffix)
+  std::int64_t czxid = 0;
+  // The handle (and so the session) that sent the create: the node lives as long as it does.
+  std::uint64_t generation = 0;
+};
+struct ChildrenResult {
+  int rc = ZOK;
+  std::vector<std::string> names;
+  // Where the reply falls among child events (see Client::watch_children): a child event with a
+  // larger mark was delivered after this reply, so it reports a change the listing did not show.
+  std::uint64_t event_mark = 0;
+};
+struct StatResult {
+  int rc = ZOK;
+  Stat stat{};
+};
+struct DataResult {
+  int rc = ZOK;
+  std::string data;  // the node's data (empty for a node without data)
+  Stat stat{};
+};
+
+using CreateCallback = std::function<void(CreateResult)>;
+using ChildrenCallback = std::function<void(ChildrenResult)>;
+using StatCallback = std::function<void(StatResult)>;
+using DataCallback = std::function<void(DataResult)>;
+using RcCallback = std::function<void(int rc)>;
+
+// Whether a request failed because the connection that carried it was torn down before its reply
+// arrived, so the server may or may not have applied it: a connection loss, a timeout, or a reply
+// the C client found out of order (it then fails every pending request with
+// ZRUNTIMEINCONSISTENCY and reconnects, as after a connection loss).
+constexpr bool reply_lost(int rc) noexcept {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
+}
+
+class Client {
+ public:
+  // Connects and waits for the session (throws ConnectError, Error).
+  explicit Client(SessionOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Closes the session. Safe from any thread, any number of times, concurrently, and from
+  // dlock's own callbacks (a state listener, a lock-lost stop_callback): there the handle is
+  // closed by a closer thread, since the C client's own thread cannot close its handle.
+  void close();
+
+  SessionState state() const noexcept { return state_.load(std::memory_order_acquire); }
+  std::int64_t session_id() const noexcept { return session_id_.load(std::memory_order_acquire); }
+  // The current handle: a new one per session (a renewal opens a new handle). A node created on
+  // an earlier generation went with that generation's session.
+  std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+  // The session's id and password (tests use them to expire the session from the server side).
+  clientid_t client_id() const;
+  std::chrono::milliseconds negotiated_timeout() const noexcept;
+  const std::string& connect_string() const noexcept { return options_.connect; }
+  // How long the session has been without a connection (Suspended, or Lost after that), or
+  // nullopt while Connected or Closed.
+  std::optional<std::chrono::milliseconds> disconnected_for() const;
+
+  // Why the session ended, once it is Lost (ZSESSIONEXPIRED) or Closed (ZCLOSING), with a sentence
+  // saying so; nullopt while it lives. The layers above map it to their own error (a lock's
+  // LockLost).
+  struct Ended {
+    std::error_code code;
+    std::string reason;
+  };
+  std::optional<Ended> ended() const;
+  // Whether a node created on handle `generation` is still this session's: the handle is current
+  // and the session neither Lost nor Closed.
+  bool owns_nodes_of(std::uint64_t generation) const noexcept;
+  // Blocks until Connected (`ready`), the deadline passes (`timed_out`) or is abandoned
+  // (`abandoned`; `timed_out` if the deadline had passed first), or the session ends
+  // (`session_ended`: ended() says why).
+  WaitResult wait_connected(const Deadline& deadline);
+
+  // Asynchronous requests. The callback runs exactly once: on the completion thread; or inline,
+  // with the C client's error code, when the request could not be queued; or with ZCLOSING from
+  // close() when the C client dropped it while closing.
+  void create(const std::string& path, std::string_view data, int mode, CreateCallback done);
+  // Lists `path`'s children; with `watch`, also arms a child watch on `path` (see
+  // watch_children).
+  void children(const std::string& path, ChildrenCallback done, bool watch = false);
+  void exists(const std::string& path, StatCallback done);
+  // getData without a watch: the node's data and stat (inspect.hpp reads lock nodes with it).
+  void get(const std::string& path, DataCallback done);
+  void remove(const std::string& path, RcCallback done);
+  // Brings the server this session talks to up to date with the leader (ZooKeeper's sync):
+  // reads this session sends after it see every write committed before it, e.g. a create whose
+  // reply was lost with a connection to another server.
+  void sync(const std::string& path, RcCallback done);
+  // getData with a watch. When the node changes or is deleted, every Waiter registered for
+  // `path` (add_waiter) is woken once and unregistered.
+  void watch(const std::string& path, RcCallback done);
+
+  // Child watches. Each child event on `path` (a watch armed by children(path, ..., true) fired:
+  // a child was created or deleted, or `path` itself was) calls every callback registered for
+  // `path` with the event's mark (ChildrenResult::event_mark). Callbacks run on the C client's
+  // completion thread, in order with the replies: they must not block. Registered until
+  // unwatch_children(id), which returns once the callback is not running (unless called from it).
+  using ChildEventCallback = std::function<void(std::uint64_t mark)>;
+  std::uint64_t watch_children(const std::string& path, ChildEventCallback callback);
+  void unwatch_children(std::uint64_t id);
+
+  // A waiter added twice under one path is registered once (and woken once); remove_waiter takes
+  // it out whatever number of times it was added. Both in constant time.
+  void add_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
+  void remove_waiter(const std::string& path, const std::shared_ptr<Waiter>& waiter);
+  // A waiter woken once by the next change of the session's state (or at once if it already
+  // ended), then unregistered; for waits that no node event ends (the connection to come back,
+  // a process-local queue that must hear of the session's end). The same rules as add_waiter.
+  void add_state_waiter(const std::shared_ptr<Waiter>& waiter);
+  void remove_state_waiter(const std::shared_ptr<Waiter>& waiter);
+
+  // Deletes a node we own without waiting. If the delete cannot reach the server, the janitor
+  // retries it until it succeeds or the session ends (which deletes the node anyway).
+  void release_node(const std::string& path);
+  // Deletes, in the background, every child of `dir` whose name starts with `prefix`: the
+  // recovery for a create whose answer was lost.
+  void release_prefixed(const std::string& dir, const std::string& prefix);
+
+  // The observer of this Client's state changes (StateObserver), made by `make` and installed if
+  // there is none yet; the one installed otherwise.
+  std::shared_ptr<StateObserver> state_observer(const std::function<std::shared_ptr<StateObserver>()>& make);
+
+  // State listeners. Each is called with each state change made after it subscribed, in order,
+  // one change at a time, with no dlock lock held. unsubscribe() returns once the listener is not
+  // running (at once when called from that listener itself) and it will not be called again.
+  std::uint64_t subscribe(std::function<void(SessionState)> listener);
+  void unsubscribe(std::uint64_t id);
+
+  Session::Stats stats() const noexcept;
+  // The session's metrics sink and lock-family labels (SessionOptions::metrics).
+  SessionMetrics& metrics() noexcept { return metrics_; }
+  const SessionOptions& options() const noexcept { return options_; }
+  // Who this session is to the server, for error messages: the credentials' schemes and digest
+  // user names, never a password (security_options.hpp).
+  std::string identity() const;
+  // The ACL of the nodes this session creates (SessionOptions::acl, or its default).
+  const Acl& acl() const noexcept { return acl_; }
+
+ private:
+  // What the C client hands back to on_event: which Client, and which of its handles (a handle
+  // replaced after an expiry may still deliver events while it closes; they are ignored).
+  struct HandleContext {
+    Client* client;
+    std::uint64_t generation;
+  };
+  struct Listener {
+    std::function<void(SessionState)> call;
+    std::uint64_t subscribed_after = 0;  // the number of state changes made before it subscribed
+  };
+  struct StateChange {
+    std::uint64_t number;
+    SessionState state;
+  };
+
+  // zookeeper_init2 with a new HandleContext (the new current generation). Resolves the
+  // connect string's host names: never called with handle_mutex_ held, but by the constructor
+  // (nothing else can use the handle yet).
+  zhandle_t* open_handle(std::unique_ptr<HandleContext>& context);
+  // After connecting: a chroot in the connect string must exist (ConnectError naming it if not).
+  void check_chroot();
+  // The supervisor thread's loop: renewals and local expiry.
+  void supervise();
+  // Replaces the handle with one on a new session (renew) or with none (retire, so that a
+  // session declared lost cannot come back). False if the new handle could not be opened.
+  bool replace_handle(bool renew);
+  // Asks the supervisor to replace the handle (see on_session_expired).
+  void request_replacement();
+  // The session expired (the server said so, or it has been unreachable for its timeout).
+  void on_session_expired();
+  // When a Suspended session is declared lost locally, or nullopt. Needs state_mutex_.
+  std::optional<Clock::time_point> local_expiry_due_locked() const;
+  void expire_locally();
+  void notify_supervisor();
+
+  void close_now();
+  // close_now's part under close_mutex_: stops the supervisor, closes the handle.
+  void close_handle();
+  void close_in_background();
+
+  static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
+  void on_session_event(int zk_state, std::uint64_t generation);
+  void on_node_event(const char* path);
+  void on_child_event(const char* path);
+  // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
+  // is not that; a Connected event of handle `event_generation` does not end a Lost of that
+  // handle or a newer one), then wakes, signals and notifies whoever must know. False if the
+  // state did not change. Takes no lock while users' code (stop_callbacks, listeners) runs; with
+  // `defer_callbacks`, that code runs only at run_deferred_callbacks() (close_now's, once it has
+  // released close_mutex_).
+  bool set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt,
+                 std::uint64_t event_generation = 0, bool defer_callbacks = false);
+  void run_deferred_callbacks();
+  void log_transition(SessionState from, SessionState to, Clock::duration outage);
+  // Delivers queued state changes to the listeners, unless another thread is already doing so
+  // (it will deliver these too, in order).
+  void dispatch_state_changes();
+  void deliver(const StateChange& change);
+  void wake_all_waiters();
+  // Tells the state observer, if any.
+  void observe(SessionState next, bool trust_lost);
+  // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
+  template <class Submit>
+  int submit(Inflight::Request* request, RequestKind kind, Submit&& submit);
+  // Registers `done` as an in-flight request and queues it with `submit(request)`; if the C
+  // client refuses it, `done` runs inline with the refusal's code.
+  template <class Result, class Submit>
+  void queue_request(std::function<void(Result)> done, Submit&& submit);
+
+  const SessionOptions options_;
+  SessionMetrics metrics_;
+  // The ACL every node this session creates gets (SessionOptions::acl), and the C client's view
+  // of it (pointing into acl_'s strings).
+  const Acl acl_;
+  std::vector<ACL> acl_entries_;
+  ACL_vector acl_vector_{};
+  // What a reply to zoo_add_auth names: the credential it was for. One per credential, made by
+  // the constructor and never moved, so a reply may arrive for any handle.
+  struct AuthTag {
+    Client* client;
+    std::size_t index;
+  };
+  std::vector<AuthTag> auth_tags_;
+  static void on_auth_reply(int rc, const void* data);
+  // Sends every credential on a new handle (the C client sends them again on each reconnect).
+  // False (logged) if the C client would not take one.
+  bool send_credentials(zhandle_t* zh);
+  // The constructor's check that the server accepted the credentials (a request answered after
+  // them); throws ConnectError, naming the schemes, on a refusal.
+  void await_credentials();
+  // "scheme \"digest\", ..." of the credentials, for messages.
+  std::string schemes() const;
+  bool auth_refused_ = false;  // guarded by state_mutex_: the server refused a credential
+  std::mutex close_mutex_;                  // one closer at a time
+  mutable std::shared_mutex handle_mutex_;  // exclusive only to swap the handle
+  zhandle_t* zh_ = nullptr;
+  std::unique_ptr<HandleContext> context_;  // zh_'s; guarded by handle_mutex_
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<std::int64_t> negotiated_ms_{0};
+
+  std::mutex supervisor_mutex_;
+  std::condition_variable supervisor_cv_;
+  bool stopping_ = false;          // guarded by supervisor_mutex_
+  bool replace_requested_ = false;  // guarded by supervisor_mutex_
+  std::thread supervisor_;         // joined by close_now (serialized by close_mutex_)
+  std::thread closer_;             // guarded by supervisor_mutex_
+  int failed_renewals_ = 0;        // the supervisor's own
+
+  std::atomic<SessionState> state_{SessionState::Suspended};
+  std::atomic<std::int64_t> session_id_{0};
+  mutable std::mutex state_mutex_;
+  std::condition_variable state_cv_;
+  bool ever_connected_ = false;            // guarded by state_mutex_
+  Clock::time_point disconnected_since_;   // guarded by state_mutex_; valid unless Connected
+  std::uint64_t state_changes_ = 0;        // guarded by state_mutex_
+  std::deque<StateChange> undelivered_;    // guarded by state_mutex_
+  bool delivering_ = false;                // guarded by state_mutex_
+  std::uint64_t lost_generation_ = 0;      // guarded by state_mutex_: the last handle declared Lost
+  bool deferred_signal_ = false;           // guarded by state_mutex_: a close's trust_lost, for later
+
+  std::mutex waiters_mutex_;
+  // By path, then by waiter: a waiter is registered once per path however often it is added, and
+  // removed in constant time (a hot key's local waiters all wait under one key).
+  using WaiterSet = std::unordered_map<Waiter*, std::shared_ptr<Waiter>>;
+  std::unordered_map<std::string, WaiterSet> waiters_;
+  WaiterSet state_waiters_;
+
+  // Held while child-event callbacks run (they do not block; a callback may unwatch itself,
+  // hence recursive): so unwatch_children() returns only once none runs.
+  std::recursive_mutex child_watches_mutex_;
+  std::unordered_map<std::string, std::map<std::uint64_t, ChildEventCallback>> child_watches_;  // by path
+  std::unordered_map<std::uint64_t, std::string> child_watch_paths_;                            // by id
+  std::uint64_t next_child_watch_ = 1;
+
+  std::mutex listeners_mutex_;  // never held while a listener runs
+  std::condition_variable listener_returned_;
+  std::map<std::uint64_t, std::shared_ptr<Listener>> listeners_;
+  std::uint64_t next_listener_id_ = 1;
+  std::uint64_t running_listener_ = 0;  // the id of the listener being called, or 0
+  std::thread::id delivering_thread_;
+
+  std::mutex observer_mutex_;               // never held while the observer runs
+  std::shared_ptr<StateObserver> observer_;  // guarded by observer_mutex_
+
+  Inflight inflight_;
+  std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::uint64_t> watch_wakeups_{0};
+
+  std::unique_ptr<Janitor> janitor_;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,24 @@
+// Internal: faults the session tests inject (they cannot provoke these on demand), and one
+// session guarantee switched off for its negative control. Compiled in only with DLOCK_TEST_HOOKS
+// (test_switch.hpp); production code never sets them, and all default to off.
+#pragma once
+
+#include "src/base/test_switch.hpp"
+
+namespace dlock::detail::test_hooks {
+
+// A release whose delete failed for a lost connection is not retried (the node stays until the
+// session ends).
+extern TestSwitch<bool> no_release_retry;
+
+// A renewed session's handle is opened without sending the credentials (SessionOptions::auth).
+extern TestSwitch<bool> skip_auth_on_renewal;
+
+// The next N openings of a session handle (a renewal after expiry) fail, as a name-resolution
+// failure of the connect string's host makes zookeeper_init fail.
+extern TestSwitch<int> fail_session_opens;
+
+// Every opening of a session handle takes this long first (slow name resolution).
+extern TestSwitch<int> slow_session_open_ms;
+
+}  // namespace dlock::detail::test_hooks

@@ -1,0 +1,124 @@
+// Connections that break at the worst moments, through a loopback proxy:
+// - a create whose reply is lost (the server made the node, its name never arrived): the lock
+//   must adopt it, as Curator's protected mode does, not queue behind an orphan of its own;
+// - a release whose delete never reached the server: it is retried in the background until the
+//   node is gone, while the session lives on;
+// - a reply that arrives out of order (the C client then fails its pending requests with
+//   ZRUNTIMEINCONSISTENCY and reconnects): the same as a lost reply, not an error for the caller.
+#include <gtest/gtest.h>
+#include <zookeeper/proto.h>
+
+#include "dlock/dlock.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/fault_proxy.hpp"
+#include "raw_zk.hpp"
+#include "test_env.hpp"
+#include "recipes/test_hooks.hpp"
+#include "src/session/test_hooks.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(LostCreateReply, TheNodeIsAdoptedNotOrphanedTwentyTimesOver) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  ASSERT_TRUE(mutex.try_lock_for(5s));  // creates the directory, so the next creates succeed
+  mutex.unlock();
+  RawZk zk(zk_connect());
+  for (int i = 0; i < 20; ++i) {
+    proxy.drop_reply_to_request(ZOO_CREATE2_OP);
+    ASSERT_TRUE(mutex.try_lock_for(10s)) << "cycle " << i;
+    const auto queue = mutex.participants();
+    ASSERT_EQ(queue.size(), 1u) << "cycle " << i << ": an orphan node is queued beside ours";
+    // One create per cycle: the node holding is the one whose reply was lost, not a second try.
+    EXPECT_EQ(std::stoi(queue[0].substr(queue[0].size() - 10)), i + 1) << queue[0];
+    const auto stat = zk.stat(test_root() + "/" + queue[0]);
+    ASSERT_TRUE(stat.has_value());
+    EXPECT_EQ(mutex.fencing_token(), fencing_token_of(stat->czxid));
+    mutex.unlock();
+  }
+  EXPECT_EQ(proxy.drops(), 20);
+}
+
+TEST(LostCreateReply, NegativeControlWithoutAdoptionTheOrphanBlocksUs) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  ASSERT_TRUE(mutex.try_lock_for(5s));
+  mutex.unlock();
+  ScopedHook no_adoption(detail::test_hooks::skip_adoption);
+  proxy.drop_reply_to_request(ZOO_CREATE2_OP);
+  EXPECT_FALSE(mutex.try_lock_for(1s)) << "the orphan ahead of us went unnoticed";
+  EXPECT_EQ(proxy.drops(), 1);
+}
+
+TEST(MisorderedReply, ACreateWhoseReplyCameOutOfOrderIsAdoptedAndLeavesNothing) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  ASSERT_TRUE(mutex.try_lock_for(5s));
+  mutex.unlock();
+  RawZk zk(zk_connect());
+  for (int i = 0; i < 5; ++i) {
+    proxy.misorder_reply_to_request(ZOO_CREATE2_OP);
+    bool locked = false;
+    EXPECT_NO_THROW(locked = mutex.try_lock_for(10s)) << "cycle " << i;
+    ASSERT_TRUE(locked) << "cycle " << i;
+    EXPECT_EQ(mutex.participants().size(), 1u) << "cycle " << i << ": an orphan node is queued beside ours";
+    mutex.unlock();
+    EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{}) << "cycle " << i;
+  }
+  EXPECT_EQ(proxy.drops(), 5);
+}
+
+TEST(MisorderedReply, AReleaseWhoseReplyCameOutOfOrderLeavesNothing) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  RawZk zk(zk_connect());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(mutex.try_lock_for(10s)) << "cycle " << i;
+    proxy.misorder_reply_to_request(ZOO_DELETE_OP);
+    EXPECT_NO_THROW(mutex.unlock());
+    EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{}) << "cycle " << i;
+  }
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }));
+}
+
+TEST(LostDelete, AReleaseThatNeverReachedTheServerIsRetriedUntilTheNodeIsGone) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  RawZk zk(zk_connect());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(mutex.try_lock_for(10s)) << "cycle " << i;
+    proxy.drop_before_request(ZOO_DELETE_OP);
+    EXPECT_NO_THROW(mutex.unlock());
+    EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{}) << "cycle " << i;
+  }
+  EXPECT_EQ(proxy.drops(), 5);
+  EXPECT_EQ(session.state(), SessionState::Connected);
+}
+
+TEST(LostDelete, NegativeControlWithoutTheRetryTheNodeStays) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  Mutex mutex(session, test_root());
+  RawZk zk(zk_connect());
+  ASSERT_TRUE(mutex.try_lock_for(10s));
+  {
+    ScopedHook no_retry(detail::test_hooks::no_release_retry);
+    proxy.drop_before_request(ZOO_DELETE_OP);
+    mutex.unlock();
+    EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root(), 2s).size(), 1u)
+        << "the check cannot see a release that was lost";
+  }
+  session.close();  // ends the session, which removes the node
+  EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace dlock::testing
