@@ -11,76 +11,76 @@
 namespace dlock::detail::test_hooks {
 
 // Every contender believes it holds the lock at once (breaks mutual exclusion).
-extern TestSwitch<bool> ignore_queue;
+DLOCK_TEST_SWITCH(bool, ignore_queue);
 
 // A failed or timed-out attempt leaves its node on the server (breaks "nothing left behind").
-extern TestSwitch<bool> skip_cleanup;
+DLOCK_TEST_SWITCH(bool, skip_cleanup);
 
 // Every waiter watches the head of the queue instead of its predecessor (a thundering herd).
-extern TestSwitch<bool> watch_head;
+DLOCK_TEST_SWITCH(bool, watch_head);
 
 // After a create's reply is lost, never adopt the node it made, nor delete it when it shows up
 // ahead of the attempt's next node (leaves an orphan ahead of us).
-extern TestSwitch<bool> skip_adoption;
+DLOCK_TEST_SWITCH(bool, skip_adoption);
 
 // A downgrade creates its read node the pre-5.5 Curator way (sequential, at the back of the
 // queue, held because the thread holds the write side): a writer queued meanwhile slips in
 // between (CURATOR-276).
-extern TestSwitch<bool> legacy_downgrade;
+DLOCK_TEST_SWITCH(bool, legacy_downgrade);
 
 // Destroying a Mutex or SharedMutex does not abandon the acquisitions waiting on it: the
 // destructor waits until they are granted (or time out).
-extern TestSwitch<bool> keep_waiters_on_destroy;
+DLOCK_TEST_SWITCH(bool, keep_waiters_on_destroy);
 
 // A thread waits on a node it holds itself (through another lock object, guard or Session)
 // instead of getting WouldDeadlock: it waits until its timeout, or forever.
-extern TestSwitch<bool> no_self_wait_check;
+DLOCK_TEST_SWITCH(bool, no_self_wait_check);
 
 // The self-wait check counts a hold whose session has ended as blocking for ever.
-extern TestSwitch<bool> self_wait_counts_lost_holds;
+DLOCK_TEST_SWITCH(bool, self_wait_counts_lost_holds);
 
 // A downgraded read hold's token is its own node's creation zxid, which is larger than the
 // tokens of writers that queued during the write hold, though it holds before them.
-extern TestSwitch<bool> downgrade_token_from_create;
+DLOCK_TEST_SWITCH(bool, downgrade_token_from_create);
 
 // Contenders are queued whatever their sequence numbers (ties, negative numbers after a wrap),
 // as Curator and kazoo do: the order breaks when a directory's counter runs out.
-extern TestSwitch<bool> ignore_order_defects;
+DLOCK_TEST_SWITCH(bool, ignore_order_defects);
 
 // Local hand-off: an exclusive node is joined by every local thread at once, like a read node
 // (breaks mutual exclusion among the threads of one process).
-extern TestSwitch<bool> handoff_share_exclusive;
+DLOCK_TEST_SWITCH(bool, handoff_share_exclusive);
 
 // Local hand-off never notices other clients queued behind the node: passes are unbounded and
 // new local readers keep joining a read node a writer waits behind (breaks fairness).
-extern TestSwitch<bool> handoff_ignore_other_clients;
+DLOCK_TEST_SWITCH(bool, handoff_ignore_other_clients);
 
 // A pass's token is the node's czxid plus the pass number, unscaled: a later pass can exceed the
 // token of another client that queued meanwhile (breaks token order across clients).
-extern TestSwitch<bool> handoff_unscaled_tokens;
+DLOCK_TEST_SWITCH(bool, handoff_unscaled_tokens);
 
 // Local hand-off passes and joins while the connection is down: a thread gets a node nobody can
 // vouch for, with a stop token that was never signalled (breaks LossSignal::OnSuspended).
-extern TestSwitch<bool> handoff_pass_while_disconnected;
+DLOCK_TEST_SWITCH(bool, handoff_pass_while_disconnected);
 
 // Local hand-off keeps passing a node that a listing no longer shows (deleted behind its back):
 // another client may hold the lock meanwhile (breaks mutual exclusion).
-extern TestSwitch<bool> handoff_ignore_missing_node;
+DLOCK_TEST_SWITCH(bool, handoff_ignore_missing_node);
 
 // Local hand-off arms the child watch on the lock directory with every acquisition, shared or
 // not: every node's own delete then fires a child event too (breaks one notification per release).
-extern TestSwitch<bool> handoff_always_watch_directory;
+DLOCK_TEST_SWITCH(bool, handoff_always_watch_directory);
 
 // A thread waits as a local member although it holds a node of the same directory ahead of its
 // driver's: it waits on itself forever instead of getting WouldDeadlock.
-extern TestSwitch<bool> handoff_no_member_self_wait_check;
+DLOCK_TEST_SWITCH(bool, handoff_no_member_self_wait_check);
 
 // Runs on the acquiring thread after its node is granted and before the hold is recorded (every
 // kind of hold: Mutex, SharedMutex, LockHandle, scope guards). Set only while no acquisition runs,
 // on any thread.
-extern TestCallback after_grant;
+DLOCK_TEST_CALLBACK(after_grant);
 
 // Runs on the acquiring thread once the hold's loss tracking began, before its node is created.
-extern TestCallback after_tracking;
+DLOCK_TEST_CALLBACK(after_tracking);
 
 }  // namespace dlock::detail::test_hooks

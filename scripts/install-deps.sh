@@ -17,6 +17,7 @@ packages=(
   gnuplot-nox                      # benchmark chart
   openssl                          # docs/SECURITY.md's digest command (its snippet is run)
   clang-14 libclang-rt-14-dev      # tests/fuzz: libFuzzer (libclang_rt.fuzzer is only recommended by clang-14)
+  clang-format-14                  # scripts/format.sh: the formatting check in the test command
   docker.io docker-compose debootstrap  # the testing kit's Docker backend: an engine the tests start, images built locally
 )
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi

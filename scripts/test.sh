@@ -46,13 +46,14 @@ trap - EXIT
 unset DOCKER_HOST
 mark "Docker ensemble"
 
-# The sanitizer build: the same suite, less the packaging check (it only re-tests the install),
+# The sanitizer build: the same suite, less the compile-only checks (the compilers' verdicts do
+# not change with the build's sanitizers), the packaging check (it only re-tests the install),
 # the ensemble fault scenarios and the example's integration test (run above; under the sanitizers
 # they cost 100 s of the 20-minute budget: bash scripts/test-reliability-asan.sh runs the first by
 # hand; the account service itself runs under the sanitizers in AccountServiceE2E).
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-(cd build-asan && ctest -j"$jobs" --output-on-failure -LE 'packaging|reliability|example')
+(cd build-asan && ctest -j"$jobs" --output-on-failure -LE 'compile|packaging|reliability|example')
 mark "sanitizer build + suite"
 
 # libFuzzer targets (lock path, key codec, ACL spec, connect string, other clients' node names),

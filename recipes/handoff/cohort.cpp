@@ -146,7 +146,7 @@ void Cohort::release(const Grant& grant) noexcept {
     client_->release_node(grant.node);  // a downgrade's read node
     return;
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   release_locked(grant);
 }
 
@@ -186,12 +186,12 @@ void Cohort::release_locked(const Grant& grant) noexcept {
 
 void Cohort::stop_passing(const Grant& grant) noexcept {
   if (!grant.cohort_node) return;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   grant.cohort_node->closed = true;
 }
 
 std::size_t Cohort::local_waiters() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return waiting_.size();
 }
 
@@ -253,19 +253,19 @@ void Cohort::end_linger_locked(CohortNode& node) {
 }
 
 void Cohort::detach_site() noexcept {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   site_ = nullptr;
 }
 
 void Cohort::on_linger_expired(std::uint64_t ticket) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (current_ && current_->lingering && current_->linger_ticket == ticket) retire_current_locked(true);
 }
 
 void Cohort::on_directory_changed(std::uint64_t mark) {
   std::shared_ptr<CohortNode> node;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     last_event_mark_ = mark;
     if (!current_ || current_->others_waiting) return;
     if (relist_in_flight_) {
@@ -291,7 +291,7 @@ void Cohort::relist(const std::shared_ptr<CohortNode>& node) {
 void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const ChildrenResult& listed) {
   std::shared_ptr<CohortNode> again;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     relist_in_flight_ = false;
     // No directory (deleted with the node in one transaction, say): nothing queued, ours gone.
     if (listed.rc == ZNONODE && node == current_) note_listing_locked(*node, {});
@@ -347,7 +347,7 @@ void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string
 void Cohort::on_session_state(SessionState state) {
   std::shared_ptr<CohortNode> relist_node;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!current_) return;
     // Events arrive late when a listener is slow: a Lost or Closed may come after the session was
     // renewed and a node of the new one lingers. Only a node of an ended session went with it.

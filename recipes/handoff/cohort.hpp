@@ -36,12 +36,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "src/session/client.hpp"
 #include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
 #include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_core.hpp"
 #include "recipes/handoff/lock_metrics.hpp"
@@ -111,44 +111,46 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   // After a driven acquisition: its node becomes current_, and the driver's hold on it. `watch`:
   // the acquisition's listings armed the child watch. Sets `relist_node` to the node to relist()
   // once mutex_ is released, if any. Needs mutex_ (driving_ already cleared).
-  Grant install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node);
+  Grant install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node) DLOCK_REQUIRES(mutex_);
   // Whether the driver's acquisition should arm the child watch. Needs mutex_.
-  bool drive_watches_locked() const;
+  bool drive_watches_locked() const DLOCK_REQUIRES(mutex_);
   // A take's steps (cohort_take.cpp).
   void step(const std::shared_ptr<AsyncTake>& take);
-  void begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take);
+  // begin_drive and finish_take unlock `lock` (the analysis cannot follow a lock passed in).
+  void begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take) DLOCK_REQUIRES(mutex_)
+      DLOCK_NO_THREAD_SAFETY_ANALYSIS;
   void on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired, std::exception_ptr error);
   void on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed);
   void on_take_deadline(const std::shared_ptr<AsyncTake>& take);
-  void finish_take(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take,
-                   std::optional<Grant> grant, std::exception_ptr error,
-                   const std::shared_ptr<CohortNode>& relist_node = nullptr);
+  void finish_take(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
+                   std::exception_ptr error, const std::shared_ptr<CohortNode>& relist_node = nullptr)
+      DLOCK_REQUIRES(mutex_) DLOCK_NO_THREAD_SAFETY_ANALYSIS;
   // Takes `member` out of waiting_ if it is there. Needs mutex_.
-  void leave_locked(Member& member);
+  void leave_locked(Member& member) DLOCK_REQUIRES(mutex_);
   // A queued member leaves (a cancel, the end of its session); an order to drive it got passes to
   // the next waiter. Needs mutex_.
-  void leave_and_pass_driving_locked(Member& member);
+  void leave_and_pass_driving_locked(Member& member) DLOCK_REQUIRES(mutex_);
   // A hold on current_ for the calling or a waiting thread. Needs mutex_.
-  Grant grant_locked(const std::shared_ptr<CohortNode>& node);
+  Grant grant_locked(const std::shared_ptr<CohortNode>& node) DLOCK_REQUIRES(mutex_);
   // Whether a new local hold may use current_ now. Needs mutex_.
-  bool joinable_locked() const;
-  bool may_pass_locked(const CohortNode& node) const;
+  bool joinable_locked() const DLOCK_REQUIRES(mutex_);
+  bool may_pass_locked(const CohortNode& node) const DLOCK_REQUIRES(mutex_);
   // Whether the connection is up, so that a local grant can be vouched for. Needs mutex_.
-  bool connected_locked() const;
+  bool connected_locked() const DLOCK_REQUIRES(mutex_);
   // WouldDeadlock if `holder` (a self_wait token) holds a node in `listed` that blocks this kind:
   // checked before a take queues as a local member, whose node will queue behind all of them.
   void throw_if_holding_a_node_of(const ChildrenResult& listed, std::uint64_t holder) const;
   // current_ is gone (deleted or lost); the first waiter drives next. Needs mutex_.
-  void retire_current_locked(bool delete_node);
+  void retire_current_locked(bool delete_node) DLOCK_REQUIRES(mutex_);
   // current_ went with its session: waiters fail. Needs mutex_.
-  void fail_waiters_locked();
-  void hand_driving_on_locked();
+  void fail_waiters_locked() DLOCK_REQUIRES(mutex_);
+  void hand_driving_on_locked() DLOCK_REQUIRES(mutex_);
   // release() with mutex_ held.
-  void release_locked(const Grant& grant) noexcept;
+  void release_locked(const Grant& grant) noexcept DLOCK_REQUIRES(mutex_);
   void wake(Member& member);
-  void linger_locked(const std::shared_ptr<CohortNode>& node);
+  void linger_locked(const std::shared_ptr<CohortNode>& node) DLOCK_REQUIRES(mutex_);
   // `node` stopped lingering (taken, deleted, or given up): the site need not be kept. Needs mutex_.
-  void end_linger_locked(CohortNode& node);
+  void end_linger_locked(CohortNode& node) DLOCK_REQUIRES(mutex_);
   void on_linger_expired(std::uint64_t ticket);
   void on_directory_changed(std::uint64_t mark);
   void relist(const std::shared_ptr<CohortNode>& node);
@@ -156,22 +158,24 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   // If `node` is shared with other local holds (waiters, joiners) or may linger and has no child
   // watch yet: marks a listing to be sent, and returns the node to relist() once mutex_ is
   // released. Needs mutex_.
-  std::shared_ptr<CohortNode> watch_if_shared_locked(const std::shared_ptr<CohortNode>& node);
+  std::shared_ptr<CohortNode> watch_if_shared_locked(const std::shared_ptr<CohortNode>& node) DLOCK_REQUIRES(mutex_);
   // Marks others_waiting from a listing. Needs mutex_.
-  void note_listing_locked(CohortNode& node, const std::vector<std::string>& names);
+  void note_listing_locked(CohortNode& node, const std::vector<std::string>& names) DLOCK_REQUIRES(mutex_);
   void on_session_state(SessionState state);
 
-  LockSite* site_;  // guarded by mutex_; null once the site is being destroyed
+  mutable Mutex mutex_;
+  LockSite* site_ DLOCK_GUARDED_BY(mutex_);  // null once the site is being destroyed
   const HandoffOptions options_;
 
-  mutable std::mutex mutex_;
-  std::shared_ptr<CohortNode> current_;  // the node new local holds use
-  bool driving_ = false;                 // a thread is acquiring a new node
-  std::deque<Member*> waiting_;          // local waiters, first come first served
-  std::uint64_t last_event_mark_ = 0;    // of the latest child event on dir_
-  bool relist_in_flight_ = false;
-  bool relist_again_ = false;
-  std::uint64_t next_linger_ticket_ = 1;
+  // The node new local holds use; its fields, and the takes' (AsyncTake), are guarded by mutex_
+  // too, which the analysis cannot see through the pointers.
+  std::shared_ptr<CohortNode> current_ DLOCK_GUARDED_BY(mutex_);
+  bool driving_ DLOCK_GUARDED_BY(mutex_) = false;          // a take is acquiring a new node
+  std::deque<Member*> waiting_ DLOCK_GUARDED_BY(mutex_);   // local waiters, first come first served
+  std::uint64_t last_event_mark_ DLOCK_GUARDED_BY(mutex_) = 0;  // of the latest child event on dir_
+  bool relist_in_flight_ DLOCK_GUARDED_BY(mutex_) = false;
+  bool relist_again_ DLOCK_GUARDED_BY(mutex_) = false;
+  std::uint64_t next_linger_ticket_ DLOCK_GUARDED_BY(mutex_) = 1;
   std::uint64_t child_watch_ = 0;
   std::uint64_t state_listener_ = 0;
 };

@@ -110,7 +110,7 @@ std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point>
         if (c && t) c->on_take_deadline(t);
       });
     });
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     take->deadline_ticket = ticket;
   }
   step(take);
@@ -123,7 +123,7 @@ void Cohort::cancel_take(const std::shared_ptr<Take>& taken, std::exception_ptr 
   const auto take = std::static_pointer_cast<AsyncTake>(taken);
   std::shared_ptr<AcquireOp> op;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (take->phase == AsyncTake::Phase::done || take->cancel) return;
     take->cancel = reason;
     if (take->phase == AsyncTake::Phase::driving) op = take->op;  // null until begin_drive stored it
@@ -137,7 +137,7 @@ void Cohort::cancel_take(const std::shared_ptr<Take>& taken, std::exception_ptr 
 
 void Cohort::on_take_deadline(const std::shared_ptr<AsyncTake>& take) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (take->phase != AsyncTake::Phase::queued) {
       take->timed_out = true;  // a driving take's acquisition has the same deadline
       return;
@@ -149,7 +149,7 @@ void Cohort::on_take_deadline(const std::shared_ptr<AsyncTake>& take) {
 
 void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
   using Phase = AsyncTake::Phase;
-  std::unique_lock lock(mutex_);
+  UniqueLock lock(mutex_);
   try {
     for (;;) {
       if (take->phase == Phase::deciding) {
@@ -249,14 +249,14 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
       return;
     }
   } catch (...) {
-    if (!lock.owns_lock()) lock.lock();
+    lock.relock_if_unlocked();
     leave_locked(take->member);
     finish_take(lock, take, std::nullopt, std::current_exception());
   }
 }
 
 void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed) {
-  std::unique_lock lock(mutex_);
+  UniqueLock lock(mutex_);
   if (take->phase != AsyncTake::Phase::self_checking) return;
   take->self_checked = true;
   take->phase = AsyncTake::Phase::deciding;
@@ -269,7 +269,7 @@ void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const Child
   step(take);
 }
 
-void Cohort::begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take) {
+void Cohort::begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take) {
   take->phase = AsyncTake::Phase::driving;
   take->drive_watch = drive_watches_locked();
   const auto watch = take->drive_watch ? DirectoryWatch::On : DirectoryWatch::Off;
@@ -287,7 +287,7 @@ void Cohort::begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_p
     return on_driven(take, std::nullopt, std::current_exception());
   }
   {
-    std::lock_guard relock(mutex_);
+    MutexLock relock(mutex_);
     take->op = op;
     cancelled = take->cancel;
   }
@@ -298,7 +298,7 @@ void Cohort::begin_drive(std::unique_lock<std::mutex>& lock, const std::shared_p
 
 void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired,
                        std::exception_ptr error) {
-  std::unique_lock lock(mutex_);
+  UniqueLock lock(mutex_);
   take->op.reset();
   driving_ = false;
   if (!error && acquired) error = check_fenceable(*client_, dir_, *acquired);
@@ -311,12 +311,12 @@ void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acq
     Grant grant = install_driven_locked(*acquired, take->drive_watch, relist_node);
     finish_take(lock, take, std::move(grant), nullptr, relist_node);
   } catch (...) {
-    if (!lock.owns_lock()) lock.lock();
+    lock.relock_if_unlocked();
     finish_take(lock, take, std::nullopt, std::current_exception());
   }
 }
 
-void Cohort::finish_take(std::unique_lock<std::mutex>& lock, const std::shared_ptr<AsyncTake>& take,
+void Cohort::finish_take(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take,
                          std::optional<Grant> grant, std::exception_ptr error,
                          const std::shared_ptr<CohortNode>& relist_node) {
   if (take->phase == AsyncTake::Phase::done) return;

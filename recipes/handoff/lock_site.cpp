@@ -17,8 +17,8 @@ std::atomic<std::uint64_t> next_site_id{1};
 // Live sites by (client, path). A live site keeps its Client alive, so a Client's address is not
 // reused while an entry for it can still be locked.
 struct Registry {
-  std::mutex mutex;
-  std::map<std::pair<const Client*, std::string>, std::weak_ptr<LockSite>> sites;
+  Mutex mutex;
+  std::map<std::pair<const Client*, std::string>, std::weak_ptr<LockSite>> sites DLOCK_GUARDED_BY(mutex);
 };
 
 Registry& registry() {
@@ -40,7 +40,7 @@ const LockPolicy& policy_of(LockMode kind) {
 void LockSite::keep_alive(bool on) {
   std::shared_ptr<LockSite> dropped;
   {
-    std::lock_guard lock(keep_mutex_);
+    MutexLock lock(keep_mutex_);
     // Counted: each of the three cohorts may keep a lingering node at once.
     if (on) {
       if (keep_count_++ == 0) kept_ = shared_from_this();
@@ -57,14 +57,14 @@ LockSite::~LockSite() {
     if (taker) taker->detach_site();
   }
   auto& r = registry();
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   // Only if expired: another thread may already have replaced the entry with a live site.
   const auto it = r.sites.find({client.get(), path});
   if (it != r.sites.end() && it->second.expired()) r.sites.erase(it);
 }
 
 Taker& LockSite::taker(LockMode kind) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto& slot = takers_[static_cast<int>(kind)];
   if (!slot) {
     LockLabels labels{&client->metrics(), family, kind};
@@ -83,13 +83,13 @@ Taker& LockSite::taker(LockMode kind) {
 
 std::weak_ptr<Taker> LockSite::weak_taker(LockMode kind) {
   (void)taker(kind);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return takers_[static_cast<int>(kind)];
 }
 
 std::size_t LockSite::local_waiters() const {
   std::size_t total = 0;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   for (const auto& taker : takers_) {
     if (taker) total += taker->local_waiters();
   }
@@ -99,7 +99,7 @@ std::size_t LockSite::local_waiters() const {
 std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const std::string& path,
                                   std::string_view scope_namespace) {
   auto& r = registry();
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   auto& slot = r.sites[{client.get(), path}];
   if (auto existing = slot.lock()) return existing;
   auto family = client->metrics().enabled() ? client->metrics().family_of(path, scope_namespace) : nullptr;
@@ -110,7 +110,7 @@ std::shared_ptr<LockSite> site_of(const std::shared_ptr<Client>& client, const s
 
 std::shared_ptr<LockSite> find_site(const std::shared_ptr<Client>& client, const std::string& path) {
   auto& r = registry();
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   const auto it = r.sites.find({client.get(), path});
   return it == r.sites.end() ? nullptr : it->second.lock();
 }

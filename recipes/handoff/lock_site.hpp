@@ -8,11 +8,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "dlock/lock_mode.hpp"
+#include "src/base/mutex.hpp"
 #include "src/session/client.hpp"
 #include "recipes/handoff/taker.hpp"
 
@@ -45,11 +45,11 @@ struct LockSite : std::enable_shared_from_this<LockSite> {
   const std::shared_ptr<const std::string> family;  // its metrics label (SessionMetrics::family_of)
 
  private:
-  mutable std::mutex mutex_;
-  std::shared_ptr<Taker> takers_[3];
-  std::mutex keep_mutex_;
-  std::shared_ptr<LockSite> kept_;  // this, while a cohort lingers
-  int keep_count_ = 0;              // cohorts keeping a lingering node
+  mutable Mutex mutex_;
+  std::shared_ptr<Taker> takers_[3] DLOCK_GUARDED_BY(mutex_);  // by LockMode
+  Mutex keep_mutex_;
+  std::shared_ptr<LockSite> kept_ DLOCK_GUARDED_BY(keep_mutex_);  // this, while a cohort lingers
+  int keep_count_ DLOCK_GUARDED_BY(keep_mutex_) = 0;              // cohorts keeping a lingering node
 };
 
 // The site of (client, path), shared by every lock object on it while any exists. A site created

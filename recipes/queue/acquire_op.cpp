@@ -68,7 +68,7 @@ void AcquireOp::start() {
       const auto ticket = task_timer::run_at(*deadline_, [weak] {
         if (auto self = weak.lock()) self->on_deadline();
       });
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       deadline_ticket_ = ticket;
     }
     begin();
@@ -77,7 +77,7 @@ void AcquireOp::start() {
 
 void AcquireOp::cancel(std::exception_ptr reason, bool await_delete) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (completed_ || cancel_) return;
     cancel_ = reason;
     await_delete_ = await_delete;
@@ -90,7 +90,7 @@ void AcquireOp::cancel(std::exception_ptr reason, bool await_delete) {
 
 void AcquireOp::on_deadline() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     timed_out_ = true;
     if (completed_ || !parked_) return;  // a request in flight is answered first
     parked_ = false;
@@ -102,7 +102,7 @@ void AcquireOp::on_deadline() {
 bool AcquireOp::stopping() {
   std::exception_ptr reason;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     reason = cancel_;
   }
   if (!reason) return false;
@@ -267,38 +267,50 @@ void AcquireOp::decide(std::vector<std::string> names, std::uint64_t mark) {
   watch_predecessor(dir_ + "/" + std::string(verdict.watch));
 }
 
-void AcquireOp::watch_predecessor(const std::string& watched) {
-  watched_ = watched;
-  const auto armed = arm();
-  // Registered before the watch is set, so that no event slips past.
-  register_waiter(watched_, armed, [](AcquireOp& op) { op.list(); });
-  auto self = shared_from_this();
-  client_.watch(watched_, [self, armed](int rc) {
-    self->dispatch([self, armed, rc] {
-      if (rc == ZOK) {
-        switch (self->park(armed)) {
-          case Resume::later: return;
-          case Resume::now:
-            self->unregister_waiter();
-            self->list();
-            return;
-          case Resume::stop: return;  // park() finished it
-        }
-      }
-      {
-        std::lock_guard lock(self->mutex_);
-        self->armed_ = 0;
-      }
-      self->unregister_waiter();
-      if (self->stopping()) return;
-      if (rc == ZNONODE) {
-        self->list();  // the predecessor left between listing and watch
+void AcquireOp::clean_up_and_finish(AcquireResult outcome) {
+  unregister_waiter();
+  bool await_delete = false;
+  {
+    MutexLock lock(mutex_);
+    if (completed_) return;
+    await_delete = await_delete_;
+  }
+  if (!test_hooks::skip_cleanup.load()) {
+    // A create whose reply was lost may have left a node we never learned the name of.
+    if ((node_.empty() && maybe_created_) || lost_reply_) client_.release_prefixed(dir_, prefix_);
+    if (!node_.empty()) {
+      const std::string node = std::exchange(node_, {});
+      if (await_delete && client_.state() == SessionState::Connected) {
+        auto self = shared_from_this();
+        auto pending = std::make_shared<AcquireResult>(std::move(outcome));
+        client_.remove(node, [self, node, pending](int rc) {
+          // Not answered: left to the background retries (the session's end deletes it anyway).
+          if (reply_lost(rc)) self->client_.release_node(node);
+          self->finish(std::move(*pending));
+        });
         return;
       }
-      if (!reply_lost(rc)) fail(self->client_, rc, self->what_ + ": watching " + self->watched_, {kRead, self->watched_});
-      self->recover(&AcquireOp::list);
-    });
-  });
+      client_.release_node(node);
+    }
+  }
+  finish(std::move(outcome));
+}
+
+void AcquireOp::finish(AcquireResult outcome) {
+  Completion done;
+  std::uint64_t tickets[2] = {0, 0};
+  {
+    MutexLock lock(mutex_);
+    if (completed_) return;
+    completed_ = true;
+    parked_ = false;
+    armed_ = 0;
+    done = std::move(done_);
+    tickets[0] = std::exchange(deadline_ticket_, 0);
+    tickets[1] = std::exchange(pause_ticket_, 0);
+  }
+  for (const auto ticket : tickets) task_timer::cancel(ticket);
+  done(std::move(outcome));
 }
 
 }  // namespace dlock::detail

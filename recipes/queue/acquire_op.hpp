@@ -23,9 +23,9 @@
 // Steps run where the event that continues them arrived (a C client completion thread, the task
 // timer), or, with a Home, are handed to it (the blocking acquire: its caller's thread).
 //
-// The steps live in three files: acquire_op.cpp (create, list, decide, watch: the algorithm),
-// acquire_op_recovery.cpp (parents, adoption, waiting for the connection) and
-// acquire_op_parking.cpp (parking, clean-up, completion).
+// The steps live in three files: acquire_op.cpp (create, list, decide, clean-up, completion: the
+// main line), acquire_op_parking.cpp (the watch on the predecessor, parking) and
+// acquire_op_recovery.cpp (parents, adoption, waiting for the connection).
 //
 // Completion: exactly once, with the grant, with "timed out", or with an exception (what the
 // blocking acquire() throws; cancel()'s reason). It runs on the thread that ended the operation
@@ -37,7 +37,6 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,6 +44,7 @@
 
 #include "src/session/client.hpp"
 #include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
 #include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_core.hpp"
 
@@ -154,17 +154,18 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   int parent_recreations_ = 0;
   std::string watched_;
 
-  std::mutex mutex_;                 // guards what follows
-  std::exception_ptr cancel_;        // a cancel's reason
-  bool await_delete_ = false;
-  bool timed_out_ = false;           // the deadline passed (acted on when parked)
-  bool parked_ = false;
-  std::uint64_t armed_ = 0;          // the current arm's number, 0 if none
-  std::uint64_t arms_ = 0;
-  bool early_wake_ = false;          // claimed before park()
-  bool completed_ = false;
-  std::uint64_t deadline_ticket_ = 0;
-  std::uint64_t pause_ticket_ = 0;
+  Mutex mutex_;
+  std::exception_ptr cancel_ DLOCK_GUARDED_BY(mutex_);  // a cancel's reason
+  bool await_delete_ DLOCK_GUARDED_BY(mutex_) = false;
+  bool timed_out_ DLOCK_GUARDED_BY(mutex_) = false;  // the deadline passed (acted on when parked)
+  bool parked_ DLOCK_GUARDED_BY(mutex_) = false;
+  std::uint64_t armed_ DLOCK_GUARDED_BY(mutex_) = 0;  // the current arm's number, 0 if none
+  std::uint64_t arms_ DLOCK_GUARDED_BY(mutex_) = 0;
+  bool early_wake_ DLOCK_GUARDED_BY(mutex_) = false;  // claimed before park()
+  bool completed_ DLOCK_GUARDED_BY(mutex_) = false;
+  std::uint64_t deadline_ticket_ DLOCK_GUARDED_BY(mutex_) = 0;
+  std::uint64_t pause_ticket_ DLOCK_GUARDED_BY(mutex_) = 0;
+  // Only the step running touches these (like the node's fields above).
   std::string waiter_key_;  // the node path registered under; empty: a state waiter
   std::shared_ptr<Waiter> waiter_;
 };

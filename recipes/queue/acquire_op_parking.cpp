@@ -1,14 +1,48 @@
-// AcquireOp's parking (acquire_op.hpp): how a step waits for an event (a watch, the connection, a
-// pause, the deadline) without a thread, and how the operation ends: its clean-up and completion.
+// AcquireOp's waits (acquire_op.hpp): the watch on the predecessor, and the parking protocol by
+// which a step waits for an event (a watch, the connection, a pause, the deadline) without a
+// thread.
 #include "recipes/queue/acquire_op.hpp"
 
-#include "src/base/task_timer.hpp"
-#include "recipes/test_hooks.hpp"
+#include "recipes/queue/lock_errors.hpp"
 
 namespace dlock::detail {
 
+void AcquireOp::watch_predecessor(const std::string& watched) {
+  watched_ = watched;
+  const auto armed = arm();
+  // Registered before the watch is set, so that no event slips past.
+  register_waiter(watched_, armed, [](AcquireOp& op) { op.list(); });
+  auto self = shared_from_this();
+  client_.watch(watched_, [self, armed](int rc) {
+    self->dispatch([self, armed, rc] {
+      if (rc == ZOK) {
+        switch (self->park(armed)) {
+          case Resume::later: return;
+          case Resume::now:
+            self->unregister_waiter();
+            self->list();
+            return;
+          case Resume::stop: return;  // park() finished it
+        }
+      }
+      {
+        MutexLock lock(self->mutex_);
+        self->armed_ = 0;
+      }
+      self->unregister_waiter();
+      if (self->stopping()) return;
+      if (rc == ZNONODE) {
+        self->list();  // the predecessor left between listing and watch
+        return;
+      }
+      if (!reply_lost(rc)) fail(self->client_, rc, self->what_ + ": watching " + self->watched_, {kRead, self->watched_});
+      self->recover(&AcquireOp::list);
+    });
+  });
+}
+
 std::uint64_t AcquireOp::arm() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   armed_ = ++arms_;
   early_wake_ = false;
   return armed_;
@@ -17,7 +51,7 @@ std::uint64_t AcquireOp::arm() {
 AcquireOp::Resume AcquireOp::park(std::uint64_t armed) {
   AcquireResult stop;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (armed_ != armed) return Resume::stop;  // cannot happen: only the runner re-arms
     if (cancel_) {
       stop.error = cancel_;
@@ -37,7 +71,7 @@ AcquireOp::Resume AcquireOp::park(std::uint64_t armed) {
 }
 
 bool AcquireOp::claim(std::uint64_t armed) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (armed == 0 || armed_ != armed) return false;  // a stale resumer
   if (parked_) {
     parked_ = false;
@@ -70,52 +104,6 @@ void AcquireOp::unregister_waiter() {
     client_.remove_waiter(waiter_key_, waiter_);
   }
   waiter_.reset();
-}
-
-void AcquireOp::clean_up_and_finish(AcquireResult outcome) {
-  unregister_waiter();
-  bool await_delete = false;
-  {
-    std::lock_guard lock(mutex_);
-    if (completed_) return;
-    await_delete = await_delete_;
-  }
-  if (!test_hooks::skip_cleanup.load()) {
-    // A create whose reply was lost may have left a node we never learned the name of.
-    if ((node_.empty() && maybe_created_) || lost_reply_) client_.release_prefixed(dir_, prefix_);
-    if (!node_.empty()) {
-      const std::string node = std::exchange(node_, {});
-      if (await_delete && client_.state() == SessionState::Connected) {
-        auto self = shared_from_this();
-        auto pending = std::make_shared<AcquireResult>(std::move(outcome));
-        client_.remove(node, [self, node, pending](int rc) {
-          // Not answered: left to the background retries (the session's end deletes it anyway).
-          if (reply_lost(rc)) self->client_.release_node(node);
-          self->finish(std::move(*pending));
-        });
-        return;
-      }
-      client_.release_node(node);
-    }
-  }
-  finish(std::move(outcome));
-}
-
-void AcquireOp::finish(AcquireResult outcome) {
-  Completion done;
-  std::uint64_t tickets[2] = {0, 0};
-  {
-    std::lock_guard lock(mutex_);
-    if (completed_) return;
-    completed_ = true;
-    parked_ = false;
-    armed_ = 0;
-    done = std::move(done_);
-    tickets[0] = std::exchange(deadline_ticket_, 0);
-    tickets[1] = std::exchange(pause_ticket_, 0);
-  }
-  for (const auto ticket : tickets) task_timer::cancel(ticket);
-  done(std::move(outcome));
 }
 
 }  // namespace dlock::detail

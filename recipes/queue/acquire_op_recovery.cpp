@@ -140,7 +140,7 @@ void AcquireOp::recover(void (AcquireOp::*retry)()) {
     if (self && self->claim(armed)) self->dispatch([self, retry] { self->await_connection(retry); });
   });
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     pause_ticket_ = ticket;
   }
   switch (park(armed)) {

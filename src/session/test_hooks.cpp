@@ -1,10 +1,13 @@
 #include "src/session/test_hooks.hpp"
 
+// Defined only in a build with the tests (test_switch.hpp).
+#ifdef DLOCK_TEST_HOOKS
 namespace dlock::detail::test_hooks {
 
-TestSwitch<bool> no_release_retry;
-TestSwitch<bool> skip_auth_on_renewal;
-TestSwitch<int> fail_session_opens;
-TestSwitch<int> slow_session_open_ms;
+std::atomic<bool> no_release_retry;
+std::atomic<bool> skip_auth_on_renewal;
+std::atomic<int> fail_session_opens;
+std::atomic<int> slow_session_open_ms;
 
 }  // namespace dlock::detail::test_hooks
+#endif

@@ -9,16 +9,16 @@ namespace dlock::detail::test_hooks {
 
 // A release whose delete failed for a lost connection is not retried (the node stays until the
 // session ends).
-extern TestSwitch<bool> no_release_retry;
+DLOCK_TEST_SWITCH(bool, no_release_retry);
 
 // A renewed session's handle is opened without sending the credentials (SessionOptions::auth).
-extern TestSwitch<bool> skip_auth_on_renewal;
+DLOCK_TEST_SWITCH(bool, skip_auth_on_renewal);
 
 // The next N openings of a session handle (a renewal after expiry) fail, as a name-resolution
 // failure of the connect string's host makes zookeeper_init fail.
-extern TestSwitch<int> fail_session_opens;
+DLOCK_TEST_SWITCH(int, fail_session_opens);
 
 // Every opening of a session handle takes this long first (slow name resolution).
-extern TestSwitch<int> slow_session_open_ms;
+DLOCK_TEST_SWITCH(int, slow_session_open_ms);
 
 }  // namespace dlock::detail::test_hooks
