@@ -20,7 +20,8 @@
 //   locks.async_lock(mode, "ns", sources..., token)                     void(error_code, ScopedLock)
 //   locks.async_lock_each(mode, "ns", sources..., token)                void(error_code, ScopedLocks)
 //   locks.async_lock_key(mode, "ns", key, token), locks.async_lock_keys(mode, "ns", keys, token)
-// where `locks` is a LockService or its views (`with_timeout`, `holder`, `bound_to(tx)`).
+// where `locks` is a LockService or its views `with_timeout` and `holder`; a `bound_to(tx)` view
+// has async_lock and async_lock_each.
 //
 // Macros for coroutines of type boost::asio::awaitable<T> (each declares a guard that lives to the
 // end of the enclosing scope, as DLOCK_SCOPE does; they co_await with use_awaitable, so an error

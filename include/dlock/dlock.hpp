@@ -1,4 +1,6 @@
-// dlock/dlock.hpp: everything public, in one include.
+// dlock/dlock.hpp: the public API in one include, but for dlock/async.hpp (the asynchronous
+// forms, which bring Boost.Asio: include it where you use them) and the testing kit
+// (dlock/testing/*.hpp, the dlock::testing library).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20

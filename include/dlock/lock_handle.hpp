@@ -11,10 +11,11 @@
 //   pending_requests[id] = std::move(handle);     // ... later, on another thread:
 //   pending_requests.erase(id);                   // released
 //
-// Not reentrant: a handle never counts. Asking for a path you (any thread, any handle, any Mutex
-// of this process) already hold waits behind that hold like any other contender, so a pooled
-// thread can never silently re-enter a lock that an earlier task leaked; `try_acquire_for` then
-// times out. The wire format is the one Mutex (mode Exclusive) and SharedMutex (modes Read and
+// Not reentrant: a handle never counts. Asking for a path another handle of this process holds
+// waits behind that hold like any other contender, so a pooled thread can never silently re-enter
+// a lock that an earlier task leaked; `try_acquire_for` then times out. Asking for a path the
+// calling thread itself holds through a Mutex, a SharedMutex side or a scope guard would wait on
+// itself forever: `acquire` throws WouldDeadlock, and `try_acquire_for` returns an empty handle. The wire format is the one Mutex (mode Exclusive) and SharedMutex (modes Read and
 // Write) use, so handles, Mutexes, SharedMutexes, Curator and kazoo clients on the same path all
 // exclude each other. With local hand-off (dlock/handoff.hpp) a handle takes part in its
 // process's shared node like a Mutex does: it may receive the node from, and pass it to, another

@@ -1,4 +1,4 @@
-// The asynchronous acquisitions behind dlock/async.hpp: a LockHandle through Cohort's AsyncTake
+// The asynchronous acquisitions behind dlock/async.hpp: a LockHandle through its Taker's take
 // (start_acquire_held), and guards as a chain of them, one key after another in canonical order.
 //
 // Lifetimes. Completions run on ZooKeeper's threads and the task timer. What the last reference
@@ -15,7 +15,7 @@
 #include "recipes/handoff/lock_site.hpp"
 #include "src/base/path.hpp"
 #include "recipes/api/scope_state.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "src/session/session_access.hpp"
 #include "src/base/task_timer.hpp"
 
@@ -222,7 +222,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
     try {
       // Held by the view's holder, or by a holder of its own (never by this thread: it is
       // ZooKeeper's or the timer's).
-      const auto holder = service_.holder_token() != 0 ? service_.holder_token() : self_wait::new_token();
+      const auto holder = service_.holder_token() != 0 ? service_.holder_token() : held_nodes::new_token();
       guards_.push_back(ScopeAccess::make(std::make_shared<ScopeState>(std::move(handle), keys_[i], holder)));
     } catch (...) {
       return fail(code_of(std::current_exception()));

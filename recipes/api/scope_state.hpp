@@ -1,5 +1,5 @@
 // Internal: what a ScopedLock (dlock/scope.hpp) shares with its transaction's completion hook:
-// the acquisition, and its record as held by its holder (self_wait.hpp) until released.
+// the acquisition, and its record as held by its holder (held_nodes.hpp) until released.
 #pragma once
 
 #include <chrono>
@@ -11,16 +11,16 @@
 
 #include "dlock/scope.hpp"
 #include "recipes/api/handle_access.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 
 namespace dlock::detail {
 
 struct ScopeState {
   // Held by the calling thread (a blocking guard), or by `holder_token` (an asynchronous one).
-  ScopeState(LockHandle h, std::string k, std::uint64_t holder_token = self_wait::this_thread_token())
+  ScopeState(LockHandle h, std::string k, std::uint64_t holder_token = held_nodes::this_thread_token())
       : handle(std::move(h)), holder(holder_token), key(std::move(k)) {
     // The handle (this object's) keeps the Client alive until release() removes the record.
-    self_wait::add(handle.node(), holder, HandleAccess::still_owned(handle));
+    held_nodes::add(handle.node(), holder, HandleAccess::still_owned(handle));
   }
   ~ScopeState() { release(); }
 
@@ -28,7 +28,7 @@ struct ScopeState {
   void release() noexcept {
     std::lock_guard lock(mutex);
     if (!handle) return;
-    self_wait::remove(handle.node(), holder);
+    held_nodes::remove(handle.node(), holder);
     try {
       handle.release();
     } catch (...) {  // release() only throws NotOwner for an empty handle, excluded above

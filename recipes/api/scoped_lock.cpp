@@ -1,5 +1,5 @@
 // ScopedLock and LockService (dlock/scope.hpp): guards over LockHandle. A guard's node is recorded
-// as held by the thread that took it (self_wait.hpp) until it is released, so that this thread
+// as held by the thread that took it (held_nodes.hpp) until it is released, so that this thread
 // gets WouldDeadlock instead of waiting on it: a guard, unlike a plain LockHandle, is the thread's.
 #include <cstdio>
 
@@ -8,7 +8,7 @@
 #include "dlock/scope.hpp"
 #include "src/base/path.hpp"
 #include "recipes/api/scope_state.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "src/session/session_access.hpp"
 
 namespace dlock {
@@ -101,7 +101,7 @@ LockService LockService::with_timeout(std::chrono::milliseconds timeout) const {
 
 LockService LockService::holder() const {
   LockService view = *this;
-  view.holder_ = detail::self_wait::new_token();
+  view.holder_ = detail::held_nodes::new_token();
   return view;
 }
 

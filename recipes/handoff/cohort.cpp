@@ -6,7 +6,7 @@
 #include "dlock/fencing.hpp"
 #include "src/base/task_timer.hpp"
 #include "recipes/handoff/lock_site.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "recipes/test_hooks.hpp"
 
 namespace dlock::detail {
@@ -40,12 +40,8 @@ void Cohort::throw_if_holding_a_node_of(const ChildrenResult& listed, std::uint6
   if (listed.rc != ZOK) return;  // no answer now: the driver's own check (AcquireOp) remains
   for (const auto& contender : queue_of(listed.names)) {
     const bool blocks = !policy_.holds_together || contender.kind != ContenderKind::Read;
-    if (blocks && self_wait::held_by(contender.name, holder)) {
-      throw WouldDeadlock("lock " + dir_ + ": the caller (this thread, or the asynchronous holder) already holds " +
-                          dir_ + "/" + std::string(contender.name) +
-                          " (through another Session or scope guard), and the node it would wait for as "
-                          "one of this process's local waiters queues behind it, so it would wait on "
-                          "itself forever");
+    if (blocks && held_nodes::held_by(contender.name, holder)) {
+      throw held_nodes::would_wait_on_itself(dir_, dir_ + "/" + std::string(contender.name));
     }
   }
 }

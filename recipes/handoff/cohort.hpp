@@ -1,13 +1,12 @@
 // Internal: local hand-off, the threads of one process sharing one lock node (dlock/handoff.hpp).
 //
-// A Cohort is one kind of lock (one LockPolicy) on one LockSite (session, path). It sits between
-// the lock objects and the queue algorithm (lock_core): a thread that finds no usable node drives
-// an acquisition through lock_core as before; threads arriving meanwhile, or while the node is
-// held, wait in a local FIFO. A release passes the node to the next local waiter (exclusive
-// kinds) with no ZooKeeper request; readers join a held read node. A child watch on the lock
-// directory, set once the node is shared (CohortNode::watched), tells when another client queues
-// behind the node;
-// from then on passes are bounded (HandoffOptions::max_passes, max_time), after which the node is
+// A Cohort is the Taker (taker.hpp) of one kind of lock (one LockPolicy) on one LockSite (session,
+// path) when hand-off is on. A take that finds no usable node drives a ZooKeeper acquisition
+// (AcquireOp); takes arriving meanwhile, or while the node is held, wait in a local FIFO. A
+// release passes the node to the next local waiter (exclusive kinds) with no ZooKeeper request;
+// readers join a held read node. A child watch on the lock directory, set once the node is shared
+// (CohortNode::watched), tells when another client queues behind the node; from then on passes
+// are bounded (HandoffOptions::max_passes, max_time), after which the node is
 // deleted and the first local waiter drives a new acquisition behind that client.
 //
 // States of the current node (exclusive kinds; readers differ only in that any number hold it):
@@ -65,7 +64,7 @@ struct CohortNode {
   Clock::time_point others_seen;   // when others_waiting was first seen
   std::int64_t holds_at_seen = 0;  // holds_granted then
   bool lingering = false;
-  std::uint64_t linger_ticket = 0;  // identifies the linger timer that may delete it
+  std::uint64_t linger_ticket = 0;  // identifies the linger task that may delete it
   // A child watch on the directory was asked for since it was created. Only a node that other
   // local holds wait for, join, or that lingers needs one; a node used once does without, so its
   // own delete notifies nobody (no herd of child events on an uncontended or one-per-client lock).
@@ -137,7 +136,7 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   bool may_pass_locked(const CohortNode& node) const DLOCK_REQUIRES(mutex_);
   // Whether the connection is up, so that a local grant can be vouched for. Needs mutex_.
   bool connected_locked() const DLOCK_REQUIRES(mutex_);
-  // WouldDeadlock if `holder` (a self_wait token) holds a node in `listed` that blocks this kind:
+  // WouldDeadlock if `holder` (a held_nodes token) holds a node in `listed` that blocks this kind:
   // checked before a take queues as a local member, whose node will queue behind all of them.
   void throw_if_holding_a_node_of(const ChildrenResult& listed, std::uint64_t holder) const;
   // current_ is gone (deleted or lost); the first waiter drives next. Needs mutex_.

@@ -19,7 +19,7 @@
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/handoff/cohort.hpp"
 #include "dlock/fencing.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "src/base/task_timer.hpp"
 #include "recipes/test_hooks.hpp"
 
@@ -165,11 +165,9 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
         }
         // A lingering node nobody may take now (the connection is down, or its holds ran out): gone.
         if (current_ && current_->holders == 0) retire_current_locked(true);
-        if (!policy_.holds_together && current_ && self_wait::held_by(current_->name, take->owner) &&
+        if (!policy_.holds_together && current_ && held_nodes::held_by(current_->name, take->owner) &&
             !test_hooks::no_self_wait_check.load()) {
-          throw WouldDeadlock("lock " + dir_ + ": the caller (this thread, or the asynchronous holder) already holds "
-                              "its node " + current_->path + " (through another lock object or scope guard on the "
-                              "same Session), so it would wait on itself forever");
+          throw held_nodes::would_wait_on_itself(dir_, current_->path);
         }
         if (!driving_ && waiting_.empty() && (!current_ || policy_.holds_together)) {
           if (current_) {
@@ -180,7 +178,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
           begin_drive(lock, take);
           return;
         }
-        if (!take->self_checked && self_wait::holds_any(take->owner) &&
+        if (!take->self_checked && held_nodes::holds_any(take->owner) &&
             !test_hooks::handoff_no_member_self_wait_check.load()) {
           // The node this take would wait for is, or will be, queued behind every node now in the
           // directory: if its holder holds one of those itself (through another Session or a
@@ -249,8 +247,11 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
       return;
     }
   } catch (...) {
+    // The take ends with the error; whatever another holder gave it meanwhile (an order to drive, a
+    // pass) goes on, so the local queue is not left waiting for it.
     lock.relock_if_unlocked();
-    leave_locked(take->member);
+    leave_and_pass_driving_locked(take->member);
+    if (auto granted = std::exchange(take->member.granted, std::nullopt)) release_locked(*granted);
     finish_take(lock, take, std::nullopt, std::current_exception());
   }
 }
@@ -307,11 +308,17 @@ void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acq
     return finish_take(lock, take, std::nullopt, error);
   }
   std::shared_ptr<CohortNode> relist_node;
+  const std::string node_path = acquired->node;
   try {
     Grant grant = install_driven_locked(*acquired, take->drive_watch, relist_node);
     finish_take(lock, take, std::move(grant), nullptr, relist_node);
   } catch (...) {
     lock.relock_if_unlocked();
+    if (!current_ || current_->path != node_path) {
+      // Not installed (out of memory on the way): the node goes, and the next waiter drives.
+      client_->release_node(node_path);
+      hand_driving_on_locked();
+    }
     finish_take(lock, take, std::nullopt, std::current_exception());
   }
 }

@@ -19,7 +19,7 @@ std::shared_ptr<Taker::Take> DirectTaker::start_take(std::optional<Clock::time_p
   if (labels_.enabled()) report = std::make_shared<AcquireReport>(labels_);
   // `this`, not a strong reference: the caller keeps this Taker alive until `done` ran, and a C
   // client thread must not drop the last reference (and destroy the Client on its own thread).
-  auto finish = [this, report, done = std::move(done)](AcquireResult result) {
+  AcquireOp::Completion finish = [this, report, done = std::move(done)](AcquireResult result) {
         std::optional<Grant> grant;
         auto error = std::move(result.error);
         if (!error && result.acquired) error = check_fenceable(*client_, dir_, *result.acquired);
@@ -39,9 +39,10 @@ std::shared_ptr<Taker::Take> DirectTaker::start_take(std::optional<Clock::time_p
         done(std::move(grant), std::move(error));
   };
   try {
-    take->op = AcquireOp::make(*client_, dir_, policy_, deadline, DirectoryWatch::Off, owner, finish, std::move(home));
+    take->op = AcquireOp::make(*client_, dir_, policy_, deadline, DirectoryWatch::Off, owner, std::move(finish),
+                               std::move(home));
   } catch (...) {
-    finish(AcquireResult{std::nullopt, std::current_exception()});  // nothing was sent
+    finish(AcquireResult{std::nullopt, std::current_exception()});  // nothing was sent; make() left it whole
     return take;
   }
   take->op->start();  // never throws: a failure is its completion

@@ -31,7 +31,8 @@ struct LockLabels {
 };
 
 // One acquisition, from its call to its end. Construct it when the acquisition begins (reports
-// AcquireStarted); end it with exactly one of granted(), not_granted(), failed().
+// AcquireStarted); end it with exactly one of granted(), timed_out(), failed(error) (a take), or
+// not_granted(), failed() (a downgrade, which is blocking).
 class AcquireReport {
  public:
   explicit AcquireReport(const LockLabels& labels) noexcept;

@@ -35,7 +35,7 @@ struct LockSite : std::enable_shared_from_this<LockSite> {
 
   // While one of its cohorts keeps a lingering node, the site outlives its lock objects: a scope
   // guard's or LockHandle's site would otherwise go with its release, and the lingering node with
-  // it. Never destroys anything itself (the reference it drops goes on the linger timer's thread),
+  // it. Never destroys anything itself (the reference it drops goes on the task timer's thread),
   // so a cohort may call it with its mutex held.
   void keep_alive(bool on);
 

@@ -4,7 +4,7 @@
 
 #include "dlock/fencing.hpp"
 #include "recipes/queue/lock_errors.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 
 namespace dlock::detail {
 
@@ -24,9 +24,12 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline) {
     std::optional<Grant> grant;
     std::exception_ptr error;
   };
+  // An abandoned deadline is seen by the stop_callback below, registered once the take exists; one
+  // abandoned already need not create a node first.
+  if (deadline.abandoned()) throw lock_destroyed("lock " + dir_);
   auto home = Home<Taken>::make();
   auto take = start_take(
-      deadline.when(), self_wait::this_thread_token(),
+      deadline.when(), held_nodes::this_thread_token(),
       [home](std::optional<Grant> grant, std::exception_ptr error) {
         home->complete(Taken{std::move(grant), std::move(error)});
       },

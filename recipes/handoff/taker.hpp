@@ -68,7 +68,7 @@ class Taker {
   // The same without a thread. `done` runs on a ZooKeeper completion thread, the task timer,
   // `home`, the thread that cancels or this one, with no recipe mutex held (but under
   // Client::close_mutex_ when a Session's close ends it), and must not block. The caller keeps
-  // this Taker alive until `done` ran. `owner` is the holder the take is for (self_wait.hpp): a
+  // this Taker alive until `done` ran. `owner` is the holder the take is for (held_nodes.hpp): a
   // wait on a node it holds fails with WouldDeadlock. `home`, if given, runs the steps that events
   // continue (a blocked caller's thread).
   virtual std::shared_ptr<Take> start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner,

@@ -2,8 +2,8 @@
 // the object's destructor can abandon them instead of leaving them inside a destroyed object.
 //
 // Each acquisition enters as a Call and waits under `call.bound(deadline)`. close() (from the
-// destructor) requests the gate's stop token, which wakes every such wait (lock_core then throws
-// Error(errc::lock_destroyed) and deletes the attempt's node), and returns once every Call has
+// destructor) requests the gate's stop token, which cancels every such wait (Taker::acquire then
+// throws Error(errc::lock_destroyed), the attempt's node deleted first), and returns once every Call has
 // left. A call entering after close() began is the caller's bug, as for any destroyed object.
 #pragma once
 

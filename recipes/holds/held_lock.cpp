@@ -47,6 +47,8 @@ std::optional<HeldLock> acquire_held(LockSite& site, LockMode kind, const Deadli
 HeldTake start_acquire_held(LockSite& site, LockMode kind, std::optional<Clock::time_point> deadline,
                             std::uint64_t owner, HeldDone done) {
   auto tracking = std::make_shared<LossTracking>(*site.client);
+  // Before the take starts: its `done` may run at once and let the site (and the taker) go.
+  auto weak_taker = site.weak_taker(kind);
   Taker& taker = site.taker(kind);
   auto take = taker.start_take(
       deadline, owner,
@@ -61,7 +63,7 @@ HeldTake start_acquire_held(LockSite& site, LockMode kind, std::optional<Clock::
         }
         done(std::move(held), nullptr);
       });
-  return HeldTake{std::move(take), site.weak_taker(kind)};
+  return HeldTake{std::move(take), std::move(weak_taker)};
 }
 
 void HeldTake::cancel(std::exception_ptr reason) const {

@@ -49,8 +49,8 @@ class LossTracking {
   HoldTracker::Tracking tracking_;
 };
 
-// A hold of `kind` on `site`: Cohort::acquire with the hold's loss tracking around it. Nullopt once
-// the deadline passed; throws like Cohort::acquire.
+// A hold of `kind` on `site`: Taker::acquire with the hold's loss tracking around it. Nullopt once
+// the deadline passed; throws like Taker::acquire.
 std::optional<HeldLock> acquire_held(LockSite& site, LockMode kind, const Deadline& deadline);
 // acquire_held for the try forms: with a deadline, a wait on a node the caller holds itself (a
 // second Session, a scope guard: WouldDeadlock from acquire_held) is "not acquired" too. They are
@@ -61,14 +61,14 @@ std::optional<HeldLock> acquire_held(LockSite& site, LockMode kind, const Deadli
 std::optional<HeldLock> try_acquire_held(LockSite& site, LockMode kind, const Deadline& deadline);
 
 // Whether a node granted on `client`'s handle `generation` is still its session's: the self-wait
-// record's `still_owned` (self_wait.hpp), false once that session expired or closed and the
+// record's `still_owned` (held_nodes.hpp), false once that session expired or closed and the
 // server deletes the node. Lock-free. The Client must outlive the function (the hold's site keeps
 // it, and the record goes before the hold); a plain pointer keeps the function small enough to
 // need no allocation on the hand-off's hot path.
 std::function<bool()> node_still_owned(const Client& client, std::uint64_t generation);
 
-// The same without a thread (Cohort::start_take): `done` gets the hold, nullopt once the deadline
-// passed, or the error, as Cohort::TakeDone says. The caller keeps `site` alive until then.
+// The same without a thread (Taker::start_take): `done` gets the hold, nullopt once the deadline
+// passed, or the error, as Taker::TakeDone says. The caller keeps `site` alive until then.
 struct HeldTake {
   std::shared_ptr<Taker::Take> take;
   // Not owned: a take that ended may have let its site (and the taker) go.

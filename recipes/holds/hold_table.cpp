@@ -6,7 +6,7 @@
 
 #include "src/base/log_bridge.hpp"
 #include "recipes/holds/held_lock.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 
 namespace dlock::detail::holds {
 namespace {
@@ -46,7 +46,7 @@ void release_leftovers(void* table_pointer) {
   for (auto& [key, hold] : table->holds) {
     log(LogLevel::Warn, "a thread exited holding lock " + hold.site->path + " (" + std::to_string(hold.count) +
                             " level(s)); releasing it");
-    self_wait::remove(hold.grant.node, self_wait::this_thread_token());
+    held_nodes::remove(hold.grant.node, held_nodes::this_thread_token());
     release(hold);
   }
   delete table;
@@ -97,7 +97,7 @@ Hold& add(Hold hold) {
   Hold& added = table().holds.insert_or_assign(key, std::move(hold)).first->second;
   // Recorded once the hold is in the table (which keeps its Client alive): an insert that throws
   // leaves no record behind. Once the hold's session ends, its node goes: nobody waits on it for ever.
-  self_wait::add(node, self_wait::this_thread_token(), std::move(still_owned));
+  held_nodes::add(node, held_nodes::this_thread_token(), std::move(still_owned));
   last = {key, &added};
   return added;
 }
@@ -111,7 +111,7 @@ std::optional<Hold> remove(std::uint64_t site_id, LockMode mode) {
   if (it == holds.end()) return std::nullopt;
   Hold hold = std::move(it->second);
   holds.erase(it);
-  self_wait::remove(hold.grant.node, self_wait::this_thread_token());
+  held_nodes::remove(hold.grant.node, held_nodes::this_thread_token());
   return hold;
 }
 

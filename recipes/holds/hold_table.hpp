@@ -3,7 +3,7 @@
 // Each thread keeps its own table keyed by (lock site, mode); a LockSite is one (session, path),
 // and the thread is implicit in thread-local storage, so the key is (session, path, thread, mode).
 // Re-entry and ownership checks are answered here without a ZooKeeper call. Every hold is also
-// recorded in self_wait.hpp's process-wide registry, so that no thread waits on its own node.
+// recorded in held_nodes.hpp's process-wide registry, so that no thread waits on its own node.
 //
 // A thread that exits while holding locks releases them (with a warning): no other thread could
 // ever unlock them, and leaving them held would block every other contender until the session ends.

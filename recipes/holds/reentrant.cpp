@@ -1,6 +1,7 @@
 #include "recipes/holds/reentrant.hpp"
 
 #include "recipes/queue/contender.hpp"
+#include "recipes/handoff/direct_taker.hpp"
 #include "recipes/holds/held_lock.hpp"
 #include "dlock/fencing.hpp"
 #include "recipes/queue/policies.hpp"
@@ -61,18 +62,23 @@ void refuse_if_other_exclusive_held(const LockSite& site, LockMode wanted) {
 // node (not the read cohort's), since only this thread holds before the writers queued behind the
 // write node. Empty once the deadline passed.
 std::optional<Grant> downgrade(LockSite& site, const Hold& write, const Deadline& deadline) {
-  const auto acquired = test_hooks::legacy_downgrade.load()
-                            ? acquire(*site.client, site.path, kLegacyDowngradePolicy, deadline)
-                            : acquire_beside(*site.client, site.path, kReadPolicy.marker, write.grant.node,
-                                             write.grant.generation, deadline);
-  if (!acquired) return std::nullopt;
+  std::optional<Grant> read;
+  if (test_hooks::legacy_downgrade.load()) {
+    // The pre-5.5 way (a sequential read node at the back of the queue), for its negative control.
+    DirectTaker legacy(site.client, site.path, kLegacyDowngradePolicy, LockLabels{});
+    read = legacy.acquire(deadline);
+  } else if (auto acquired = acquire_beside(*site.client, site.path, kReadPolicy.marker, write.grant.node,
+                                            write.grant.generation, deadline)) {
+    read = Grant{acquired->node, fencing_token_of(acquired->czxid), acquired->generation, nullptr,
+                 GrantSource::ZooKeeper};
+  }
+  if (!read) return std::nullopt;
   // The read hold comes before every writer that queued behind the write node, so it takes the
   // write hold's token: a later create's zxid could exceed theirs and fence them out.
-  const auto token =
-      test_hooks::downgrade_token_from_create.load() ? fencing_token_of(acquired->czxid) : write.grant.token;
+  if (!test_hooks::downgrade_token_from_create.load()) read->token = write.grant.token;
   // No other local writer may take the write node over while this reader sits beside it.
   site.taker(LockMode::Write).stop_passing(write.grant);
-  return Grant{acquired->node, token, acquired->generation, nullptr, GrantSource::ZooKeeper};
+  return read;
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "src/base/task_timer.hpp"
 #include "recipes/test_hooks.hpp"
 
@@ -18,7 +18,7 @@ constexpr int kMaxParentRecreations = 10;
 
 std::shared_ptr<AcquireOp> AcquireOp::make(Client& client, std::string dir, const LockPolicy& policy,
                                            std::optional<Clock::time_point> deadline, DirectoryWatch watch,
-                                           std::uint64_t owner, Completion done, Home home) {
+                                           std::uint64_t owner, Completion&& done, Home home) {
   auto op = std::make_shared<AcquireOp>(Private{}, client, std::move(dir), policy, deadline, watch, owner,
                                         std::move(done));
   op->home_ = std::move(home);
@@ -27,7 +27,7 @@ std::shared_ptr<AcquireOp> AcquireOp::make(Client& client, std::string dir, cons
 
 AcquireOp::AcquireOp(Private, Client& client, std::string dir, const LockPolicy& policy,
                      std::optional<Clock::time_point> deadline, DirectoryWatch watch, std::uint64_t owner,
-                     Completion done)
+                     Completion&& done)
     : client_(client),
       dir_(std::move(dir)),
       policy_(policy),
@@ -256,10 +256,8 @@ void AcquireOp::decide(std::vector<std::string> names, std::uint64_t mark) {
   }
   if (!test_hooks::no_self_wait_check.load()) {
     for (const auto& contender : std::span(queue).first(index)) {
-      if (self_wait::held_by(contender.name, owner_)) {
-        throw WouldDeadlock(what_ + ": the calling thread already holds " + dir_ + "/" + std::string(contender.name) +
-                            ", ahead in this lock's queue (through another lock object, scope guard or "
-                            "Session on the same ensemble), so it would wait on itself forever");
+      if (held_nodes::held_by(contender.name, owner_)) {
+        throw held_nodes::would_wait_on_itself(dir_, dir_ + "/" + std::string(contender.name));
       }
     }
   }

@@ -63,12 +63,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // (a ZooKeeper completion thread, the task timer).
   using Home = StepExecutor;
 
-  // `owner` identifies the holder this acquisition is for (self_wait.hpp; 0: none): it fails with
+  // `owner` identifies the holder this acquisition is for (held_nodes.hpp; 0: none): it fails with
   // WouldDeadlock rather than wait on a node that holder holds. `deadline`'s stop token is not
-  // looked at: callers turn it into cancel().
+  // looked at: callers turn it into cancel(). If make() throws, `done` is left whole (it is moved
+  // from last, once nothing else can throw), so the caller can still complete with the error.
   static std::shared_ptr<AcquireOp> make(Client& client, std::string dir, const LockPolicy& policy,
                                          std::optional<Clock::time_point> deadline, DirectoryWatch watch,
-                                         std::uint64_t owner, Completion done, Home home = {});
+                                         std::uint64_t owner, Completion&& done, Home home = {});
   // Begins. May complete before returning; never throws (a failure is the completion).
   void start();
   // Ends the attempt with `reason` as its error (unless it completes first): at once when it waits
@@ -87,7 +88,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
 
  public:
   AcquireOp(Private, Client& client, std::string dir, const LockPolicy& policy,
-            std::optional<Clock::time_point> deadline, DirectoryWatch watch, std::uint64_t owner, Completion done);
+            std::optional<Clock::time_point> deadline, DirectoryWatch watch, std::uint64_t owner, Completion&& done);
 
  private:
   enum class Resume { now, later, stop };

@@ -2,12 +2,9 @@
 
 #include <thread>
 
-#include "recipes/queue/acquire_op.hpp"
 #include "recipes/queue/holder_info.hpp"
-#include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "src/session/pending.hpp"
-#include "recipes/holds/self_wait.hpp"
 #include "recipes/test_hooks.hpp"
 
 namespace dlock::detail {
@@ -28,7 +25,10 @@ bool recover(Client& client, const Deadline& deadline, const std::string& what) 
   std::this_thread::sleep_until(deadline.capped(kTransientPause));
   const WaitResult result = client.wait_connected(deadline);
   throw_if_abandoned(deadline, what);
-  if (result == WaitResult::session_ended) throw_if_session_ended(client, what);
+  if (result == WaitResult::session_ended) {
+    throw_if_session_ended(client, what);
+    return true;  // renewed since wait_connected looked: retry on the new session
+  }
   return result == WaitResult::ready;
 }
 
@@ -81,26 +81,6 @@ class Attempt {
 };
 
 }  // namespace
-
-std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
-                                const Deadline& deadline, DirectoryWatch watch) {
-  // The operation's steps come back to this thread (home.hpp).
-  auto home = Home<AcquireResult>::make();
-  auto op = AcquireOp::make(
-      client, dir, policy, deadline.when(), watch, self_wait::this_thread_token(),
-      [home](AcquireResult result) { home->complete(std::move(result)); }, home->executor());
-  AcquireResult outcome;
-  {
-    // Runs at once if the deadline was abandoned already; the operation then creates nothing.
-    std::stop_callback on_abandon(deadline.cancel_token(), [&op, &dir] {
-      op->cancel(std::make_exception_ptr(lock_destroyed(std::string("lock ").append(dir))));
-    });
-    op->start();
-    outcome = home->run();
-  }
-  if (outcome.error) std::rethrow_exception(std::move(outcome.error));
-  return std::move(outcome.acquired);
-}
 
 std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, std::string_view marker,
                                        const std::string& beside, std::uint64_t beside_generation,

@@ -1,4 +1,5 @@
-// Internal: the queue algorithm every dlock lock uses, once (the role of Curator's LockInternals).
+// Internal: the queue algorithm's vocabulary (the role of Curator's LockInternals and its driver)
+// and its blocking entry points. The algorithm itself is AcquireOp (acquire_op.hpp).
 //
 // A contender creates an EPHEMERAL_SEQUENTIAL node `<dir>/_c_<uuid>-<marker><seq>`, lists the
 // directory, and asks its LockPolicy whether its place in the queue lets it hold the lock. If not,
@@ -52,15 +53,6 @@ struct Acquired {
 // Whether an acquisition arms a child watch on the lock directory with each of its listings (so
 // that a local hand-off notices other clients; see cohort.hpp).
 enum class DirectoryWatch : bool { Off, On };
-
-// Takes the lock described by `policy` in `dir`, waiting until `deadline`. Returns nullopt when
-// the deadline passes first (nothing left behind). Throws LockLost when the session ends or our
-// node vanishes; WouldDeadlock when it would wait on a node the calling thread holds itself
-// (self_wait.hpp); Error with errc::sequence_exhausted when the queue's order cannot be trusted
-// (contender.hpp's order_defect); Error for other ZooKeeper failures. Nothing is left behind
-// whenever it throws.
-std::optional<Acquired> acquire(Client& client, const std::string& dir, const LockPolicy& policy,
-                                const Deadline& deadline, DirectoryWatch watch = DirectoryWatch::Off);
 
 // Downgrade: creates an EPHEMERAL (not sequential) node `<dir>/_c_<uuid>-<marker><sequence>`
 // that queues level with the caller's existing node `beside` (of that sequence, created on handle

@@ -12,7 +12,7 @@
 #include "dlock/scope.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "test_env.hpp"
 #include "test_transaction.hpp"
 #include "recipes/test_hooks.hpp"
@@ -174,12 +174,12 @@ TEST(SelfWait, AHoldLostWithItsSessionBlocksNobody) {
 // deleted the node, so the listing still shows it) at the level of the record itself: a hold whose
 // session ended does not count, and the negative control counts it.
 bool lost_hold_counts() {
-  const auto token = detail::self_wait::this_thread_token();
-  detail::self_wait::add("/x/_c_lost-lock-0000000001", token, [] { return false; });
-  const bool counted = detail::self_wait::held_by_this_thread("_c_lost-lock-0000000001") ||
-                       detail::self_wait::holds_any(token);
-  detail::self_wait::remove("/x/_c_lost-lock-0000000001", token);
-  EXPECT_FALSE(detail::self_wait::held_by_this_thread("_c_lost-lock-0000000001"));
+  const auto token = detail::held_nodes::this_thread_token();
+  detail::held_nodes::add("/x/_c_lost-lock-0000000001", token, [] { return false; });
+  const bool counted = detail::held_nodes::held_by_this_thread("_c_lost-lock-0000000001") ||
+                       detail::held_nodes::holds_any(token);
+  detail::held_nodes::remove("/x/_c_lost-lock-0000000001", token);
+  EXPECT_FALSE(detail::held_nodes::held_by_this_thread("_c_lost-lock-0000000001"));
   return counted;
 }
 

@@ -1,4 +1,4 @@
-#include "recipes/holds/self_wait.hpp"
+#include "recipes/queue/held_nodes.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 
 #include "recipes/test_hooks.hpp"
 
-namespace dlock::detail::self_wait {
+namespace dlock::detail::held_nodes {
 namespace {
 
 std::atomic<std::uint64_t> next_token{1};
@@ -37,6 +37,13 @@ Registry& registry() {
 }
 
 }  // namespace
+
+WouldDeadlock would_wait_on_itself(const std::string& dir, std::string_view node) {
+  return WouldDeadlock("lock " + dir + ": the caller (this thread, or the asynchronous holder) already holds " +
+                       std::string(node) +
+                       " (through another lock object, scope guard or Session on the same ensemble), and would "
+                       "wait for it to go: it would wait on itself forever");
+}
 
 std::uint64_t new_token() { return next_token.fetch_add(1); }
 
@@ -87,4 +94,4 @@ bool holds_any(std::uint64_t token) {
   });
 }
 
-}  // namespace dlock::detail::self_wait
+}  // namespace dlock::detail::held_nodes

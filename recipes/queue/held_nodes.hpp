@@ -1,13 +1,16 @@
-// Internal: which lock nodes the calling thread holds itself, process-wide, so that a thread
-// about to wait on one of them gets WouldDeadlock instead of waiting on itself forever.
+// Internal: which lock nodes each holder holds, process-wide, so that a holder about to wait on
+// one of them gets WouldDeadlock instead of waiting on itself forever. A holder is a thread
+// (this_thread_token) or an asynchronous acquisition's owner (new_token). The layers above (the
+// hold table, the scope guards) fill it; the queue (AcquireOp) and the hand-off (Cohort) consult
+// it through one check and one message.
 //
 // A thread can reach the same lock directory through many doors: a Mutex and a SharedMutex side,
 // a scope guard, a second Session to the same ensemble (whose connect string may be spelled
 // differently). Node names carry a random per-attempt prefix, so a name recorded here identifies
 // one node of one ensemble whichever Session lists it; they are recorded by name (the last path
-// component), so that Sessions with different chroots match too. Holds that belong to a thread (Mutex,
-// SharedMutex, scope guards until they are released) are recorded; LockHandles are not: they
-// belong to no thread, and waiting for one that another thread may release is legitimate.
+// component), so that Sessions with different chroots match too. Holds that belong to a holder
+// (Mutex, SharedMutex, scope guards until they are released) are recorded; LockHandles are not:
+// they belong to no one, and waiting for one that another thread may release is legitimate.
 //
 // Threads are identified by a token that is never reused (std::thread::id values are, once a
 // thread has been joined).
@@ -18,7 +21,9 @@
 #include <string>
 #include <string_view>
 
-namespace dlock::detail::self_wait {
+#include "dlock/error.hpp"
+
+namespace dlock::detail::held_nodes {
 
 // A token no thread or holder has: the identity of a holder that is not a thread (an asynchronous
 // acquisition's owner).
@@ -41,8 +46,12 @@ bool held_by_this_thread(std::string_view name);
 // Whether the holder with `token` holds it (an acquisition that runs on other threads than its
 // caller's asks with the token it was started with). False for token 0.
 bool held_by(std::string_view name, std::uint64_t token);
+// WouldDeadlock for a holder about to wait for a node of lock `dir` while it holds `node` (a full
+// path) ahead of it: the one message of every such refusal.
+WouldDeadlock would_wait_on_itself(const std::string& dir, std::string_view node);
+
 // Whether the holder with `token` holds any node at all (cheap when nobody holds one). False for
 // token 0.
 bool holds_any(std::uint64_t token);
 
-}  // namespace dlock::detail::self_wait
+}  // namespace dlock::detail::held_nodes
