@@ -9,6 +9,19 @@
 // janitor (janitor.hpp); and, only when close() is called from one of dlock's own threads (a
 // state listener or a lock-lost stop_callback), a closer thread that closes the handle from
 // outside the C client's threads.
+//
+// One class, one file per job: the requests (client_requests.cpp), opening a handle and its
+// credentials (client_connect.cpp), the supervisor (client_supervisor.cpp), close
+// (client_close.cpp), the C client's events and the moves of the state (client_events.cpp), and
+// the queries and forwarding (client.cpp). The state, its listeners and its observer are a
+// StateMachine and StateListeners (state.hpp); the waiters and child watches are a WaiterRegistry
+// and ChildWatches (waiters.hpp); each owns the mutex that guards its data.
+//
+// The Client's own mutexes: close_mutex_ (one closer at a time; held across the whole close, so
+// every other mutex of the session may be taken under it), handle_mutex_ (the handle: shared to
+// send a request, exclusive to swap it) and supervisor_mutex_ (the supervisor's flags and the
+// closer thread; the supervisor reads the StateMachine under it). handle_mutex_ and
+// supervisor_mutex_ are never nested. The whole order: docs/ARCHITECTURE.md, section 5.
 #pragma once
 
 #include <zookeeper/zookeeper.h>
@@ -33,64 +46,13 @@
 #include "src/base/deadline.hpp"
 #include "src/session/inflight.hpp"
 #include "src/session/session_metrics.hpp"
+#include "src/session/state.hpp"
+#include "src/session/waiters.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock::detail {
 
 class Janitor;
-
-// Told once a watched node changes (Client::add_waiter + watch) or the session changes state
-// (add_waiter, add_state_waiter).
-// wake() runs on the thread that saw the event, never under the Client's waiter registry mutex:
-// the C client's completion thread (a node event, a state change; no dlock mutex held); the
-// thread closing the Session (under Client::close_mutex_: the callback must not close the
-// Session); or the caller of add_waiter when the session had already ended (under whatever that
-// caller holds: a caller may register under a mutex of its own, and wake() must not take it).
-class Waiter {
- public:
-  virtual ~Waiter() = default;
-  virtual void wake() = 0;
-};
-
-// A thread blocked until woken, its deadline, or its deadline is abandoned.
-class BlockingWaiter final : public Waiter {
- public:
-  void wake() override;
-  // `ready` once woken, `timed_out` when the deadline passed first, `abandoned` when the
-  // deadline's stop token was requested (woken or not).
-  WaitResult wait(const Deadline& deadline);
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool woken_ = false;
-};
-
-// A wait that holds no thread: runs `on_wake` the first time it is woken (later wakes do
-// nothing). `on_wake` may call back into the Client (add_waiter, watch, requests) but must not
-// block or close the Session (see Waiter); an exception from it is logged and dropped, since it
-// would otherwise leave a C client callback.
-class CallbackWaiter final : public Waiter {
- public:
-  explicit CallbackWaiter(std::function<void()> on_wake) : on_wake_(std::move(on_wake)) {}
-  void wake() override;
-
- private:
-  std::atomic<bool> fired_{false};
-  std::function<void()> on_wake_;
-};
-
-// Told of every state change synchronously, by the thread that made it, right after the new state
-// is stored and before any state listener runs, with whether what was done under the session can
-// no longer be trusted (Lost or Closed; Suspended too under LossSignal::OnSuspended). For
-// bookkeeping that must be exact relative to the state (recipes/hold_tracker). Runs with no dlock
-// mutex held (a close's Closed is told after close_mutex_ is released), on the thread of the
-// change, where state listeners and stop_callbacks run too: what it runs may do what they may.
-class StateObserver {
- public:
-  virtual ~StateObserver() = default;
-  virtual void on_state(SessionState next, bool trust_lost) = 0;
-};
 
 struct CreateResult {
   int rc = ZOK;
@@ -143,7 +105,7 @@ class Client {
   // closed by a closer thread, since the C client's own thread cannot close its handle.
   void close();
 
-  SessionState state() const noexcept { return state_.load(std::memory_order_acquire); }
+  SessionState state() const noexcept { return states_.state(); }
   std::int64_t session_id() const noexcept { return session_id_.load(std::memory_order_acquire); }
   // The current handle: a new one per session (a renewal opens a new handle). A node created on
   // an earlier generation went with that generation's session.
@@ -196,7 +158,7 @@ class Client {
   // `path` with the event's mark (ChildrenResult::event_mark). Callbacks run on the C client's
   // completion thread, in order with the replies: they must not block. Registered until
   // unwatch_children(id), which returns once the callback is not running (unless called from it).
-  using ChildEventCallback = std::function<void(std::uint64_t mark)>;
+  using ChildEventCallback = ChildWatches::Callback;
   std::uint64_t watch_children(const std::string& path, ChildEventCallback callback);
   void unwatch_children(std::uint64_t id);
 
@@ -244,21 +206,25 @@ class Client {
     Client* client;
     std::uint64_t generation;
   };
-  struct Listener {
-    std::function<void(SessionState)> call;
-    std::uint64_t subscribed_after = 0;  // the number of state changes made before it subscribed
-  };
-  struct StateChange {
-    std::uint64_t number;
-    SessionState state;
-  };
 
+  // Connect and credentials (client_connect.cpp).
   // zookeeper_init2 with a new HandleContext (the new current generation). Resolves the
   // connect string's host names: never called with handle_mutex_ held, but by the constructor
   // (nothing else can use the handle yet).
   zhandle_t* open_handle(std::unique_ptr<HandleContext>& context);
   // After connecting: a chroot in the connect string must exist (ConnectError naming it if not).
   void check_chroot();
+  static void on_auth_reply(int rc, const void* data);
+  // Sends every credential on a new handle (the C client sends them again on each reconnect).
+  // False (logged) if the C client would not take one.
+  bool send_credentials(zhandle_t* zh);
+  // The constructor's check that the server accepted the credentials (a request answered after
+  // them); throws ConnectError, naming the schemes, on a refusal.
+  void await_credentials();
+  // "scheme \"digest\", ..." of the credentials, for messages.
+  std::string schemes() const;
+
+  // The supervisor (client_supervisor.cpp).
   // The supervisor thread's loop: renewals and local expiry.
   void supervise();
   // Replaces the handle with one on a new session (renew) or with none (retire, so that a
@@ -268,20 +234,21 @@ class Client {
   void request_replacement();
   // The session expired (the server said so, or it has been unreachable for its timeout).
   void on_session_expired();
-  // When a Suspended session is declared lost locally, or nullopt. Needs state_mutex_.
-  std::optional<Clock::time_point> local_expiry_due_locked() const;
+  // When a Suspended session is declared lost locally, or nullopt.
+  std::optional<Clock::time_point> local_expiry_due() const;
   void expire_locally();
   void notify_supervisor();
 
+  // Close (client_close.cpp).
   void close_now();
   // close_now's part under close_mutex_: stops the supervisor, closes the handle.
   void close_handle();
   void close_in_background();
+  void run_deferred_callbacks();
 
+  // The C client's events and the state's moves (client_events.cpp).
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   void on_session_event(int zk_state, std::uint64_t generation);
-  void on_node_event(const char* path);
-  void on_child_event(const char* path);
   // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
   // is not that; a Connected event of handle `event_generation` does not end a Lost of that
   // handle or a newer one), then wakes, signals and notifies whoever must know. False if the
@@ -290,15 +257,9 @@ class Client {
   // released close_mutex_).
   bool set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt,
                  std::uint64_t event_generation = 0, bool defer_callbacks = false);
-  void run_deferred_callbacks();
   void log_transition(SessionState from, SessionState to, Clock::duration outage);
-  // Delivers queued state changes to the listeners, unless another thread is already doing so
-  // (it will deliver these too, in order).
-  void dispatch_state_changes();
-  void deliver(const StateChange& change);
-  void wake_all_waiters();
-  // Tells the state observer, if any.
-  void observe(SessionState next, bool trust_lost);
+
+  // Requests (client_requests.cpp).
   // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
   template <class Submit>
   int submit(Inflight::Request* request, RequestKind kind, Submit&& submit);
@@ -321,16 +282,6 @@ class Client {
     std::size_t index;
   };
   std::vector<AuthTag> auth_tags_;
-  static void on_auth_reply(int rc, const void* data);
-  // Sends every credential on a new handle (the C client sends them again on each reconnect).
-  // False (logged) if the C client would not take one.
-  bool send_credentials(zhandle_t* zh);
-  // The constructor's check that the server accepted the credentials (a request answered after
-  // them); throws ConnectError, naming the schemes, on a refusal.
-  void await_credentials();
-  // "scheme \"digest\", ..." of the credentials, for messages.
-  std::string schemes() const;
-  bool auth_refused_ = false;  // guarded by state_mutex_: the server refused a credential
   std::mutex close_mutex_;                  // one closer at a time
   mutable std::shared_mutex handle_mutex_;  // exclusive only to swap the handle
   zhandle_t* zh_ = nullptr;
@@ -346,45 +297,14 @@ class Client {
   std::thread closer_;             // guarded by supervisor_mutex_
   int failed_renewals_ = 0;        // the supervisor's own
 
-  std::atomic<SessionState> state_{SessionState::Suspended};
   std::atomic<std::int64_t> session_id_{0};
-  mutable std::mutex state_mutex_;
-  std::condition_variable state_cv_;
-  bool ever_connected_ = false;            // guarded by state_mutex_
-  Clock::time_point disconnected_since_;   // guarded by state_mutex_; valid unless Connected
-  std::uint64_t state_changes_ = 0;        // guarded by state_mutex_
-  std::deque<StateChange> undelivered_;    // guarded by state_mutex_
-  bool delivering_ = false;                // guarded by state_mutex_
-  std::uint64_t lost_generation_ = 0;      // guarded by state_mutex_: the last handle declared Lost
-  bool deferred_signal_ = false;           // guarded by state_mutex_: a close's trust_lost, for later
-
-  std::mutex waiters_mutex_;
-  // By path, then by waiter: a waiter is registered once per path however often it is added, and
-  // removed in constant time (a hot key's local waiters all wait under one key).
-  using WaiterSet = std::unordered_map<Waiter*, std::shared_ptr<Waiter>>;
-  std::unordered_map<std::string, WaiterSet> waiters_;
-  WaiterSet state_waiters_;
-
-  // Held while child-event callbacks run (they do not block; a callback may unwatch itself,
-  // hence recursive): so unwatch_children() returns only once none runs.
-  std::recursive_mutex child_watches_mutex_;
-  std::unordered_map<std::string, std::map<std::uint64_t, ChildEventCallback>> child_watches_;  // by path
-  std::unordered_map<std::uint64_t, std::string> child_watch_paths_;                            // by id
-  std::uint64_t next_child_watch_ = 1;
-
-  std::mutex listeners_mutex_;  // never held while a listener runs
-  std::condition_variable listener_returned_;
-  std::map<std::uint64_t, std::shared_ptr<Listener>> listeners_;
-  std::uint64_t next_listener_id_ = 1;
-  std::uint64_t running_listener_ = 0;  // the id of the listener being called, or 0
-  std::thread::id delivering_thread_;
-
-  std::mutex observer_mutex_;               // never held while the observer runs
-  std::shared_ptr<StateObserver> observer_;  // guarded by observer_mutex_
+  StateMachine states_{generation_};
+  StateListeners listeners_;
+  WaiterRegistry waiters_{states_};
+  ChildWatches child_watches_;
 
   Inflight inflight_;
   std::atomic<std::uint64_t> requests_{0};
-  std::atomic<std::uint64_t> watch_wakeups_{0};
 
   std::unique_ptr<Janitor> janitor_;
 };

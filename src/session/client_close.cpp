@@ -1,0 +1,90 @@
+// Client: close. One closer at a time (close_mutex_, held across the whole close); on one of
+// dlock's callback threads the close is handed to a closer thread, since the C client cannot
+// close a handle from its own thread. Users' code for Closed runs after close_mutex_ is released.
+#include "src/session/client.hpp"
+
+#include <thread>
+#include <utility>
+
+#include "src/session/client_internal.hpp"
+#include "src/session/janitor.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// The Client whose close() this thread is running: a stop_callback or listener it runs that
+// calls close() again returns at once.
+thread_local const Client* t_closing = nullptr;
+
+}  // namespace
+
+Client::~Client() {
+  close();
+  std::thread closer;
+  {
+    std::lock_guard lock(supervisor_mutex_);
+    closer = std::move(closer_);
+  }
+  if (closer.joinable()) closer.join();
+}
+
+void Client::close() {
+  if (t_closing == this) return;  // a callback run by this close() closing again
+  if (t_callback_thread) {
+    close_in_background();
+    return;
+  }
+  close_now();
+}
+
+void Client::close_in_background() {
+  std::lock_guard lock(supervisor_mutex_);
+  if (stopping_ || closer_.joinable()) return;  // a close is under way
+  closer_ = std::thread([this] { close_now(); });
+}
+
+void Client::close_now() {
+  const Client* outer = std::exchange(t_closing, this);
+  {
+    // One closer at a time: a second one returns once the first has finished, never while replies
+    // may still be completing.
+    std::lock_guard closing(close_mutex_);
+    close_handle();
+  }
+  // Users' callbacks (stop_callbacks, listeners) for Closed run with no dlock lock held.
+  run_deferred_callbacks();
+  t_closing = outer;
+}
+
+void Client::close_handle() {
+  {
+    std::lock_guard lock(supervisor_mutex_);
+    stopping_ = true;
+  }
+  supervisor_cv_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();  // ends a renewal; none starts any more
+  zhandle_t* zh = nullptr;
+  {
+    // Waits for requests being queued right now; later ones see no handle and get ZCLOSING.
+    std::unique_lock lock(handle_mutex_);
+    zh = std::exchange(zh_, nullptr);
+  }
+  // Only now, with the handle out of reach, wake the waiters: woken earlier, they would send the
+  // deletes of their nodes on the closing handle, and the C client then often tore the connection
+  // down before the server applied the close, leaving the session (and every lock it held) alive
+  // until it expired.
+  set_state(SessionState::Closed, std::nullopt, 0, /*defer_callbacks=*/true);
+  // Closing the session makes the server delete every ephemeral node it created, so releases
+  // still queued in the janitor are moot.
+  if (zh != nullptr) zookeeper_close(zh);
+  // No completion runs any more; the C client dropped those whose replies came in while closing.
+  inflight_.fail_all(ZCLOSING);
+  if (janitor_) janitor_->stop();
+}
+
+void Client::run_deferred_callbacks() {
+  if (states_.take_deferred_signal()) listeners_.observe(SessionState::Closed, true);
+  states_.dispatch(listeners_);
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,192 @@
+// Client: the requests. Each is registered in the Inflight set, sent on the current handle under
+// handle_mutex_ (shared), and completed by a C-client trampoline that claims it back; the
+// waiting, if any, is the caller's (Pending).
+#include "src/session/client.hpp"
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "src/base/log_bridge.hpp"
+#include "src/session/client_internal.hpp"
+#include "src/session/janitor.hpp"
+#include "src/session/test_hooks.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// One request's completion callback, registered in the Client's Inflight set until it runs.
+template <class Result>
+struct RequestOf final : Inflight::Request {
+  explicit RequestOf(std::function<void(Result)> callback) : done(std::move(callback)) {}
+  void fail(int rc) override {
+    if constexpr (std::is_same_v<Result, int>) {
+      done(rc);
+    } else {
+      Result result{};
+      result.rc = rc;
+      done(std::move(result));
+    }
+  }
+  std::function<void(Result)> done;
+};
+
+// Completion trampolines: `data` is a RequestOf; whoever claims it from the Inflight set owns it.
+template <class Result>
+std::unique_ptr<RequestOf<Result>> claim(const void* data) {
+  t_callback_thread = true;
+  auto* request = static_cast<RequestOf<Result>*>(const_cast<void*>(data));
+  if (!request->owner->claim(request)) return nullptr;
+  return std::unique_ptr<RequestOf<Result>>(request);
+}
+
+void on_created(int rc, const char* path, const Stat* stat, const void* data) {
+  auto request = claim<CreateResult>(data);
+  if (!request) return;
+  CreateResult result{rc, {}, 0, request->generation.load(std::memory_order_relaxed)};
+  if (rc == ZOK) {
+    result.path = path ? path : "";
+    result.czxid = stat ? stat->czxid : 0;
+  }
+  request->done(std::move(result));
+}
+
+void on_children(int rc, const String_vector* strings, const void* data) {
+  auto request = claim<ChildrenResult>(data);
+  if (!request) return;
+  ChildrenResult result{rc, {}, ChildWatches::last_mark()};
+  if (rc == ZOK && strings) {
+    result.names.reserve(static_cast<std::size_t>(strings->count));
+    for (int i = 0; i < strings->count; ++i) result.names.emplace_back(strings->data[i]);
+  }
+  request->done(std::move(result));
+}
+
+void on_stat(int rc, const Stat* stat, const void* data) {
+  auto request = claim<StatResult>(data);
+  if (!request) return;
+  StatResult result{rc, {}};
+  if (rc == ZOK && stat) result.stat = *stat;
+  request->done(result);
+}
+
+void on_data_stat(int rc, const char* value, int length, const Stat* stat, const void* data) {
+  auto request = claim<DataResult>(data);
+  if (!request) return;
+  DataResult result;
+  result.rc = rc;
+  if (rc == ZOK) {
+    if (value && length > 0) result.data.assign(value, static_cast<std::size_t>(length));
+    if (stat) result.stat = *stat;
+  }
+  request->done(std::move(result));
+}
+
+void on_data(int rc, const char*, int, const Stat*, const void* data) {
+  if (auto request = claim<int>(data)) request->done(rc);
+}
+
+void on_string(int rc, const char*, const void* data) {
+  if (auto request = claim<int>(data)) request->done(rc);
+}
+
+void on_void(int rc, const void* data) {
+  if (auto request = claim<int>(data)) request->done(rc);
+}
+
+}  // namespace
+
+template <class Result, class Submit>
+void Client::queue_request(std::function<void(Result)> done, Submit&& submit) {
+  auto* request = new RequestOf<Result>(std::move(done));
+  inflight_.add(request);
+  const int rc = submit(static_cast<const void*>(request), static_cast<Inflight::Request*>(request));
+  // Refused outright: the completion will not run. (If it somehow ran, it claimed the request.)
+  if (rc != ZOK && inflight_.claim(request)) {
+    std::unique_ptr<RequestOf<Result>> owned(request);
+    owned->fail(rc);
+  }
+}
+
+template <class Submit>
+int Client::submit(Inflight::Request* request, RequestKind kind, Submit&& submit) {
+  std::shared_lock lock(handle_mutex_);
+  if (zh_ == nullptr) return ZCLOSING;
+  request->generation.store(context_->generation, std::memory_order_relaxed);
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  metrics_.emit([kind](MetricsSink& sink) { sink.on_request(kind); });
+  return submit(zh_);
+}
+
+void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {
+  queue_request<CreateResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::Create, [&](zhandle_t* zh) {
+      return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(),
+                          static_cast<int>(data.size()), &acl_vector_, mode, on_created, ctx);
+    });
+  });
+}
+
+void Client::children(const std::string& path, ChildrenCallback done, bool watch) {
+  queue_request<ChildrenResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::GetChildren,
+                  [&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), watch ? 1 : 0, on_children, ctx); });
+  });
+}
+
+void Client::exists(const std::string& path, StatCallback done) {
+  queue_request<StatResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::Exists, [&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
+  });
+}
+
+void Client::get(const std::string& path, DataCallback done) {
+  queue_request<DataResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::GetData, [&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx); });
+  });
+}
+
+void Client::remove(const std::string& path, RcCallback done) {
+  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::Delete, [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
+  });
+}
+
+void Client::sync(const std::string& path, RcCallback done) {
+  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::Sync, [&](zhandle_t* zh) { return zoo_async(zh, path.c_str(), on_string, ctx); });
+  });
+}
+
+void Client::watch(const std::string& path, RcCallback done) {
+  // getData rather than exists: on NONODE it leaves no watch behind (as Curator does).
+  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::GetData, [&](zhandle_t* zh) {
+      return zoo_awget(zh, path.c_str(), &Client::on_event, const_cast<void*>(zoo_get_context(zh)), on_data, ctx);
+    });
+  });
+}
+
+void Client::release_node(const std::string& path) {
+  remove(path, [this, path](int rc) {
+    if (reply_lost(rc)) {
+      if (!test_hooks::no_release_retry.load()) janitor_->delete_node(path);
+    }
+    // ZOK, ZNONODE: gone. SESSIONEXPIRED, CLOSING, INVALIDSTATE: the session took it.
+    else if (rc == ZNOAUTH) {
+      log(LogLevel::Error, "could not delete node " + path + ": ZooKeeper refused it (" + zerror(rc) +
+                               "): the session's identity (" + identity() +
+                               ") lacks the DELETE permission on its lock directory (its ACL); the node stays, and "
+                               "blocks the lock, until the session ends");
+    } else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
+             rc != ZINVALIDSTATE) {
+      log(LogLevel::Error, "could not delete node " + path + ": " + zerror(rc));
+    }
+  });
+}
+
+void Client::release_prefixed(const std::string& dir, const std::string& prefix) {
+  janitor_->delete_prefixed(dir, prefix);
+}
+
+}  // namespace dlock::detail
