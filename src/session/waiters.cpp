@@ -27,35 +27,37 @@ void CallbackWaiter::wake() {
   }
 }
 
-template <class Insert>
-bool WaiterRegistry::insert_unless_ended(Insert&& insert) {
-  std::lock_guard lock(mutex_);
+bool WaiterRegistry::ended_locked() const {
   // StateMachine::move() stores a final state before the Client wakes the registered waiters
   // (wake_all): a waiter arriving after that wake-up must not sleep through the end of the
   // session.
   const auto s = states_.state();
-  if (s == SessionState::Lost || s == SessionState::Closed) return false;
-  insert();
-  return true;
+  return s == SessionState::Lost || s == SessionState::Closed;
 }
 
 void WaiterRegistry::add(const std::string& path, const std::shared_ptr<Waiter>& waiter) {
-  if (insert_unless_ended([&] { waiters_[path].emplace(waiter.get(), waiter); })) return;  // registered again: still once
+  {
+    MutexLock lock(mutex_);
+    if (!ended_locked()) return void(waiters_[path].emplace(waiter.get(), waiter));  // again: still once
+  }
   waiter->wake();  // with no dlock mutex held, as every wake
 }
 
 void WaiterRegistry::add_state(const std::shared_ptr<Waiter>& waiter) {
-  if (insert_unless_ended([&] { state_waiters_.emplace(waiter.get(), waiter); })) return;
+  {
+    MutexLock lock(mutex_);
+    if (!ended_locked()) return void(state_waiters_.emplace(waiter.get(), waiter));
+  }
   waiter->wake();
 }
 
 void WaiterRegistry::remove_state(const std::shared_ptr<Waiter>& waiter) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   state_waiters_.erase(waiter.get());
 }
 
 void WaiterRegistry::remove(const std::string& path, const std::shared_ptr<Waiter>& waiter) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   const auto of_path = waiters_.find(path);
   if (of_path == waiters_.end()) return;
   of_path->second.erase(waiter.get());
@@ -65,7 +67,7 @@ void WaiterRegistry::remove(const std::string& path, const std::shared_ptr<Waite
 void WaiterRegistry::wake_path(const char* path) {
   WaiterSet woken;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const auto of_path = waiters_.find(path);
     if (of_path == waiters_.end()) return;
     woken.swap(of_path->second);
@@ -79,7 +81,7 @@ void WaiterRegistry::wake_all() {
   std::unordered_map<std::string, WaiterSet> woken;
   WaiterSet state_woken;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     woken.swap(waiters_);
     state_woken.swap(state_waiters_);
   }

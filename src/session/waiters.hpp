@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -84,16 +85,15 @@ class WaiterRegistry {
 
  private:
   using WaiterSet = std::unordered_map<Waiter*, std::shared_ptr<Waiter>>;
-  // Runs `insert` under the mutex unless the session has ended; false if it had.
-  template <class Insert>
-  bool insert_unless_ended(Insert&& insert);
+  // Whether the session has ended (Lost or Closed), so that a waiter added now is woken instead.
+  bool ended_locked() const DLOCK_REQUIRES(mutex_);
 
   const StateMachine& states_;
-  std::mutex mutex_;
+  Mutex mutex_;
   // By path, then by waiter: a waiter is registered once per path however often it is added, and
   // removed in constant time (a hot key's local waiters all wait under one key).
-  std::unordered_map<std::string, WaiterSet> waiters_;  // guarded by mutex_
-  WaiterSet state_waiters_;                             // guarded by mutex_
+  std::unordered_map<std::string, WaiterSet> waiters_ DLOCK_GUARDED_BY(mutex_);
+  WaiterSet state_waiters_ DLOCK_GUARDED_BY(mutex_);
   std::atomic<std::uint64_t> watch_wakeups_{0};
 };
 
