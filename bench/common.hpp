@@ -181,9 +181,7 @@ class Json {
   Json& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
   Json& add(const std::string& key, std::uint64_t value) { return raw(key, std::to_string(value)); }
   std::string str() const { return "{" + body_ + "}"; }
-  void print() const {
-    std::cout << str() << std::endl;
-  }
+  void print() const { std::cout << str() << std::endl; }
 
  private:
   Json& raw(const std::string& key, const std::string& value) {
@@ -237,8 +235,8 @@ Window run_phases(std::atomic<Phase>& phase, const std::string& connect, double 
 }
 
 // The common fields, plus client cost and the server's request counts per operation.
-inline Json figures(const std::string& impl, const std::string& workload, std::uint64_t ops,
-                    const Window& w, const std::vector<std::int64_t>& latencies_ns) {
+inline Json figures(const std::string& impl, const std::string& workload, std::uint64_t ops, const Window& w,
+                    const std::vector<std::int64_t>& latencies_ns) {
   Json json;
   json.add("impl", impl).add("workload", workload).add("ops", ops).add("seconds", w.seconds);
   json.add("ops_per_s", w.seconds > 0 ? static_cast<double>(ops) / w.seconds : 0.0);

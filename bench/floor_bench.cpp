@@ -26,9 +26,7 @@
 
 namespace {
 
-[[noreturn]] void fail(int rc, const std::string& what) {
-  throw std::runtime_error(what + ": " + zerror(rc));
-}
+[[noreturn]] void fail(int rc, const std::string& what) { throw std::runtime_error(what + ": " + zerror(rc)); }
 
 // A one-shot event.
 struct Event {
@@ -101,9 +99,7 @@ class FloorSession {
 bool g_pipelined = false;
 bool g_async_delete = false;
 
-std::vector<std::string> to_vector(const String_vector& names) {
-  return {names.data, names.data + names.count};
-}
+std::vector<std::string> to_vector(const String_vector& names) { return {names.data, names.data + names.count}; }
 
 std::vector<std::string> list(zhandle_t* zh, const std::string& dir) {
   String_vector names{};
@@ -117,9 +113,7 @@ std::vector<std::string> list(zhandle_t* zh, const std::string& dir) {
 // A lock taken by hand: a node, the queue by sequence, a watch on the predecessor.
 class RawLock {
  public:
-  RawLock(FloorSession& session, std::string dir) : session_(session), dir_(std::move(dir)) {
-    session_.ensure(dir_);
-  }
+  RawLock(FloorSession& session, std::string dir) : session_(session), dir_(std::move(dir)) { session_.ensure(dir_); }
 
  protected:
   void acquire(const char* marker, bool shared) {
@@ -168,8 +162,8 @@ class RawLock {
       names = std::move(listed.names);
     } else {
       char path[512];
-      const int rc = zoo_create(zh, base.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-                                path, sizeof path);
+      const int rc =
+          zoo_create(zh, base.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, path, sizeof path);
       if (rc != ZOK) fail(rc, "creating " + base);
       node_ = path;
       names = list(zh, dir_);
@@ -330,8 +324,7 @@ int main(int argc, char** argv) {
       g_resolution_delay_ms = std::stoi(args.get("resolution-delay-ms"));
     }
     g_async_delete = mode == "asyncdelete";
-    FloorImpl impl{.connect = args.need("connect"),
-                   .name = "floor-" + mode + (g_set_resolution_delay ? "+rd" : "")};
+    FloorImpl impl{.connect = args.need("connect"), .name = "floor-" + mode + (g_set_resolution_delay ? "+rd" : "")};
     if (args.get("workload") == "W7probe") {
       w7_probe(impl.connect, args.need("root"));
       return 0;

@@ -61,12 +61,18 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--waiters") o.waiters = std::stoi(value);
-    else if (flag == "--paths") o.one_path = value == "one";
-    else if (flag == "--handoff") o.handoff = value == "on";
-    else if (flag == "--connect") o.connect = value;
-    else if (flag == "--api") o.async = value == "async";
-    else throw std::invalid_argument("unknown option " + flag + " (--waiters, --paths, --handoff, --api, --connect)");
+    if (flag == "--waiters")
+      o.waiters = std::stoi(value);
+    else if (flag == "--paths")
+      o.one_path = value == "one";
+    else if (flag == "--handoff")
+      o.handoff = value == "on";
+    else if (flag == "--connect")
+      o.connect = value;
+    else if (flag == "--api")
+      o.async = value == "async";
+    else
+      throw std::invalid_argument("unknown option " + flag + " (--waiters, --paths, --handoff, --api, --connect)");
   }
   if (o.waiters < 1) throw std::invalid_argument("--waiters must be at least 1");
   return o;
@@ -86,7 +92,8 @@ int main(int argc, char** argv) try {
 
   // The holder takes every path the waiters will ask for.
   std::vector<dlock::LockHandle> held;
-  for (int i = 0; i < (o.one_path ? 1 : o.waiters); ++i) held.push_back(dlock::LockHandle::acquire(session, path_of(i)));
+  for (int i = 0; i < (o.one_path ? 1 : o.waiters); ++i)
+    held.push_back(dlock::LockHandle::acquire(session, path_of(i)));
 
   const long threads_before = status_field("Threads");
   const long rss_before = status_field("VmRSS");
@@ -148,7 +155,8 @@ int main(int argc, char** argv) try {
   const auto stats_before = session.stats();
   const auto released = Clock::now();
   held.clear();  // releases
-  while (granted.load() < o.waiters && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (granted.load() < o.waiters && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   work.reset();
   for (auto& t : waiters) t.join();
   const auto stats_after = session.stats();

@@ -33,8 +33,9 @@ struct Setup {
 
 // Runs `body(index, phase)` on `n` threads and the timed phases around them.
 template <class Body>
-Window with_threads(const Setup& setup, int n, Body body, std::function<void()> at_start = [] {},
-                    std::function<void()> at_end = [] {}) {
+Window with_threads(
+    const Setup& setup, int n, Body body, std::function<void()> at_start = [] {},
+    std::function<void()> at_end = [] {}) {
   std::atomic<Phase> phase{Phase::Warmup};
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) threads.emplace_back([&, i] { body(i, phase); });
@@ -151,30 +152,30 @@ void w4(Impl& impl, const Setup& setup) {
   const auto window = with_threads(
       setup, 9,
       [&](int i, std::atomic<Phase>& phase) {
-    typename Impl::RwLock lock(*session, path);
-    std::vector<std::int64_t> local;
-    if (i == 8) {  // the writer
-      while (phase.load() != Phase::Stop) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        const Phase p = phase.load();
-        if (p == Phase::Stop) break;
-        const auto start = mono_ns();
-        lock.lock();
-        lock.unlock();
-        if (p == Phase::Measure) local.push_back(mono_ns() - start);
-      }
-      writes += local.size();
-      writer_latencies.merge(local);
-      return;
-    }
-    for (Phase p; (p = phase.load()) != Phase::Stop;) {
-      const auto start = mono_ns();
-      lock.lock_shared();
-      lock.unlock_shared();
-      if (p == Phase::Measure) local.push_back(mono_ns() - start);
-    }
-    ops += local.size();
-    recorder.merge(local);
+        typename Impl::RwLock lock(*session, path);
+        std::vector<std::int64_t> local;
+        if (i == 8) {  // the writer
+          while (phase.load() != Phase::Stop) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            const Phase p = phase.load();
+            if (p == Phase::Stop) break;
+            const auto start = mono_ns();
+            lock.lock();
+            lock.unlock();
+            if (p == Phase::Measure) local.push_back(mono_ns() - start);
+          }
+          writes += local.size();
+          writer_latencies.merge(local);
+          return;
+        }
+        for (Phase p; (p = phase.load()) != Phase::Stop;) {
+          const auto start = mono_ns();
+          lock.lock_shared();
+          lock.unlock_shared();
+          if (p == Phase::Measure) local.push_back(mono_ns() - start);
+        }
+        ops += local.size();
+        recorder.merge(local);
       },
       [&] { req0 = impl.requests(*session).value_or(0); }, [&] { req1 = impl.requests(*session).value_or(0); });
   auto json = figures(impl.name, "W4", ops, window, recorder.latencies_ns);

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "dlock/testing/process.hpp"
 #include "counter_worker.hpp"
+#include "dlock/testing/process.hpp"
 #include "dlock/testing/server.hpp"
 
 namespace {
@@ -35,9 +35,12 @@ long long run(const std::string& connect, bool use_lock, int processes, int thre
   std::vector<ChildProcess> workers;
   for (int p = 0; p < processes; ++p) {
     std::vector<std::string> argv{self, "--worker"};
-    for (auto& arg : dlock::testing::to_args({.connect = connect, .lock_path = "/dlock-demo/counter",
-                                              .counter_file = file, .threads = threads, .cycles = cycles,
-                                              .use_lock = use_lock})) {
+    for (auto& arg : dlock::testing::to_args({.connect = connect,
+                     .lock_path = "/dlock-demo/counter",
+                     .counter_file = file,
+                     .threads = threads,
+                     .cycles = cycles,
+                     .use_lock = use_lock})) {
       argv.push_back(std::move(arg));
     }
     workers.emplace_back(std::move(argv));
@@ -66,8 +69,8 @@ int main(int argc, char** argv) {
   dlock::testing::TestingServer server;
   std::printf("ZooKeeper server started on %s (pid %d)\n", server.connect_string().c_str(), server.pid());
   const long long expected = 1LL * processes * threads * cycles;
-  std::printf("%d processes x %d threads x %d increments of a counter in a plain file = %lld expected\n",
-              processes, threads, cycles, expected);
+  std::printf("%d processes x %d threads x %d increments of a counter in a plain file = %lld expected\n", processes,
+              threads, cycles, expected);
   const long long locked = run(server.connect_string(), true, processes, threads, cycles);
   std::printf("  with dlock::Mutex:  counter = %lld  (%s)\n", locked,
               locked == expected ? "exact" : "WRONG: increments lost under the lock");

@@ -185,11 +185,15 @@ KeyPart::KeyPart(const char* s) {
 
 KeyPart::Kind KeyPart::kind() const noexcept {
   switch (value_.index()) {
-    case 0: return Kind::null;
-    case 1: return Kind::boolean;
+    case 0:
+      return Kind::null;
+    case 1:
+      return Kind::boolean;
     case 2:
-    case 3: return Kind::integer;
-    default: return Kind::string;
+    case 3:
+      return Kind::integer;
+    default:
+      return Kind::string;
   }
 }
 
@@ -258,8 +262,9 @@ void check_key_namespace(std::string_view name) {
   for (std::size_t i = 0; i < name.size(); ++i) {
     const auto c = static_cast<unsigned char>(name[i]);
     if (c == '/') {
-      reject_namespace(name, "the namespace is one znode name and cannot contain '/'; put deeper levels in the "
-                             "base path");
+      reject_namespace(name,
+                       "the namespace is one znode name and cannot contain '/'; put deeper levels in the "
+                       "base path");
     }
     if (c < 0x21 || c > 0x7e) {
       char buf[5];

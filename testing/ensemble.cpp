@@ -8,21 +8,21 @@
 #include <zookeeper/zookeeper.h>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
+#include "dlock/testing/server.hpp"
 #include "loopback.hpp"
 #include "spawn.hpp"
-#include "dlock/testing/server.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -224,21 +224,34 @@ void TestingEnsemble::start_member(int i) {
   SpawnOptions spawn;
   spawn.log_file = m.dir + "/server.log";
   if (options_.backend == EnsembleBackend::Process) {
-    m.pid = spawn_child(zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms),
-                        spawn);
+    m.pid = spawn_child(
+        zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms), spawn);
     return;
   }
   // The member's directory (zoo.cfg, data) at the same path inside, so zoo.cfg's dataDir holds;
   // the host's network, so the members and the clients meet on the same loopback ports.
-  m.container = "dlock-zk-" + std::filesystem::path(dir_.path()).filename().string() + "-" + std::to_string(member_id(i));
+  m.container =
+      "dlock-zk-" + std::filesystem::path(dir_.path()).filename().string() + "-" + std::to_string(member_id(i));
   docker({"rm", "-f", m.container});  // a container of an earlier start of this member, if left
-  auto command = zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms);
+  auto command =
+      zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms);
   // As the caller's user, so the files it writes into the member's directory are the caller's.
   // No --rm: kill() and stop() remove the container themselves, before its name is used again.
-  std::vector<std::string> argv{options_.docker, "run", "--name", m.container, "--network", "host",
-                                "--label", "dlock.testing.owner=" + std::to_string(::getpid()),
-                                "--user", std::to_string(::getuid()) + ":" + std::to_string(::getgid()),
-                                "-v", m.dir + ":" + m.dir, "--entrypoint", command.front(), options_.docker_image};
+  std::vector<std::string> argv{options_.docker,
+                                "run",
+                                "--name",
+                                m.container,
+                                "--network",
+                                "host",
+                                "--label",
+                                "dlock.testing.owner=" + std::to_string(::getpid()),
+                                "--user",
+                                std::to_string(::getuid()) + ":" + std::to_string(::getgid()),
+                                "-v",
+                                m.dir + ":" + m.dir,
+                                "--entrypoint",
+                                command.front(),
+                                options_.docker_image};
   argv.insert(argv.end(), command.begin() + 1, command.end());
   m.pid = spawn_child(argv, spawn);
 }

@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <optional>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace dlock::testing {
@@ -140,7 +140,7 @@ void FaultProxy::relay(int client_fd) {
   const int server_fd = connect_loopback(upstream_port_);
   FrameReader from_client, from_server;
   std::optional<int> swallow_reply_to;  // xid whose reply ends the connection instead of arriving
-  bool misorder_armed = false;  // the reply to misorder_xid is passed on with another xid
+  bool misorder_armed = false;          // the reply to misorder_xid is passed on with another xid
   int misorder_xid = 0;
   bool open = server_fd >= 0;
   char buffer[64 * 1024];

@@ -85,9 +85,8 @@ std::vector<HoldRecord> read_hold_log(const std::string& file) {
   for_each_json_line(file, in, [&](const nlohmann::json& j, int number, const std::string& line) {
     if (j.is_object() && j.contains("event")) return;  // an event line, not a hold
     try {
-      holds.push_back({j.at("client"), j.at("session"), j.at("mode"), j.at("token"), j.at("enter_ns"),
-                       j.at("exit_ns"), j.value("lost", false), j.value("lost_at_enter", false),
-                       j.value("asked_ns", std::int64_t{0})});
+      holds.push_back({j.at("client"), j.at("session"), j.at("mode"), j.at("token"), j.at("enter_ns"), j.at("exit_ns"),
+                       j.value("lost", false), j.value("lost_at_enter", false), j.value("asked_ns", std::int64_t{0})});
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(file + ":" + std::to_string(number) + ": malformed hold record (" + e.what() +
                                "): " + line);
@@ -131,7 +130,8 @@ HoldReport check_holds(std::vector<HoldRecord> holds) {
   HoldReport report;
   report.holds = holds.size();
   std::sort(holds.begin(), holds.end(), [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
-  report.lost_holds = static_cast<std::size_t>(std::count_if(holds.begin(), holds.end(), [](const auto& h) { return h.lost; }));
+  report.lost_holds =
+      static_cast<std::size_t>(std::count_if(holds.begin(), holds.end(), [](const auto& h) { return h.lost; }));
 
   // Overlaps: each hold against the later-entered holds that began before it ended.
   for (std::size_t i = 0; i < holds.size(); ++i) {
@@ -162,9 +162,8 @@ HoldReport check_holds(std::vector<HoldRecord> holds) {
 
 std::string HoldReport::summary() const {
   std::ostringstream out;
-  out << holds << " holds, " << exclusive_overlaps << " exclusive overlaps, " << read_overlaps
-      << " read overlaps (" << cross_client_read_overlaps << " across processes), " << token_disorders
-      << " token disorders";
+  out << holds << " holds, " << exclusive_overlaps << " exclusive overlaps, " << read_overlaps << " read overlaps ("
+      << cross_client_read_overlaps << " across processes), " << token_disorders << " token disorders";
   if (lost_holds > 0) {
     out << "; " << lost_holds << " holds signalled lost, " << stale_overlaps
         << " overlaps with them (holds that outlived their session), " << token_disorders_with_lost
@@ -192,7 +191,8 @@ std::vector<WriteRecord> parse_writes(const std::string& file, std::istream& in)
 
 class FileLock {
  public:
-  explicit FileLock(const std::string& file) : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {
+  explicit FileLock(const std::string& file)
+      : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {
     if (fd_ < 0) throw std::runtime_error("cannot open the resource " + file + ": " + std::strerror(errno));
     while (::flock(fd_, LOCK_EX) != 0) {
       if (errno != EINTR) {
@@ -221,8 +221,8 @@ bool fenced_write(const std::string& file, const std::string& writer, std::int64
     if (w.accepted) newest = std::max(newest, w.token);
   }
   const bool accepted = !fenced || token >= newest;
-  const nlohmann::json record = {{"writer", writer}, {"token", token},   {"value", value},
-                                 {"accepted", accepted}, {"at_ns", monotonic_ns()}};
+  const nlohmann::json record = {
+      {"writer", writer}, {"token", token}, {"value", value}, {"accepted", accepted}, {"at_ns", monotonic_ns()}};
   const std::string line = record.dump() + "\n";
   if (::write(lock.fd(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     throw std::runtime_error("cannot append to the resource " + file + ": " + std::strerror(errno));
@@ -291,7 +291,7 @@ std::int64_t HoldLogWriter::now_ns() {
 }
 
 void HoldLogWriter::record(const HoldRecord& hold) {
-  nlohmann::json line{{"client", hold.client}, {"session", hold.session}, {"mode", hold.mode},
+  nlohmann::json line{{"client", hold.client}, {"session", hold.session},   {"mode", hold.mode},
                       {"token", hold.token},   {"enter_ns", hold.enter_ns}, {"exit_ns", hold.exit_ns}};
   if (hold.lost) line["lost"] = true;
   if (hold.lost_at_enter) line["lost_at_enter"] = true;
@@ -301,8 +301,11 @@ void HoldLogWriter::record(const HoldRecord& hold) {
 }
 
 void HoldLogWriter::record(const HoldEvent& event) {
-  const nlohmann::json line{{"client", event.client}, {"session", event.session}, {"event", event.event},
-                            {"what", event.what},     {"at_ns", event.at_ns}};
+  const nlohmann::json line{{"client", event.client},
+                            {"session", event.session},
+                            {"event", event.event},
+                            {"what", event.what},
+                            {"at_ns", event.at_ns}};
   write_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
@@ -314,7 +317,8 @@ void HoldLogWriter::write_line(const std::string& line) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      throw std::runtime_error("writing hold log " + file_ + " failed" + (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
+      throw std::runtime_error("writing hold log " + file_ + " failed" +
+                               (n < 0 ? std::string(": ") + std::strerror(errno) : ""));
     }
     done += static_cast<std::size_t>(n);
   }

@@ -54,8 +54,9 @@ PostgresServer::PostgresServer(PostgresOptions options) : options_(options) {
   if (::geteuid() == 0) {
     const passwd* pw = ::getpwnam("postgres");
     if (pw == nullptr) {
-      throw std::runtime_error("running as root, and there is no `postgres` user to run PostgreSQL as "
-                               "(the postgresql package creates it)");
+      throw std::runtime_error(
+          "running as root, and there is no `postgres` user to run PostgreSQL as "
+          "(the postgresql package creates it)");
     }
     drop_privileges_ = true;
     uid_ = pw->pw_uid;
@@ -71,12 +72,13 @@ PostgresServer::PostgresServer(PostgresOptions options) : options_(options) {
   const std::string socket_dir = dir_.path() + "/socket";
   std::filesystem::create_directory(socket_dir);
   ::chmod(socket_dir.c_str(), 0700);
-  if (drop_privileges_ && (::chown(dir_.path().c_str(), uid_, gid_) != 0 || ::chown(socket_dir.c_str(), uid_, gid_) != 0)) {
+  if (drop_privileges_ &&
+      (::chown(dir_.path().c_str(), uid_, gid_) != 0 || ::chown(socket_dir.c_str(), uid_, gid_) != 0)) {
     throw std::runtime_error("cannot give " + dir_.path() + " to the postgres user");
   }
   SpawnOptions as_owner = as_server_owner(dir_.path(), "initdb.log", drop_privileges_, uid_, gid_);
-  const pid_t initdb = spawn_child({bin + "/initdb", "-D", dir_.path() + "/data", "-U", user_, "--auth=trust", "-E", "UTF8",
-                                    "--no-locale", "--no-sync", "--no-instructions"},
+  const pid_t initdb = spawn_child({bin + "/initdb", "-D", dir_.path() + "/data", "-U", user_, "--auth=trust", "-E",
+                                    "UTF8", "--no-locale", "--no-sync", "--no-instructions"},
                                    as_owner);
   if (const int rc = wait_child(initdb); rc != 0) {
     throw std::runtime_error("initdb failed (exit " + std::to_string(rc) + "): " + file_tail(as_owner.log_file));
@@ -104,13 +106,15 @@ void PostgresServer::start_once() {
   const std::string bin = kPostgresBin;
   SpawnOptions as_owner = as_server_owner(dir_.path(), "postgres.log", drop_privileges_, uid_, gid_);
   as_owner.own_process_group = true;
-  pid_ = spawn_child({bin + "/postgres", "-D", dir_.path() + "/data", "-p", std::to_string(port_), "-c",
-                      "listen_addresses=127.0.0.1", "-k", dir_.path() + "/socket", "-c", options_.fsync ? "fsync=on" : "fsync=off", "-c",
-                      "max_connections=" + std::to_string(options_.max_connections)},
-                     as_owner);
+  pid_ = spawn_child(
+      {bin + "/postgres", "-D", dir_.path() + "/data", "-p", std::to_string(port_), "-c", "listen_addresses=127.0.0.1",
+       "-k", dir_.path() + "/socket", "-c", options_.fsync ? "fsync=on" : "fsync=off", "-c",
+       "max_connections=" + std::to_string(options_.max_connections)},
+      as_owner);
   const auto give_up = std::chrono::steady_clock::now() + options_.start_timeout;
   while (std::chrono::steady_clock::now() < give_up) {
-    const pid_t ping = spawn_child({bin + "/pg_isready", "-q", "-h", "127.0.0.1", "-p", std::to_string(port_), "-t", "2"});
+    const pid_t ping =
+        spawn_child({bin + "/pg_isready", "-q", "-h", "127.0.0.1", "-p", std::to_string(port_), "-t", "2"});
     if (wait_child(ping) == 0) return;
     if (reap_if_exited(pid_)) {
       pid_ = -1;
@@ -118,8 +122,8 @@ void PostgresServer::start_once() {
     }
     std::this_thread::sleep_for(50ms);
   }
-  throw std::runtime_error("postgres did not accept connections on port " + std::to_string(port_) + " in time: " +
-                           file_tail(as_owner.log_file));
+  throw std::runtime_error("postgres did not accept connections on port " + std::to_string(port_) +
+                           " in time: " + file_tail(as_owner.log_file));
 }
 
 void PostgresServer::stop() {
@@ -132,18 +136,19 @@ std::string PostgresServer::psql(const std::string& sql) const {
   // The rows in a file of their own (-o), so that a NOTICE on stderr never reads as a value.
   static std::atomic<unsigned> next{0};
   const std::string rows = dir_.path() + "/psql-" + std::to_string(::getpid()) + "-" + std::to_string(next++) + ".out";
-  const auto run = run_command({std::string(kPostgresBin) + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                                "-h", "127.0.0.1", "-p", std::to_string(port_), "-U", user_, "-d", "postgres", "-o", rows,
-                                "-c", sql},
-                               std::chrono::minutes(5));
+  const auto run =
+      run_command({std::string(kPostgresBin) + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
+                   "127.0.0.1", "-p", std::to_string(port_), "-U", user_, "-d", "postgres", "-o", rows, "-c", sql},
+                  std::chrono::minutes(5));
   std::string output = read_file(rows);
   std::error_code ignored;
   std::filesystem::remove(rows, ignored);
   if (run.timed_out) throw std::runtime_error("PostgreSQL: psql did not finish within 5 minutes (in: " + sql + ")");
   if (run.status != 0) {
     const std::string errors = trimmed(run.output);
-    throw std::runtime_error("PostgreSQL: " + (errors.empty() ? "psql exited with " + std::to_string(run.status) : errors) +
-                             " (in: " + sql + ")");
+    throw std::runtime_error(
+        "PostgreSQL: " + (errors.empty() ? "psql exited with " + std::to_string(run.status) : errors) + " (in: " + sql +
+        ")");
   }
   return output;
 }

@@ -51,7 +51,8 @@ ChildProcess::ChildProcess(std::vector<std::string> argv) {
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), out_fd_(std::exchange(other.out_fd_, -1)),
+    : pid_(std::exchange(other.pid_, -1)),
+      out_fd_(std::exchange(other.out_fd_, -1)),
       in_fd_(std::exchange(other.in_fd_, -1)),
       buffered_(std::move(other.buffered_)) {}
 
@@ -118,8 +119,6 @@ void ChildProcess::pause() { kill(SIGSTOP); }
 
 void ChildProcess::resume() { kill(SIGCONT); }
 
-std::string executable_dir() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-}
+std::string executable_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path().string(); }
 
 }  // namespace dlock::testing

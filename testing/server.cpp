@@ -34,12 +34,22 @@ namespace {
 
 // Debian's `zookeeper` package: the server's jars and what they need, in /usr/share/java.
 std::string debian_classpath() {
-  static const char* const jars[] = {
-      "zookeeper.jar", "zookeeper-jute.jar", "netty-handler.jar", "netty-common.jar",
-      "netty-buffer.jar", "netty-transport.jar", "netty-codec.jar", "netty-resolver.jar",
-      "netty-transport-native-epoll.jar", "netty-transport-native-unix-common.jar",
-      "slf4j-api.jar", "slf4j-nop.jar", "commons-cli.jar", "commons-io.jar",
-      "metrics-core.jar", "snappy-java.jar"};
+  static const char* const jars[] = {"zookeeper.jar",
+                                     "zookeeper-jute.jar",
+                                     "netty-handler.jar",
+                                     "netty-common.jar",
+                                     "netty-buffer.jar",
+                                     "netty-transport.jar",
+                                     "netty-codec.jar",
+                                     "netty-resolver.jar",
+                                     "netty-transport-native-epoll.jar",
+                                     "netty-transport-native-unix-common.jar",
+                                     "slf4j-api.jar",
+                                     "slf4j-nop.jar",
+                                     "commons-cli.jar",
+                                     "commons-io.jar",
+                                     "metrics-core.jar",
+                                     "snappy-java.jar"};
   std::string classpath;
   for (const char* jar : jars) {
     if (!classpath.empty()) classpath += ':';
@@ -96,17 +106,18 @@ void ZooKeeperInstall::check() const {
       return name.starts_with("zookeeper") && name.ends_with(".jar") && !name.starts_with("zookeeper-jute");
     };
     if (wildcard) {
-      for (const auto& item : std::filesystem::directory_iterator(file, ec)) has_zookeeper |= is_zookeeper_jar(item.path());
+      for (const auto& item : std::filesystem::directory_iterator(file, ec))
+        has_zookeeper |= is_zookeeper_jar(item.path());
     } else {
       has_zookeeper |= is_zookeeper_jar(file);
     }
   }
   if (!missing.empty()) {
-    throw std::runtime_error(
-        "dlock::testing: ZooKeeper's classpath names files that do not exist: " + missing +
-        (from_env_classpath ? " (from DLOCK_ZOOKEEPER_CLASSPATH)"
-                            : " (Debian: apt-get install zookeeper; elsewhere set DLOCK_ZOOKEEPER_CLASSPATH to "
-                              "ZooKeeper's jars and their dependencies, e.g. /opt/zookeeper/lib/*)"));
+    throw std::runtime_error("dlock::testing: ZooKeeper's classpath names files that do not exist: " + missing +
+                             (from_env_classpath
+                                  ? " (from DLOCK_ZOOKEEPER_CLASSPATH)"
+                                  : " (Debian: apt-get install zookeeper; elsewhere set DLOCK_ZOOKEEPER_CLASSPATH to "
+                                    "ZooKeeper's jars and their dependencies, e.g. /opt/zookeeper/lib/*)"));
   }
   if (!has_zookeeper) {
     throw std::runtime_error("dlock::testing: ZooKeeper's classpath \"" + classpath +
@@ -118,9 +129,15 @@ void ZooKeeperInstall::check() const {
 
 std::vector<std::string> zookeeper_command(const ZooKeeperInstall& install, std::string_view main_class,
                                            const std::string& config, int container_check_ms) {
-  return {install.java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-          "-Dznode.container.checkIntervalMs=" + std::to_string(container_check_ms), "-cp", install.classpath,
-          std::string(main_class), config};
+  return {install.java,
+          "-Xmx256m",
+          "-XX:+UseSerialGC",
+          "-XX:TieredStopAtLevel=1",
+          "-Dznode.container.checkIntervalMs=" + std::to_string(container_check_ms),
+          "-cp",
+          install.classpath,
+          std::string(main_class),
+          config};
 }
 
 std::string server_mode(int port, std::chrono::milliseconds timeout) {

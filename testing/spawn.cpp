@@ -52,9 +52,10 @@ pid_t spawn_child(const std::vector<std::string>& argv, const SpawnOptions& opti
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
     if (cwd != nullptr && ::chdir(cwd) != 0) {
-      give_up("spawn: cannot enter the working directory: the user the program runs as needs search (x) "
-              "permission on it and on every directory above it (a TMPDIR of mode 0700 owned by another "
-              "user refuses it)\n");
+      give_up(
+          "spawn: cannot enter the working directory: the user the program runs as needs search (x) "
+          "permission on it and on every directory above it (a TMPDIR of mode 0700 owned by another "
+          "user refuses it)\n");
     }
     ::execv(args[0], const_cast<char* const*>(args.data()));
     ::_exit(127);

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 
 #include "dlock/mutex.hpp"
 #include "dlock/session.hpp"
@@ -55,13 +55,15 @@ std::string test_root() {
 }
 
 bool another_session_locks(const std::string& path, std::chrono::milliseconds wait) {
-  return std::async(std::launch::async, [&] {
-           Session other(session_options());
-           Mutex mutex(other, path);
-           const bool got = mutex.try_lock_for(wait);
-           if (got) mutex.unlock();
-           return got;
-         }).get();
+  return std::async(std::launch::async,
+                    [&] {
+                      Session other(session_options());
+                      Mutex mutex(other, path);
+                      const bool got = mutex.try_lock_for(wait);
+                      if (got) mutex.unlock();
+                      return got;
+                    })
+      .get();
 }
 
 bool expire_until_lost(Session& session) { return expire_until_lost(session, zk_connect()); }

@@ -27,7 +27,8 @@ inline SessionOptions session_options(std::chrono::milliseconds session_timeout 
 // session_options() with the connect string of `proxy` (a FaultProxy, or anything with a
 // connect_string()) instead of the suite's server.
 template <class Proxy>
-SessionOptions session_options_via(const Proxy& proxy, std::chrono::milliseconds session_timeout = std::chrono::seconds(4)) {
+SessionOptions session_options_via(const Proxy& proxy,
+                                   std::chrono::milliseconds session_timeout = std::chrono::seconds(4)) {
   auto options = session_options(session_timeout);
   options.connect = proxy.connect_string();
   return options;

@@ -10,9 +10,12 @@ namespace account_service {
 
 std::string_view to_string(LockRelease mode) noexcept {
   switch (mode) {
-    case LockRelease::after_commit: return "after-commit";
-    case LockRelease::before_commit: return "before-commit";
-    case LockRelease::none: return "none";
+    case LockRelease::after_commit:
+      return "after-commit";
+    case LockRelease::before_commit:
+      return "before-commit";
+    case LockRelease::none:
+      return "none";
   }
   return "?";
 }

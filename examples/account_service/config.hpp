@@ -23,17 +23,17 @@ std::optional<LockRelease> parse_lock_release(std::string_view text) noexcept;
 
 struct Config {
   std::string bind = "0.0.0.0";
-  unsigned short port = 8080;            // 0: the kernel picks a free port (printed at start)
-  std::string zk = "127.0.0.1:2181";     // ZooKeeper connect string
-  std::string db;                        // libpq conninfo; "" = libpq's defaults (PGHOST, ...)
-  std::string instance;                  // "" = <hostname>:<port>
+  unsigned short port = 8080;         // 0: the kernel picks a free port (printed at start)
+  std::string zk = "127.0.0.1:2181";  // ZooKeeper connect string
+  std::string db;                     // libpq conninfo; "" = libpq's defaults (PGHOST, ...)
+  std::string instance;               // "" = <hostname>:<port>
   std::string lock_base = "/locks/account_service";
   LockRelease lock_release = LockRelease::after_commit;
   std::chrono::milliseconds lock_timeout{10000};
   std::chrono::milliseconds delay_before_commit{0};  // debug: widens the window the bug needs
-  bool fencing = true;                   // after-commit only: writes fenced by the lock's token
+  bool fencing = true;                               // after-commit only: writes fenced by the lock's token
   std::chrono::milliseconds session_timeout{10000};  // the ZooKeeper session's
-  int threads = 8;                       // HTTP worker threads, one PostgreSQL connection each
+  int threads = 8;                                   // HTTP worker threads, one PostgreSQL connection each
   // Async: POST /login is a coroutine (DLOCK_CO_SCOPE) on one I/O thread, and `threads` are the
   // database's only (each with its connection). Needs lock_release after_commit.
   bool async_handler = false;

@@ -61,7 +61,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
                          }
                          HttpRequest stub;
                          stub.version(version);
-                         response = json_response(stub, http::status::internal_server_error, R"({"error":"internal error"})");
+                         response =
+                             json_response(stub, http::status::internal_server_error, R"({"error":"internal error"})");
                        }
                        self->respond(std::move(response), keep_alive);
                      });

@@ -75,11 +75,27 @@ class AccountServiceUnderFaults : public ::testing::Test {
     for (int i = 1; i <= 3; ++i) {
       std::string name = "i";
       name += std::to_string(i);
-      instances.push_back({ChildProcess({dlock::testing::executable_dir() + "/account_service", "--bind", "127.0.0.1",
-                                         "--port", "0", "--zk", zookeeper_->connect_string(), "--db", db,
-                                         "--instance", name, "--lock-base", lock_base, "--fencing", fencing,
-                                         "--delay-before-commit-ms", "300", "--lock-timeout-ms", "60000",
-                                         "--session-timeout-ms", session_ms}),
+      instances.push_back({ChildProcess({dlock::testing::executable_dir() + "/account_service",
+                                         "--bind",
+                                         "127.0.0.1",
+                                         "--port",
+                                         "0",
+                                         "--zk",
+                                         zookeeper_->connect_string(),
+                                         "--db",
+                                         db,
+                                         "--instance",
+                                         name,
+                                         "--lock-base",
+                                         lock_base,
+                                         "--fencing",
+                                         fencing,
+                                         "--delay-before-commit-ms",
+                                         "300",
+                                         "--lock-timeout-ms",
+                                         "60000",
+                                         "--session-timeout-ms",
+                                         session_ms}),
                            0});
     }
     for (auto& instance : instances) {

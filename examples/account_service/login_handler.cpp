@@ -23,7 +23,8 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
   throw std::logic_error("unknown lock release mode");
 }
 
-LoginResult LoginHandler::login_locked(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock& lock) const {
+LoginResult LoginHandler::login_locked(const LoginRequest& req, PgTransaction& tx,
+                                       const dlock::ScopedLock& lock) const {
   if (fencing_) {
     // A stalled older holder may keep the fence row locked until it commits: wait for it no
     // longer than for the lock itself (then 503, SQLSTATE 55P03).

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "config.hpp"
+#include "db.hpp"
 #include "dlock/key.hpp"
 #include "dlock/scope.hpp"
-#include "db.hpp"
 
 namespace account_service {
 

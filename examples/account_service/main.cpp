@@ -16,12 +16,12 @@
 
 #include "account_store.hpp"
 #include "config.hpp"
+#include "db.hpp"
 #include "dlock/metrics_registry.hpp"
 #include "dlock/scope.hpp"
 #include "dlock/session.hpp"
 #include "http_server.hpp"
 #include "login_handler.hpp"
-#include "db.hpp"
 #include "routes.hpp"
 
 namespace asio = boost::asio;
@@ -48,7 +48,8 @@ void create_schema(PgConnection& db, const dlock::LockService& locks) {
 int run(const Config& config) {
   // Lock metrics for GET /metrics; the families are the DLOCK_SCOPE namespaces ("login", "schema").
   const auto metrics = std::make_shared<dlock::MetricsRegistry>();
-  dlock::Session session({.connect = config.zk, .session_timeout = config.session_timeout, .metrics = {.sink = metrics}});
+  dlock::Session session(
+      {.connect = config.zk, .session_timeout = config.session_timeout, .metrics = {.sink = metrics}});
   const dlock::LockService locks(session, config.lock_base, config.lock_timeout);
 
   // Every connection is opened before serving, so a wrong --db fails the start, not a request.
@@ -119,10 +120,9 @@ int run(const Config& config) {
       }
     });
   }
-  std::cerr << "account_service[" << instance << "]: serving on " << config.bind << ":" << server.port()
-            << " with " << config.threads << " workers (" << (config.async_handler ? "async" : "sync")
-            << " handler), lock release " << to_string(config.lock_release)
-            << ", locks under " << config.lock_base << std::endl;
+  std::cerr << "account_service[" << instance << "]: serving on " << config.bind << ":" << server.port() << " with "
+            << config.threads << " workers (" << (config.async_handler ? "async" : "sync") << " handler), lock release "
+            << to_string(config.lock_release) << ", locks under " << config.lock_base << std::endl;
   std::printf("LISTENING %u\n", static_cast<unsigned>(server.port()));
   std::fflush(stdout);
 

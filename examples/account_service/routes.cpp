@@ -9,9 +9,9 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "db.hpp"
 #include "dlock/async.hpp"
 #include "dlock/error.hpp"
-#include "db.hpp"
 
 namespace account_service {
 

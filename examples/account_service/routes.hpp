@@ -1,5 +1,6 @@
-// The HTTP API: POST /login and GET /health, in JSON; GET /metrics, dlock's metrics as Prometheus text. Opens the transaction around the login
-// handler and commits it after the handler returned, as a framework's @Transactional would.
+// The HTTP API: POST /login and GET /health, in JSON; GET /metrics, dlock's metrics as Prometheus text. Opens the
+// transaction around the login handler and commits it after the handler returned, as a framework's @Transactional
+// would.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -9,11 +10,11 @@
 #include <optional>
 #include <string>
 
+#include "db.hpp"
 #include "dlock/metrics_registry.hpp"
 #include "dlock/session.hpp"
 #include "http_server.hpp"
 #include "login_handler.hpp"
-#include "db.hpp"
 
 namespace account_service {
 

@@ -52,16 +52,16 @@ PgResult PgConnection::exec(std::string_view sql, std::initializer_list<std::opt
   for (const auto& param : params) values.push_back(param ? param->c_str() : nullptr);
   const std::string statement(sql);
   // PQexecParams even without parameters: the extended protocol runs exactly one statement.
-  PGresult* raw = PQexecParams(conn_.get(), statement.c_str(), static_cast<int>(values.size()), nullptr,
-                               values.data(), nullptr, nullptr, 0);
+  PGresult* raw = PQexecParams(conn_.get(), statement.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                               nullptr, nullptr, 0);
   if (!raw) throw PgError("PostgreSQL: " + trimmed(PQerrorMessage(conn_.get())));
   PgResult result(raw);
   const auto status = PQresultStatus(raw);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     const char* state = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
-    throw PgError("PostgreSQL: " + trimmed(PQresultErrorMessage(raw)) +
-                      (state ? std::string(" [SQLSTATE ") + state + "]" : ""),
-                  state ? state : "");
+    throw PgError(
+        "PostgreSQL: " + trimmed(PQresultErrorMessage(raw)) + (state ? std::string(" [SQLSTATE ") + state + "]" : ""),
+        state ? state : "");
   }
   return result;
 }

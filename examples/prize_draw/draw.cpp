@@ -8,8 +8,8 @@ namespace prize_draw {
 using dlock_examples::PgConnection;
 using dlock_examples::PgTransaction;
 
-Drawer::Drawer(Variant variant, const dlock::LockService* locks, std::string instance,
-               std::chrono::microseconds think, std::uint64_t seed)
+Drawer::Drawer(Variant variant, const dlock::LockService* locks, std::string instance, std::chrono::microseconds think,
+               std::uint64_t seed)
     : variant_(variant), locks_(locks), instance_(std::move(instance)), think_(think), random_(seed) {
   if ((variant == Variant::dlock || variant == Variant::dlock_nohandoff) && locks == nullptr) {
     throw std::invalid_argument("Drawer: variant " + std::string(to_string(variant)) + " needs a LockService");
@@ -62,8 +62,9 @@ Drawer::Attempt Drawer::take_one(const DrawRequest& req, PgTransaction& tx, std:
     // The new stock is computed here, from what was read: without a guard two draws that read the
     // same stock both write stock - 1, and one prize is handed out twice.
     if (variant_ == Variant::optimistic) {
-      const auto updated = tx.exec("UPDATE prize SET stock = $2, version = version + 1 WHERE id = $1 AND version = $3",
-                                   {std::to_string(prize), std::to_string(stock - 1), std::string(in_stock.text(row, 2))});
+      const auto updated =
+          tx.exec("UPDATE prize SET stock = $2, version = version + 1 WHERE id = $1 AND version = $3",
+                  {std::to_string(prize), std::to_string(stock - 1), std::string(in_stock.text(row, 2))});
       if (updated.command_status() != "UPDATE 1") return {.conflict = true, .prize = std::nullopt};
     } else {
       tx.exec("UPDATE prize SET stock = $2 WHERE id = $1", {std::to_string(prize), std::to_string(stock - 1)});

@@ -49,7 +49,8 @@ int run_instance(const InstanceOptions& options) {
                     std::hash<std::string>{}(options.name) + static_cast<std::uint64_t>(t));
       for (int i = 0; i < options.draws; ++i) {
         // Users are distinct per instance and thread: many users draw from one pool.
-        const DrawRequest req{.pool = options.pool, .user = (std::int64_t{options.index} << 40) + (std::int64_t{t} << 24) + i};
+        const DrawRequest req{.pool = options.pool,
+                              .user = (std::int64_t{options.index} << 40) + (std::int64_t{t} << 24) + i};
         try {
           retries += drawer.draw(req, *connections[t]).retries;
           ++draws;
@@ -67,8 +68,7 @@ int run_instance(const InstanceOptions& options) {
   if (!first_error.empty()) std::cerr << options.name << ": a draw failed: " << first_error << std::endl;
   const auto figures = metrics->snapshot();
   const auto* pool_lock = figures.find("pool", dlock::LockMode::Exclusive);
-  std::cout << "result draws=" << draws << " errors=" << errors << " retries=" << retries
-            << " requests=" << requests
+  std::cout << "result draws=" << draws << " errors=" << errors << " retries=" << retries << " requests=" << requests
             << " local_grants=" << (pool_lock ? pool_lock->granted_via(dlock::GrantSource::Local) : 0)
             << " zookeeper_grants=" << (pool_lock ? pool_lock->granted_via(dlock::GrantSource::ZooKeeper) : 0)
             << std::endl;

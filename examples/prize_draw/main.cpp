@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "dlock/testing/postgres.hpp"
 #include "dlock/testing/process.hpp"
+#include "dlock/testing/server.hpp"
 #include "instance.hpp"
 #include "options.hpp"
 #include "pg_connection.hpp"
-#include "dlock/testing/postgres.hpp"
 #include "prize_pool.hpp"
 #include "variant.hpp"
-#include "dlock/testing/server.hpp"
 
 namespace prize_draw {
 namespace {
@@ -72,8 +72,8 @@ Outcome run_variant(const Plan& plan, Variant variant, dlock_examples::PgConnect
     instances.emplace_back(std::vector<std::string>{
         self, "--instance-of", std::string(to_string(variant)), "--index", std::to_string(i), "--zk", plan.zk, "--db",
         plan.db, "--threads", std::to_string(plan.threads), "--draws", std::to_string(plan.draws), "--think-us",
-        std::to_string(plan.think.count()), "--max-passes", std::to_string(plan.handoff.max_passes),
-        "--max-time-ms", std::to_string(plan.handoff.max_time.count())});
+        std::to_string(plan.think.count()), "--max-passes", std::to_string(plan.handoff.max_passes), "--max-time-ms",
+        std::to_string(plan.handoff.max_time.count())});
   }
   for (auto& instance : instances) {
     const auto line = instance.read_line(std::chrono::seconds(60));
@@ -105,15 +105,15 @@ void print_table(const Plan& plan, const std::vector<Outcome>& outcomes) {
       "hand-off max_passes %u, max_time %lld ms\n\n",
       plan.instances, plan.threads, plan.draws, plan.prizes, static_cast<long long>(plan.think.count()),
       plan.handoff.max_passes, static_cast<long long>(plan.handoff.max_time.count()));
-  std::printf("| variant | draws/s | draws | seconds | prizes awarded | oversold | lost stock writes | retries | "
-              "ZooKeeper requests per draw | locks passed locally |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| variant | draws/s | draws | seconds | prizes awarded | oversold | lost stock writes | retries | "
+      "ZooKeeper requests per draw | locks passed locally |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& o : outcomes) {
     const long long grants = o.local_grants + o.zookeeper_grants;
-    const std::string local =
-        grants > 0 ? std::to_string(o.local_grants * 100 / grants) + " %" : std::string("-");
+    const std::string local = grants > 0 ? std::to_string(o.local_grants * 100 / grants) + " %" : std::string("-");
     std::printf("| %s | %.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %.3f | %s |\n",
-                std::string(to_string(o.variant)).c_str(), static_cast<double>(o.draws) / o.seconds, o.draws,
-                o.seconds, static_cast<long long>(o.pool.awarded), static_cast<long long>(o.pool.oversold),
+                std::string(to_string(o.variant)).c_str(), static_cast<double>(o.draws) / o.seconds, o.draws, o.seconds,
+                static_cast<long long>(o.pool.awarded), static_cast<long long>(o.pool.oversold),
                 static_cast<long long>(o.pool.lost_writes), o.retries,
                 o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0, local.c_str());
   }
@@ -183,9 +183,8 @@ int compare(const Options& options) {
   if (options.has("--db")) {
     plan.db = options.text("--db", "");
   } else {
-    pg = std::make_unique<dlock::testing::PostgresServer>(
-        dlock::testing::PostgresOptions{.max_connections = plan.instances * plan.threads + 10,
-                                        .fsync = options.has("--pg-fsync")});
+    pg = std::make_unique<dlock::testing::PostgresServer>(dlock::testing::PostgresOptions{
+        .max_connections = plan.instances * plan.threads + 10, .fsync = options.has("--pg-fsync")});
     plan.db = pg->conninfo();
   }
   dlock_examples::PgConnection db(plan.db);
@@ -203,7 +202,8 @@ int compare(const Options& options) {
 int instance(const Options& options) {
   InstanceOptions o;
   const auto variant = parse_variant(options.text("--instance-of", ""));
-  if (!variant) throw std::invalid_argument("--instance-of: unknown variant \"" + options.text("--instance-of", "") + "\"");
+  if (!variant)
+    throw std::invalid_argument("--instance-of: unknown variant \"" + options.text("--instance-of", "") + "\"");
   o.variant = *variant;
   o.index = static_cast<int>(options.integer("--index", 0, 0, 1000));
   o.name = "instance-" + std::to_string(o.index);

@@ -38,8 +38,8 @@ std::int64_t Options::integer(const std::string& name, std::int64_t fallback, st
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    throw std::invalid_argument(name + ": expected an integer in [" + std::to_string(min) + ", " +
-                                std::to_string(max) + "], got \"" + text + "\"");
+    throw std::invalid_argument(name + ": expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                "], got \"" + text + "\"");
   }
   return value;
 }

@@ -4,11 +4,16 @@ namespace prize_draw {
 
 std::string_view to_string(Variant variant) noexcept {
   switch (variant) {
-    case Variant::none: return "none";
-    case Variant::for_update: return "for-update";
-    case Variant::optimistic: return "optimistic";
-    case Variant::dlock_nohandoff: return "dlock-nohandoff";
-    case Variant::dlock: return "dlock";
+    case Variant::none:
+      return "none";
+    case Variant::for_update:
+      return "for-update";
+    case Variant::optimistic:
+      return "optimistic";
+    case Variant::dlock_nohandoff:
+      return "dlock-nohandoff";
+    case Variant::dlock:
+      return "dlock";
   }
   return "?";
 }

@@ -75,6 +75,7 @@
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
+#include <atomic>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -85,7 +86,6 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -278,8 +278,7 @@ template <class F, class... Args, std::size_t... I>
 auto with_last_as_token(F&& f, std::index_sequence<I...>, Args&&... args) {
   auto all = std::forward_as_tuple(std::forward<Args>(args)...);
   constexpr std::size_t last = sizeof...(Args) - 1;
-  return f(std::forward<std::tuple_element_t<last, std::tuple<Args&&...>>>(std::get<last>(all)),
-           std::get<I>(all)...);
+  return f(std::forward<std::tuple_element_t<last, std::tuple<Args&&...>>>(std::get<last>(all)), std::get<I>(all)...);
 }
 template <class F, class... Args>
 auto with_last_as_token(F&& f, Args&&... args) {
@@ -293,8 +292,7 @@ auto with_last_as_token(F&& f, Args&&... args) {
 template <class CompletionToken>
 auto LockHandle::async_acquire(Session& session, std::string path, LockMode mode, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LockHandle)>(
-      detail::AsyncInitiation<LockHandle, LockHandle>{}, token,
-      [&session, path = std::move(path), mode]() mutable {
+      detail::AsyncInitiation<LockHandle, LockHandle>{}, token, [&session, path = std::move(path), mode]() mutable {
         return detail::async_handle(session, std::move(path), mode, std::nullopt);
       });
 }
@@ -313,17 +311,15 @@ template <class CompletionToken>
 auto LockService::async_lock_key(LockMode mode, std::string_view ns, std::string key, CompletionToken&& token) const {
   std::vector<std::string> keys;
   keys.push_back(std::move(key));
-  return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(*this, mode, ns, std::move(keys),
-                                                                      detail::NoPrepare{},
-                                                                      std::forward<CompletionToken>(token));
+  return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
+      *this, mode, ns, std::move(keys), detail::NoPrepare{}, std::forward<CompletionToken>(token));
 }
 
 template <class CompletionToken>
 auto LockService::async_lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys,
                                   CompletionToken&& token) const {
-  return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(*this, mode, ns, std::move(keys),
-                                                                      detail::NoPrepare{},
-                                                                      std::forward<CompletionToken>(token));
+  return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
+      *this, mode, ns, std::move(keys), detail::NoPrepare{}, std::forward<CompletionToken>(token));
 }
 
 template <class... SourcesAndToken>
@@ -351,8 +347,7 @@ auto LockService::Bound<Tx>::async_lock(LockMode mode, std::string_view ns,
   return detail::with_last_as_token(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
-            service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_},
-            std::forward<decltype(token)>(token));
+            service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));
       },
       std::forward<SourcesAndToken>(sources_and_token)...);
 }
@@ -364,24 +359,23 @@ auto LockService::Bound<Tx>::async_lock_each(LockMode mode, std::string_view ns,
   return detail::with_last_as_token(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
-            service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_},
-            std::forward<decltype(token)>(token));
+            service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));
       },
       std::forward<SourcesAndToken>(sources_and_token)...);
 }
 
 }  // namespace dlock
 
-#define DLOCK_CO_SCOPE_AS(name, locks, ns, ...)                                                      \
-  ::dlock::ScopedLock name = co_await (locks).async_lock(::dlock::LockMode::Exclusive, ns, __VA_ARGS__, \
-                                                         ::boost::asio::use_awaitable)
+#define DLOCK_CO_SCOPE_AS(name, locks, ns, ...) \
+  ::dlock::ScopedLock name =                    \
+      co_await (locks).async_lock(::dlock::LockMode::Exclusive, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
 #define DLOCK_CO_SCOPE(locks, ns, ...) DLOCK_CO_SCOPE_AS(DLOCK_SCOPE_ANONYMOUS, locks, ns, __VA_ARGS__)
-#define DLOCK_CO_SCOPE_READ(locks, ns, ...)                                                        \
-  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS =                                                      \
+#define DLOCK_CO_SCOPE_READ(locks, ns, ...)   \
+  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = \
       co_await (locks).async_lock(::dlock::LockMode::Read, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
-#define DLOCK_CO_SCOPE_WRITE(locks, ns, ...)                                                       \
-  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS =                                                      \
+#define DLOCK_CO_SCOPE_WRITE(locks, ns, ...)  \
+  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = \
       co_await (locks).async_lock(::dlock::LockMode::Write, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
-#define DLOCK_CO_SCOPE_EACH(locks, ns, ...)                                                        \
-  ::dlock::ScopedLocks DLOCK_SCOPE_ANONYMOUS =                                                     \
+#define DLOCK_CO_SCOPE_EACH(locks, ns, ...)    \
+  ::dlock::ScopedLocks DLOCK_SCOPE_ANONYMOUS = \
       co_await (locks).async_lock_each(::dlock::LockMode::Exclusive, ns, __VA_ARGS__, ::boost::asio::use_awaitable)

@@ -14,6 +14,7 @@
 // After the #error the compiler would go on and print a hundred errors about char8_t and
 // concepts; including a header that does not exist is fatal, so the #error below stays the
 // first and nearly the only thing printed.
-#error "dlock requires C++20: compile with -std=c++20 (or gnu++20); with CMake, link dlock::dlock and do not set CMAKE_CXX_STANDARD below 20"
+#error \
+    "dlock requires C++20: compile with -std=c++20 (or gnu++20); with CMake, link dlock::dlock and do not set CMAKE_CXX_STANDARD below 20"
 #include <dlock/stop_here_dlock_requires_cxx20>  // deliberately missing: stops the compilation
 #endif

@@ -50,9 +50,7 @@ const std::error_category& dlock_category() noexcept;
 // Maps ZooKeeper C client return codes (negative ints such as ZNONODE) to messages.
 const std::error_category& zookeeper_category() noexcept;
 
-inline std::error_code make_error_code(errc e) noexcept {
-  return {static_cast<int>(e), dlock_category()};
-}
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), dlock_category()}; }
 
 // Base of every exception thrown by dlock.
 class Error : public std::system_error {

@@ -87,16 +87,16 @@ struct QueuedContender {
   bool holds = false;  // holds the lock now (over the contenders the call found)
   LockClient client = LockClient::Unknown;
   // What the node's data says, where its client writes it ("" / nullopt otherwise; escaped).
-  std::string host;                   // dlock: its host name; Curator: the creator's IP address
-  std::optional<std::int64_t> pid;    // dlock only
-  std::optional<std::int64_t> thread; // dlock only: the creating thread's Linux thread id
-  std::string acquired_at;            // dlock only: when the node was created (client's clock, UTC ISO 8601)
-  std::string identifier;             // kazoo only: its Lock's identifier
-  std::string data;                   // the raw data, escaped, cut after 256 bytes
+  std::string host;                    // dlock: its host name; Curator: the creator's IP address
+  std::optional<std::int64_t> pid;     // dlock only
+  std::optional<std::int64_t> thread;  // dlock only: the creating thread's Linux thread id
+  std::string acquired_at;             // dlock only: when the node was created (client's clock, UTC ISO 8601)
+  std::string identifier;              // kazoo only: its Lock's identifier
+  std::string data;                    // the raw data, escaped, cut after 256 bytes
   // From the node's stat (the server's view).
-  std::int64_t session_id = 0;     // the session that owns the node (ephemeralOwner)
-  std::int64_t czxid = 0;          // the zxid of the node's creation
-  std::int64_t fencing_token = 0;  // fencing_token_of(czxid): what a holder of this node presents
+  std::int64_t session_id = 0;                      // the session that owns the node (ephemeralOwner)
+  std::int64_t czxid = 0;                           // the zxid of the node's creation
+  std::int64_t fencing_token = 0;                   // fencing_token_of(czxid): what a holder of this node presents
   std::chrono::system_clock::time_point created{};  // ctime: when the server created the node
 };
 

@@ -63,8 +63,7 @@ inline constexpr bool is_char_type_v =
     std::is_same_v<T, char16_t> || std::is_same_v<T, char32_t>;
 
 template <class T>
-inline constexpr bool is_key_integer_v =
-    std::is_integral_v<T> && !std::is_same_v<T, bool> && !is_char_type_v<T>;
+inline constexpr bool is_key_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && !is_char_type_v<T>;
 
 template <class T>
 inline constexpr bool is_key_string_v = std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view> ||
@@ -90,8 +89,8 @@ inline constexpr bool is_supported_key_part_type = is_key_value<T>::value;
 // must then have key fields; that is checked where a key is built, after DLOCK_KEY_FIELDS had its
 // chance to be declared).
 template <class T>
-inline constexpr bool is_supported_key_field_type =
-    is_supported_key_part_type<T> || (std::is_class_v<T> && !is_optional<T>::value);
+inline constexpr bool is_supported_key_field_type = is_supported_key_part_type<T> ||
+                                                    (std::is_class_v<T> && !is_optional<T>::value);
 
 // ---- DLOCK_KEY_FIELDS ------------------------------------------------------------------------
 //
@@ -114,16 +113,18 @@ struct fields_tag {};
 void dlock_key_fields() = delete;
 
 template <class T>
-concept has_listed_key_fields = requires { dlock_key_fields(fields_tag<T>{}); };
+concept has_listed_key_fields = requires {
+  dlock_key_fields(fields_tag<T>{});
+};
 
-#define DLOCK_DETAIL_KEY_FIELD(r, Type, i, field)                                     \
-  BOOST_PP_COMMA_IF(i)::dlock::detail::key_field<&Type::BOOST_PP_TUPLE_ELEM(2, 0, field), \
-                                                  (BOOST_PP_TUPLE_ELEM(2, 1, field))>
+#define DLOCK_DETAIL_KEY_FIELD(r, Type, i, field) \
+  BOOST_PP_COMMA_IF(                              \
+      i)::dlock::detail::key_field<&Type::BOOST_PP_TUPLE_ELEM(2, 0, field), (BOOST_PP_TUPLE_ELEM(2, 1, field))>
 
-#define DLOCK_DETAIL_KEY_FIELDS(Type, ...)                                                       \
-  ::dlock::detail::key_field_list<BOOST_PP_SEQ_FOR_EACH_I(DLOCK_DETAIL_KEY_FIELD, Type,          \
+#define DLOCK_DETAIL_KEY_FIELDS(Type, ...)                                                        \
+  ::dlock::detail::key_field_list<BOOST_PP_SEQ_FOR_EACH_I(DLOCK_DETAIL_KEY_FIELD, Type,           \
                                                           BOOST_PP_VARIADIC_TO_SEQ(__VA_ARGS__))> \
-  dlock_key_fields(::dlock::detail::fields_tag<Type>)
+      dlock_key_fields(::dlock::detail::fields_tag<Type>)
 
 // ---- ordering ----------------------------------------------------------------------------------
 
@@ -149,8 +150,7 @@ constexpr std::array<std::size_t, N> sorted_indices(std::array<FieldOrder, N> fi
 // ---- aggregates: tagged fields found through Boost.PFR ---------------------------------------
 
 template <class S>
-inline constexpr bool is_reflectable_aggregate_v =
-    std::is_class_v<S> && std::is_aggregate_v<S> && !std::is_union_v<S>;
+inline constexpr bool is_reflectable_aggregate_v = std::is_class_v<S>&& std::is_aggregate_v<S> && !std::is_union_v<S>;
 
 template <class S, std::size_t I>
 using field_t = std::remove_cv_t<boost::pfr::tuple_element_t<I, S>>;
@@ -173,8 +173,7 @@ template <class S, std::size_t... I>
 constexpr auto tagged_plan(std::index_sequence<I...>) {
   std::array<FieldOrder, tagged_field_count<S>()> fields{};
   std::size_t k = 0;
-  ((is_key_wrapper_v<field_t<S, I>> ? void(fields[k++] = FieldOrder{I, key_order_v<field_t<S, I>>}) : void()),
-   ...);
+  ((is_key_wrapper_v<field_t<S, I>> ? void(fields[k++] = FieldOrder{I, key_order_v<field_t<S, I>>}) : void()), ...);
   return sorted_indices(fields);
 }
 
@@ -213,7 +212,7 @@ using listed_plan_t = listed_plan<S, typename listed_fields<S>::type>;
 
 template <class S>
 inline constexpr bool is_char_array_v =
-    std::is_array_v<S> && std::rank_v<S> == 1 && std::is_same_v<std::remove_cv_t<std::remove_extent_t<S>>, char>;
+    std::is_array_v<S>&& std::rank_v<S> == 1 && std::is_same_v<std::remove_cv_t<std::remove_extent_t<S>>, char>;
 
 // True for a class that contributes parts of its own: listed with DLOCK_KEY_FIELDS, or an
 // aggregate with at least one `dlock::key` field. The name is what a failed static_assert prints

@@ -15,11 +15,11 @@
 // waits behind that hold like any other contender, so a pooled thread can never silently re-enter
 // a lock that an earlier task leaked; `try_acquire_for` then times out. Asking for a path the
 // calling thread itself holds through a Mutex, a SharedMutex side or a scope guard would wait on
-// itself forever: `acquire` throws WouldDeadlock, and `try_acquire_for` returns an empty handle. The wire format is the one Mutex (mode Exclusive) and SharedMutex (modes Read and
-// Write) use, so handles, Mutexes, SharedMutexes, Curator and kazoo clients on the same path all
-// exclude each other. With local hand-off (dlock/handoff.hpp) a handle takes part in its
-// process's shared node like a Mutex does: it may receive the node from, and pass it to, another
-// handle or Mutex of the same Session; readers share one read node.
+// itself forever: `acquire` throws WouldDeadlock, and `try_acquire_for` returns an empty handle. The wire format is the
+// one Mutex (mode Exclusive) and SharedMutex (modes Read and Write) use, so handles, Mutexes, SharedMutexes, Curator
+// and kazoo clients on the same path all exclude each other. With local hand-off (dlock/handoff.hpp) a handle takes
+// part in its process's shared node like a Mutex does: it may receive the node from, and pass it to, another handle or
+// Mutex of the same Session; readers share one read node.
 //
 // Thread-safety: like std::unique_ptr. One handle is used by one thread at a time; different
 // handles are independent; moving a handle between threads is fine.
@@ -51,7 +51,7 @@ namespace detail {
 struct LockSite;
 class Deadline;
 struct HandleAccess;
-}
+}  // namespace detail
 
 class LockHandle {
  public:

@@ -60,7 +60,7 @@ class MetricsRegistry final : public MetricsSink {
  public:
   // The histograms' bucket upper bounds, in seconds (a last bucket, +Inf, holds the rest).
   static constexpr std::array<double, 16> kBucketBounds{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                        0.25,   0.5,   1,      2.5,   5,    10,    30,    60};
+                                                        0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
   // The Content-Type of prometheus_text() (the text exposition format, version 0.0.4).
   static constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -90,8 +90,8 @@ class MetricsRegistry final : public MetricsSink {
   };
 
   struct Snapshot {
-    std::vector<LockFigures> locks;                   // ordered by family, then kind
-    std::array<std::uint64_t, 4> state_changes{};     // by the SessionState entered
+    std::vector<LockFigures> locks;                // ordered by family, then kind
+    std::array<std::uint64_t, 4> state_changes{};  // by the SessionState entered
     double disconnected_seconds = 0;
     std::uint64_t sessions_disconnected = 0;
     std::uint64_t deletes_deferred = 0;

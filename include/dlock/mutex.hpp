@@ -60,8 +60,8 @@
 // destructor, and none may start after it began.
 //
 // Errors: acquisition throws `LockLost` when the session is Lost or Closed (before or during the
-// wait), `WouldDeadlock` as above (from the try forms only for misuse of one path), `Error` with `errc::lock_destroyed` as above, `Error` with
-// `errc::sequence_exhausted` when the lock directory's sequence counter has run out (2^31 nodes
+// wait), `WouldDeadlock` as above (from the try forms only for misuse of one path), `Error` with `errc::lock_destroyed`
+// as above, `Error` with `errc::sequence_exhausted` when the lock directory's sequence counter has run out (2^31 nodes
 // created in it: the queue order is then ambiguous for every client, so dlock refuses to hold;
 // delete the directory once it is empty to start again from 0), `Error` for other ZooKeeper
 // failures.
@@ -91,7 +91,7 @@ namespace detail {
 struct LockSite;
 class CallGate;
 class Deadline;
-}
+}  // namespace detail
 
 class Mutex {
  public:

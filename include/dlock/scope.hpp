@@ -95,7 +95,9 @@ struct ScopeAccess;
 // it rolled back, including when it is destroyed without either. `CompletionHooks` below does
 // the bookkeeping for a transaction type of your own.
 template <class T>
-concept Transaction = requires(T& tx, std::function<void()> hook) { tx.on_complete(std::move(hook)); };
+concept Transaction = requires(T& tx, std::function<void()> hook) {
+  tx.on_complete(std::move(hook));
+};
 
 // Completion hooks for a transaction type: add() collects them, run() runs each once, in the
 // order added; run() from the destructor covers a transaction destroyed without commit or
@@ -195,8 +197,7 @@ class LockService {
  public:
   // `base` is an absolute path (the rules of Mutex's paths), e.g. "/locks". `default_timeout`
   // bounds every wait unless a view says otherwise; it must be positive.
-  LockService(Session& session, std::string base,
-              std::chrono::milliseconds default_timeout = std::chrono::seconds(10));
+  LockService(Session& session, std::string base, std::chrono::milliseconds default_timeout = std::chrono::seconds(10));
 
   // A copy whose guards wait at most `timeout` (positive).
   LockService with_timeout(std::chrono::milliseconds timeout) const;

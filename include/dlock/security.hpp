@@ -51,12 +51,12 @@ struct Credentials {
 
 // ZooKeeper's permission bits, as ACL entries and errors name them.
 enum Permission : std::uint32_t {
-  kRead = 1,     // r: get data, list children
-  kWrite = 2,    // w: set data
-  kCreate = 4,   // c: create children
-  kDelete = 8,   // d: delete children
-  kAdmin = 16,   // a: set the ACL
-  kAll = 31,     // cdrwa
+  kRead = 1,    // r: get data, list children
+  kWrite = 2,   // w: set data
+  kCreate = 4,  // c: create children
+  kDelete = 8,  // d: delete children
+  kAdmin = 16,  // a: set the ACL
+  kAll = 31,    // cdrwa
 };
 
 // "cdrwa" letters of a permission set, in ZooKeeper's order (empty for none).

@@ -118,7 +118,6 @@ struct SessionOptions {
   MetricsOptions metrics{};
 };
 
-
 // Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process,
 // as `LogRecord`s; the C client's lines are rate-limited by kind first (see dlock/log.hpp). Lines
 // less severe than `max_level` are not delivered (the C client's are not even formatted). The

@@ -55,10 +55,10 @@
 //
 // Errors: as Mutex. Acquisition throws `LockLost` when the session is Lost or Closed, `Error` for
 // other ZooKeeper failures, `WouldDeadlock` for an upgrade, for the other kind of lock, and
-// (from lock() and lock_shared() only) for a wait on a node the thread holds itself; whenever it throws or returns false
-// the attempt's node is already being deleted. unlock() / unlock_shared() and the token queries
-// throw `NotOwner` when the calling thread does not hold that side. The constructor throws
-// `InvalidPath` naming the path and the rule it breaks.
+// (from lock() and lock_shared() only) for a wait on a node the thread holds itself; whenever it throws or returns
+// false the attempt's node is already being deleted. unlock() / unlock_shared() and the token queries throw `NotOwner`
+// when the calling thread does not hold that side. The constructor throws `InvalidPath` naming the path and the rule it
+// breaks.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -80,7 +80,7 @@ namespace detail {
 struct LockSite;
 class CallGate;
 class Deadline;
-}
+}  // namespace detail
 
 class SharedMutex {
  public:

@@ -10,14 +10,14 @@
 
 #include "dlock/async.hpp"
 #include "recipes/api/handle_access.hpp"
-#include "recipes/holds/held_lock.hpp"
-#include "src/base/log_bridge.hpp"
-#include "recipes/handoff/lock_site.hpp"
-#include "src/base/path.hpp"
 #include "recipes/api/scope_state.hpp"
+#include "recipes/handoff/lock_site.hpp"
+#include "recipes/holds/held_lock.hpp"
 #include "recipes/queue/held_nodes.hpp"
-#include "src/session/session_access.hpp"
+#include "src/base/log_bridge.hpp"
+#include "src/base/path.hpp"
 #include "src/base/task_timer.hpp"
+#include "src/session/session_access.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -79,9 +79,9 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
     std::shared_ptr<LockSite> site;
     try {
       if (timeout_ && timeout_->count() < 0) {
-        throw Error(make_error_code(errc::invalid_argument),
-                    "async_try_acquire_for(" + path_ + "): the timeout must not be negative, got " +
-                        std::to_string(timeout_->count()) + " ms");
+        throw Error(make_error_code(errc::invalid_argument), "async_try_acquire_for(" + path_ +
+                                                                 "): the timeout must not be negative, got " +
+                                                                 std::to_string(timeout_->count()) + " ms");
       }
       check_lock_path(path_);
       site = site_of(SessionAccess::client(session_), path_, scope_namespace_);
@@ -92,18 +92,18 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
     std::optional<Clock::time_point> deadline;
     if (timeout_) deadline = steady_deadline_after(*timeout_);
     LockSite& site_ref = *site;
-    auto take = start_acquire_held(
-        site_ref, mode_, deadline, owner_,
-        // `self`: the acquisition lives until it completes, for a cancellation slot to reach it.
-        [self = shared_from_this(), mode = mode_, site = std::move(site), shared_sink](
-            std::optional<HeldLock> held, std::exception_ptr error) mutable {
-          if (held) {
-            shared_sink->complete({}, HandleAccess::make(std::move(site), std::move(*held), mode));
-            return;
-          }
-          drop_elsewhere(std::move(site));
-          shared_sink->complete(error ? code_of(error) : std::error_code(), LockHandle());
-        });
+    auto take =
+        start_acquire_held(site_ref, mode_, deadline, owner_,
+                           // `self`: the acquisition lives until it completes, for a cancellation slot to reach it.
+                           [self = shared_from_this(), mode = mode_, site = std::move(site), shared_sink](
+                               std::optional<HeldLock> held, std::exception_ptr error) mutable {
+                             if (held) {
+                               shared_sink->complete({}, HandleAccess::make(std::move(site), std::move(*held), mode));
+                               return;
+                             }
+                             drop_elsewhere(std::move(site));
+                             shared_sink->complete(error ? code_of(error) : std::error_code(), LockHandle());
+                           });
     bool cancelled = false;
     {
       std::lock_guard lock(mutex_);
@@ -136,7 +136,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
   const std::string scope_namespace_;
   const std::uint64_t owner_;
   std::mutex mutex_;
-  HeldTake take_;          // guarded by mutex_
+  HeldTake take_;           // guarded by mutex_
   bool cancelled_ = false;  // guarded by mutex_
 };
 
@@ -196,7 +196,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
     // Cancelled between two keys: the guards taken so far are released, the next not asked for.
     if (cancelled_before) return fail(make_error_code(errc::cancelled));
     auto acquisition = std::make_shared<HandleAcquisition>(service_.session(), paths_[i], mode_, service_.timeout(),
-                                                          ns_, service_.holder_token());
+                                                           ns_, service_.holder_token());
     bool cancelled = false;
     {
       std::lock_guard lock(mutex_);
@@ -205,9 +205,8 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
     }
     if (cancelled) acquisition->cancel();
     auto self = shared_from_this();
-    acquisition->start(std::make_unique<NextGuard>([self, i](std::error_code ec, LockHandle handle) {
-      self->on_handle(i, ec, std::move(handle));
-    }));
+    acquisition->start(std::make_unique<NextGuard>(
+        [self, i](std::error_code ec, LockHandle handle) { self->on_handle(i, ec, std::move(handle)); }));
   }
 
   void on_handle(std::size_t i, std::error_code ec, LockHandle handle) {
@@ -253,7 +252,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
   std::vector<ScopedLock> guards_;  // taken so far
   std::mutex mutex_;
   std::shared_ptr<HandleAcquisition> current_;  // guarded by mutex_
-  bool cancelled_ = false;                       // guarded by mutex_
+  bool cancelled_ = false;                      // guarded by mutex_
 };
 
 }  // namespace

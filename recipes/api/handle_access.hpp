@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "dlock/lock_handle.hpp"
-#include "recipes/holds/held_lock.hpp"
 #include "recipes/handoff/lock_site.hpp"
+#include "recipes/holds/held_lock.hpp"
 
 namespace dlock::detail {
 

@@ -5,17 +5,17 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "src/session/client.hpp"
-#include "recipes/queue/contender.hpp"
-#include "recipes/queue/lock_errors.hpp"
 #include "dlock/error.hpp"
 #include "dlock/fencing.hpp"
 #include "dlock/session.hpp"
 #include "recipes/handoff/lock_site.hpp"
-#include "src/base/path.hpp"
-#include "src/session/pending.hpp"
+#include "recipes/queue/contender.hpp"
+#include "recipes/queue/lock_errors.hpp"
 #include "recipes/queue/policies.hpp"
+#include "src/base/path.hpp"
 #include "src/base/printable.hpp"
+#include "src/session/client.hpp"
+#include "src/session/pending.hpp"
 #include "src/session/session_access.hpp"
 
 namespace dlock {
@@ -24,19 +24,26 @@ using detail::printable;
 
 std::string_view to_string(LockClient client) noexcept {
   switch (client) {
-    case LockClient::Dlock: return "dlock";
-    case LockClient::Curator: return "curator";
-    case LockClient::Kazoo: return "kazoo";
-    case LockClient::Unknown: break;
+    case LockClient::Dlock:
+      return "dlock";
+    case LockClient::Curator:
+      return "curator";
+    case LockClient::Kazoo:
+      return "kazoo";
+    case LockClient::Unknown:
+      break;
   }
   return "unknown";
 }
 
 std::string_view to_string(LockKind kind) noexcept {
   switch (kind) {
-    case LockKind::Read: return "read";
-    case LockKind::Write: return "write";
-    case LockKind::Exclusive: break;
+    case LockKind::Read:
+      return "read";
+    case LockKind::Write:
+      return "write";
+    case LockKind::Exclusive:
+      break;
   }
   return "exclusive";
 }
@@ -51,26 +58,31 @@ constexpr std::size_t kMaxJson = 4096;
 
 LockKind kind_of(detail::ContenderKind kind) {
   switch (kind) {
-    case detail::ContenderKind::Read: return LockKind::Read;
-    case detail::ContenderKind::Write: return LockKind::Write;
-    case detail::ContenderKind::Exclusive: break;
+    case detail::ContenderKind::Read:
+      return LockKind::Read;
+    case detail::ContenderKind::Write:
+      return LockKind::Write;
+    case detail::ContenderKind::Exclusive:
+      break;
   }
   return LockKind::Exclusive;
 }
 
 const detail::LockPolicy& policy_of(detail::ContenderKind kind) {
   switch (kind) {
-    case detail::ContenderKind::Read: return detail::kReadPolicy;
-    case detail::ContenderKind::Write: return detail::kWritePolicy;
-    case detail::ContenderKind::Exclusive: break;
+    case detail::ContenderKind::Read:
+      return detail::kReadPolicy;
+    case detail::ContenderKind::Write:
+      return detail::kWritePolicy;
+    case detail::ContenderKind::Exclusive:
+      break;
   }
   return detail::kExclusivePolicy;
 }
 
 bool is_hex(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); });
 }
 
 // kazoo names its nodes `<uuid4().hex>__lock__<seq>` (`__rlock__` for readers), or, with a
@@ -144,7 +156,8 @@ LockQueue inspect(Session& session, std::string_view path_view) {
   detail::Pending<detail::ChildrenResult> listing;
   client->children(path, listing.callback());
   const auto children = listing.get();
-  if (children.rc != ZOK && children.rc != ZNONODE) detail::fail(*client, children.rc, what + ": listing its children", {kRead, path});
+  if (children.rc != ZOK && children.rc != ZNONODE)
+    detail::fail(*client, children.rc, what + ": listing its children", {kRead, path});
   result.exists = children.rc == ZOK;
 
   const auto queue = detail::queue_of(children.names);
@@ -175,7 +188,9 @@ LockQueue inspect(Session& session, std::string_view path_view) {
   for (std::size_t i = 0; i < queue.size(); ++i) {
     const auto& reply = data[i];
     if (reply.rc == ZNONODE) continue;  // released (or its session ended) since the listing
-    if (reply.rc != ZOK) detail::fail(*client, reply.rc, what + ": reading its node " + printable(queue[i].name), {kRead, path + "/" + std::string(queue[i].name)});
+    if (reply.rc != ZOK)
+      detail::fail(*client, reply.rc, what + ": reading its node " + printable(queue[i].name),
+                   {kRead, path + "/" + std::string(queue[i].name)});
     present.push_back(queue[i]);
     QueuedContender c;
     c.node = std::string(queue[i].name);

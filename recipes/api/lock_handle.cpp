@@ -1,8 +1,8 @@
 #include "dlock/lock_handle.hpp"
 
 #include "recipes/api/handle_access.hpp"
-#include "recipes/holds/held_lock.hpp"
 #include "recipes/handoff/lock_site.hpp"
+#include "recipes/holds/held_lock.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
 
@@ -23,7 +23,6 @@ const std::string kEmpty;
 }  // namespace
 
 namespace detail {
-
 
 LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode) {
   return LockHandle(std::make_unique<LockHandle::State>(LockHandle::State{
@@ -62,8 +61,7 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = detail::site_of(client, path, scope_namespace);
-  auto held = try_form ? detail::try_acquire_held(*site, mode, deadline)
-                       : detail::acquire_held(*site, mode, deadline);
+  auto held = try_form ? detail::try_acquire_held(*site, mode, deadline) : detail::acquire_held(*site, mode, deadline);
   if (!held) return LockHandle();
   return LockHandle(std::make_unique<State>(
       State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report)}));
@@ -90,7 +88,9 @@ std::int64_t LockHandle::fencing_token() const {
   return state_->grant.token;
 }
 
-std::stop_token LockHandle::stop_token() const noexcept { return state_ ? state_->lost->get_token() : std::stop_token(); }
+std::stop_token LockHandle::stop_token() const noexcept {
+  return state_ ? state_->lost->get_token() : std::stop_token();
+}
 
 bool LockHandle::still_held() const noexcept { return state_ && !state_->lost->stop_requested(); }
 

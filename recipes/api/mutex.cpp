@@ -1,13 +1,12 @@
 #include "dlock/mutex.hpp"
 
-#include "recipes/holds/call_gate.hpp"
 #include "recipes/handoff/lock_site.hpp"
-#include "src/base/path.hpp"
+#include "recipes/holds/call_gate.hpp"
 #include "recipes/holds/reentrant.hpp"
+#include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
 
 namespace dlock {
-
 
 Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
   detail::check_lock_path(path);
@@ -39,9 +38,7 @@ std::stop_token Mutex::stop_token() const { return detail::reentrant::lost_token
 
 bool Mutex::still_held() const { return detail::reentrant::still_held(*site_, LockMode::Exclusive); }
 
-std::vector<std::string> Mutex::participants() const {
-  return detail::participants(*site_->client, site_->path);
-}
+std::vector<std::string> Mutex::participants() const { return detail::participants(*site_->client, site_->path); }
 
 std::size_t Mutex::local_waiters() const { return site_->local_waiters(); }
 

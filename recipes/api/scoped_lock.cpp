@@ -3,12 +3,12 @@
 // gets WouldDeadlock instead of waiting on it: a guard, unlike a plain LockHandle, is the thread's.
 #include <cstdio>
 
-#include "src/session/client.hpp"
-#include "src/base/deadline.hpp"
 #include "dlock/scope.hpp"
-#include "src/base/path.hpp"
 #include "recipes/api/scope_state.hpp"
 #include "recipes/queue/held_nodes.hpp"
+#include "src/base/deadline.hpp"
+#include "src/base/path.hpp"
+#include "src/session/client.hpp"
 #include "src/session/session_access.hpp"
 
 namespace dlock {
@@ -17,9 +17,12 @@ namespace {
 
 const char* describe(LockMode mode) {
   switch (mode) {
-    case LockMode::Read: return "read lock";
-    case LockMode::Write: return "write lock";
-    case LockMode::Exclusive: break;
+    case LockMode::Read:
+      return "read lock";
+    case LockMode::Write:
+      return "write lock";
+    case LockMode::Exclusive:
+      break;
   }
   return "lock";
 }

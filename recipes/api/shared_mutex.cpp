@@ -1,9 +1,9 @@
 #include "dlock/shared_mutex.hpp"
 
-#include "recipes/holds/call_gate.hpp"
 #include "recipes/handoff/lock_site.hpp"
-#include "src/base/path.hpp"
+#include "recipes/holds/call_gate.hpp"
 #include "recipes/holds/reentrant.hpp"
+#include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
 
 namespace dlock {
@@ -55,9 +55,7 @@ bool SharedMutex::still_held() const { return detail::reentrant::still_held(*sit
 
 bool SharedMutex::still_held_shared() const { return detail::reentrant::still_held(*site_, LockMode::Read); }
 
-std::vector<std::string> SharedMutex::participants() const {
-  return detail::participants(*site_->client, site_->path);
-}
+std::vector<std::string> SharedMutex::participants() const { return detail::participants(*site_->client, site_->path); }
 
 std::size_t SharedMutex::local_waiters() const { return site_->local_waiters(); }
 

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "recipes/queue/contender.hpp"
 #include "dlock/fencing.hpp"
-#include "src/base/task_timer.hpp"
 #include "recipes/handoff/lock_site.hpp"
+#include "recipes/queue/contender.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 
@@ -106,8 +106,9 @@ void Cohort::leave_and_pass_driving_locked(Member& member) {
 
 Grant Cohort::grant_locked(const std::shared_ptr<CohortNode>& node) {
   if (node->lingering) end_linger_locked(*node);
-  const std::int64_t token = test_hooks::handoff_unscaled_tokens.load() ? node->czxid + node->holds_granted
-                                                                       : fencing_token_of(node->czxid, node->holds_granted);
+  const std::int64_t token = test_hooks::handoff_unscaled_tokens.load()
+                                 ? node->czxid + node->holds_granted
+                                 : fencing_token_of(node->czxid, node->holds_granted);
   ++node->holds_granted;
   ++node->holders;
   return Grant{node->path, token, node->generation, node};
@@ -347,8 +348,8 @@ void Cohort::on_session_state(SessionState state) {
     if (!current_) return;
     // Events arrive late when a listener is slow: a Lost or Closed may come after the session was
     // renewed and a node of the new one lingers. Only a node of an ended session went with it.
-    const bool node_gone = (state == SessionState::Lost || state == SessionState::Closed) &&
-                           !client_->owns_nodes_of(current_->generation);
+    const bool node_gone =
+        (state == SessionState::Lost || state == SessionState::Closed) && !client_->owns_nodes_of(current_->generation);
     if ((state == SessionState::Suspended || node_gone) && current_->lingering) {
       // Nobody holds it, and while disconnected nobody can tell whether it still exists; with the
       // session gone it is gone too (and the site it kept alive may go).

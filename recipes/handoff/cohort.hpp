@@ -38,13 +38,13 @@
 #include <optional>
 #include <string>
 
-#include "src/session/client.hpp"
-#include "src/base/deadline.hpp"
-#include "src/base/mutex.hpp"
-#include "recipes/queue/home.hpp"
-#include "recipes/queue/lock_core.hpp"
 #include "recipes/handoff/lock_metrics.hpp"
 #include "recipes/handoff/taker.hpp"
+#include "recipes/queue/home.hpp"
+#include "recipes/queue/lock_core.hpp"
+#include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
+#include "src/session/client.hpp"
 
 namespace dlock::detail {
 
@@ -56,7 +56,7 @@ struct CohortNode {
   std::string path;
   std::string name;  // the last path component
   std::int64_t czxid = 0;
-  std::uint64_t generation = 0;  // the handle that created it
+  std::uint64_t generation = 0;    // the handle that created it
   std::int64_t holds_granted = 0;  // holds granted on it so far (the next one's pass number)
   int holders = 0;                 // holds granted and not yet released
   bool closed = false;             // no further local holds: given up, lost, or downgraded beside
@@ -110,14 +110,15 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   // After a driven acquisition: its node becomes current_, and the driver's hold on it. `watch`:
   // the acquisition's listings armed the child watch. Sets `relist_node` to the node to relist()
   // once mutex_ is released, if any. Needs mutex_ (driving_ already cleared).
-  Grant install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node) DLOCK_REQUIRES(mutex_);
+  Grant install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node)
+      DLOCK_REQUIRES(mutex_);
   // Whether the driver's acquisition should arm the child watch. Needs mutex_.
   bool drive_watches_locked() const DLOCK_REQUIRES(mutex_);
   // A take's steps (cohort_take.cpp).
   void step(const std::shared_ptr<AsyncTake>& take);
   // begin_drive and finish_take unlock `lock` (the analysis cannot follow a lock passed in).
-  void begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take) DLOCK_REQUIRES(mutex_)
-      DLOCK_NO_THREAD_SAFETY_ANALYSIS;
+  void begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take)
+      DLOCK_REQUIRES(mutex_) DLOCK_NO_THREAD_SAFETY_ANALYSIS;
   void on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired, std::exception_ptr error);
   void on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed);
   void on_take_deadline(const std::shared_ptr<AsyncTake>& take);
@@ -169,8 +170,8 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   // The node new local holds use; its fields, and the takes' (AsyncTake), are guarded by mutex_
   // too, which the analysis cannot see through the pointers.
   std::shared_ptr<CohortNode> current_ DLOCK_GUARDED_BY(mutex_);
-  bool driving_ DLOCK_GUARDED_BY(mutex_) = false;          // a take is acquiring a new node
-  std::deque<Member*> waiting_ DLOCK_GUARDED_BY(mutex_);   // local waiters, first come first served
+  bool driving_ DLOCK_GUARDED_BY(mutex_) = false;               // a take is acquiring a new node
+  std::deque<Member*> waiting_ DLOCK_GUARDED_BY(mutex_);        // local waiters, first come first served
   std::uint64_t last_event_mark_ DLOCK_GUARDED_BY(mutex_) = 0;  // of the latest child event on dir_
   bool relist_in_flight_ DLOCK_GUARDED_BY(mutex_) = false;
   bool relist_again_ DLOCK_GUARDED_BY(mutex_) = false;

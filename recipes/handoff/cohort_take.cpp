@@ -15,13 +15,13 @@
 // lock it takes.
 #include <algorithm>
 
-#include "recipes/queue/acquire_op.hpp"
-#include "recipes/queue/lock_errors.hpp"
-#include "recipes/handoff/cohort.hpp"
 #include "dlock/fencing.hpp"
+#include "recipes/handoff/cohort.hpp"
+#include "recipes/queue/acquire_op.hpp"
 #include "recipes/queue/held_nodes.hpp"
-#include "src/base/task_timer.hpp"
+#include "recipes/queue/lock_errors.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 
@@ -212,8 +212,9 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
       }
       if (member.failed) {
         throw LockLost(make_error_code(errc::lock_lost),
-                       "lock " + dir_ + ": the lock node this acquisition waited for (held by another thread or "
-                                        "holder of this process) went with an expired or closed session");
+                       "lock " + dir_ +
+                           ": the lock node this acquisition waited for (held by another thread or "
+                           "holder of this process) went with an expired or closed session");
       }
       if (!client_->owns_nodes_of(take->generation)) {
         leave_and_pass_driving_locked(member);
@@ -323,9 +324,8 @@ void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acq
   }
 }
 
-void Cohort::finish_take(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take,
-                         std::optional<Grant> grant, std::exception_ptr error,
-                         const std::shared_ptr<CohortNode>& relist_node) {
+void Cohort::finish_take(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
+                         std::exception_ptr error, const std::shared_ptr<CohortNode>& relist_node) {
   if (take->phase == AsyncTake::Phase::done) return;
   take->phase = AsyncTake::Phase::done;
   const auto keep_alive = std::move(take->keep_alive);  // the caller's reference keeps it to the end

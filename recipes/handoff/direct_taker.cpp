@@ -20,23 +20,23 @@ std::shared_ptr<Taker::Take> DirectTaker::start_take(std::optional<Clock::time_p
   // `this`, not a strong reference: the caller keeps this Taker alive until `done` ran, and a C
   // client thread must not drop the last reference (and destroy the Client on its own thread).
   AcquireOp::Completion finish = [this, report, done = std::move(done)](AcquireResult result) {
-        std::optional<Grant> grant;
-        auto error = std::move(result.error);
-        if (!error && result.acquired) error = check_fenceable(*client_, dir_, *result.acquired);
-        if (!error && result.acquired) {
-          grant = Grant{std::move(result.acquired->node), fencing_token_of(result.acquired->czxid),
-                        result.acquired->generation, nullptr, GrantSource::ZooKeeper};
-        }
-        if (report) {
-          if (grant) {
-            report->granted(*grant);
-          } else if (error) {
-            report->failed(error);
-          } else {
-            report->timed_out();
-          }
-        }
-        done(std::move(grant), std::move(error));
+    std::optional<Grant> grant;
+    auto error = std::move(result.error);
+    if (!error && result.acquired) error = check_fenceable(*client_, dir_, *result.acquired);
+    if (!error && result.acquired) {
+      grant = Grant{std::move(result.acquired->node), fencing_token_of(result.acquired->czxid),
+                    result.acquired->generation, nullptr, GrantSource::ZooKeeper};
+    }
+    if (report) {
+      if (grant) {
+        report->granted(*grant);
+      } else if (error) {
+        report->failed(error);
+      } else {
+        report->timed_out();
+      }
+    }
+    done(std::move(grant), std::move(error));
   };
   try {
     take->op = AcquireOp::make(*client_, dir_, policy_, deadline, DirectoryWatch::Off, owner, std::move(finish),

@@ -2,14 +2,15 @@
 
 #include <exception>
 
-#include "recipes/handoff/taker.hpp"
 #include "dlock/error.hpp"
+#include "recipes/handoff/taker.hpp"
 
 namespace dlock::detail {
 
 AcquireReport::AcquireReport(const LockLabels& labels) noexcept : labels_(labels), started_(Clock::now()) {
-  labels_.metrics->emit(
-      [&](MetricsSink& sink) { sink.on_acquire_started(AcquireStarted{*labels_.family, labels_.kind}); });
+  labels_.metrics->emit([&](MetricsSink& sink) {
+    sink.on_acquire_started(AcquireStarted{*labels_.family, labels_.kind});
+  });
 }
 
 void AcquireReport::granted(Grant& grant) noexcept {

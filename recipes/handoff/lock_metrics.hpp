@@ -6,15 +6,15 @@
 // without metrics pays one branch.
 #pragma once
 
-#include <functional>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 
-#include "src/base/deadline.hpp"
 #include "dlock/lock_mode.hpp"
+#include "src/base/deadline.hpp"
 #include "src/session/session_metrics.hpp"
 
 namespace dlock::detail {

@@ -6,8 +6,8 @@
 
 #include "recipes/handoff/cohort.hpp"
 #include "recipes/handoff/direct_taker.hpp"
-#include "src/base/task_timer.hpp"
 #include "recipes/queue/policies.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -28,9 +28,12 @@ Registry& registry() {
 
 const LockPolicy& policy_of(LockMode kind) {
   switch (kind) {
-    case LockMode::Write: return kWritePolicy;
-    case LockMode::Read: return kReadPolicy;
-    case LockMode::Exclusive: break;
+    case LockMode::Write:
+      return kWritePolicy;
+    case LockMode::Read:
+      return kReadPolicy;
+    case LockMode::Exclusive:
+      break;
   }
   return kExclusivePolicy;
 }

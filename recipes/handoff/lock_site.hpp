@@ -12,9 +12,9 @@
 #include <string_view>
 
 #include "dlock/lock_mode.hpp"
+#include "recipes/handoff/taker.hpp"
 #include "src/base/mutex.hpp"
 #include "src/session/client.hpp"
-#include "recipes/handoff/taker.hpp"
 
 namespace dlock::detail {
 

@@ -3,8 +3,8 @@
 #include <stop_token>
 
 #include "dlock/fencing.hpp"
-#include "recipes/queue/lock_errors.hpp"
 #include "recipes/queue/held_nodes.hpp"
+#include "recipes/queue/lock_errors.hpp"
 
 namespace dlock::detail {
 

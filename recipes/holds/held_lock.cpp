@@ -2,8 +2,8 @@
 
 #include "dlock/error.hpp"
 
-#include "src/base/task_timer.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 

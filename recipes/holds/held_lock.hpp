@@ -17,12 +17,12 @@
 #include <optional>
 #include <stop_token>
 
-#include "src/session/client.hpp"
-#include "recipes/handoff/taker.hpp"
-#include "src/base/deadline.hpp"
-#include "recipes/holds/hold_tracker.hpp"
 #include "recipes/handoff/lock_metrics.hpp"
 #include "recipes/handoff/lock_site.hpp"
+#include "recipes/handoff/taker.hpp"
+#include "recipes/holds/hold_tracker.hpp"
+#include "src/base/deadline.hpp"
+#include "src/session/client.hpp"
 
 namespace dlock::detail {
 

@@ -4,9 +4,9 @@
 
 #include <unordered_map>
 
-#include "src/base/log_bridge.hpp"
 #include "recipes/holds/held_lock.hpp"
 #include "recipes/queue/held_nodes.hpp"
+#include "src/base/log_bridge.hpp"
 
 namespace dlock::detail::holds {
 namespace {

@@ -28,10 +28,10 @@ namespace dlock::detail {
 struct Hold {
   std::shared_ptr<LockSite> site;
   LockMode mode = LockMode::Exclusive;
-  Grant grant;               // the node, its fencing token and handle, and its cohort's share
-  std::uint64_t count = 0;   // nesting depth
+  Grant grant;                             // the node, its fencing token and handle, and its cohort's share
+  std::uint64_t count = 0;                 // nesting depth
   std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
-  LossReport loss_report;                   // reports `lost` to the metrics (lock_metrics.hpp)
+  LossReport loss_report;                  // reports `lost` to the metrics (lock_metrics.hpp)
 };
 
 // Gives the hold's node back to its cohort (which passes it on, keeps it, or deletes it).

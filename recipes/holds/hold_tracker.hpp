@@ -49,7 +49,7 @@ class HoldTracker final : public StateObserver {
   Client& client_;
   std::mutex mutex_;
   std::vector<std::weak_ptr<std::stop_source>> holds_;  // expired entries pruned as it grows
-  bool untrusted_ = false;  // Lost or Closed: holds tracked now start signalled
+  bool untrusted_ = false;                              // Lost or Closed: holds tracked now start signalled
 };
 
 }  // namespace dlock::detail

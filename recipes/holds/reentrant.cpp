@@ -1,9 +1,9 @@
 #include "recipes/holds/reentrant.hpp"
 
-#include "recipes/queue/contender.hpp"
+#include "dlock/fencing.hpp"
 #include "recipes/handoff/direct_taker.hpp"
 #include "recipes/holds/held_lock.hpp"
-#include "dlock/fencing.hpp"
+#include "recipes/queue/contender.hpp"
 #include "recipes/queue/policies.hpp"
 #include "recipes/test_hooks.hpp"
 
@@ -11,15 +11,20 @@ namespace dlock::detail::reentrant {
 namespace {
 
 // For the downgrade test's negative control only: a read node that holds wherever it queues.
-const LockPolicy kLegacyDowngradePolicy{
-    "__READ__", [](std::span<const Contender>, std::size_t) { return Verdict{true, {}}; },
-    [](std::span<const Contender>, std::size_t) { return false; }, true};
+const LockPolicy kLegacyDowngradePolicy{"__READ__",
+                                        [](std::span<const Contender>, std::size_t) {
+                                          return Verdict{true, {}};
+                                        },
+                                        [](std::span<const Contender>, std::size_t) { return false; }, true};
 
 const char* side(LockMode mode) {
   switch (mode) {
-    case LockMode::Read: return "read side";
-    case LockMode::Write: return "write side";
-    case LockMode::Exclusive: break;
+    case LockMode::Read:
+      return "read side";
+    case LockMode::Write:
+      return "write side";
+    case LockMode::Exclusive:
+      break;
   }
   return "exclusive side";
 }
@@ -32,8 +37,8 @@ void check_still_backed(const LockSite& site, const Hold& hold, const char* doin
   const auto state = site.client->state();
   throw LockLost(make_error_code(errc::lock_lost),
                  "lock " + site.path + ": " + doing + " refused: this thread's hold of the " + side(hold.mode) +
-                     " was lost when its session " +
-                     (state == SessionState::Closed ? "was closed" : "expired") + "; unlock() it, then lock again");
+                     " was lost when its session " + (state == SessionState::Closed ? "was closed" : "expired") +
+                     "; unlock() it, then lock again");
 }
 
 // If the thread holds `mode` of `site`: one more level, true. Re-entry is the hot path: one atomic
@@ -69,8 +74,8 @@ std::optional<Grant> downgrade(LockSite& site, const Hold& write, const Deadline
     read = legacy.acquire(deadline);
   } else if (auto acquired = acquire_beside(*site.client, site.path, kReadPolicy.marker, write.grant.node,
                                             write.grant.generation, deadline)) {
-    read = Grant{acquired->node, fencing_token_of(acquired->czxid), acquired->generation, nullptr,
-                 GrantSource::ZooKeeper};
+    read =
+        Grant{acquired->node, fencing_token_of(acquired->czxid), acquired->generation, nullptr, GrantSource::ZooKeeper};
   }
   if (!read) return std::nullopt;
   // The read hold comes before every writer that queued behind the write node, so it takes the
@@ -83,8 +88,7 @@ std::optional<Grant> downgrade(LockSite& site, const Hold& write, const Deadline
 
 }  // namespace
 
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline,
-                    CallGate& calls) {
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline, CallGate& calls) {
   if (reenter(*site, mode)) return true;
   // The other kind of lock, or an upgrade: misuse of one path, an error in every form (a false that
   // can never turn true would have std::lock or a retry loop spin for ever).

@@ -19,20 +19,19 @@
 #include <memory>
 #include <stop_token>
 
+#include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/call_gate.hpp"
-#include "src/base/deadline.hpp"
 #include "recipes/holds/hold_table.hpp"
 #include "recipes/queue/lock_core.hpp"
-#include "recipes/handoff/lock_site.hpp"
+#include "src/base/deadline.hpp"
 
 namespace dlock::detail::reentrant {
 
 // Takes or re-enters `mode` (Exclusive: a Mutex, Write: a SharedMutex's write side) of `site`,
-// through the site's cohort of that kind (cohort.hpp). False once the deadline passed (nothing left behind). Re-entry, the
-// hot path, only counts; an attempt runs as a call of `calls` (the lock object's gate), abandoned
-// when the object is destroyed.
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline,
-                    CallGate& calls);
+// through the site's cohort of that kind (cohort.hpp). False once the deadline passed (nothing left behind). Re-entry,
+// the hot path, only counts; an attempt runs as a call of `calls` (the lock object's gate), abandoned when the object
+// is destroyed.
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline, CallGate& calls);
 // Takes or re-enters the shared side of `site`, downgrading when the thread holds its write side.
 bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline, CallGate& calls);
 // Undoes one level; the last deletes the node. NotOwner if the thread does not hold `mode`.

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
-#include "recipes/queue/held_nodes.hpp"
-#include "src/base/task_timer.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -19,8 +19,8 @@ constexpr int kMaxParentRecreations = 10;
 std::shared_ptr<AcquireOp> AcquireOp::make(Client& client, std::string dir, const LockPolicy& policy,
                                            std::optional<Clock::time_point> deadline, DirectoryWatch watch,
                                            std::uint64_t owner, Completion&& done, Home home) {
-  auto op = std::make_shared<AcquireOp>(Private{}, client, std::move(dir), policy, deadline, watch, owner,
-                                        std::move(done));
+  auto op =
+      std::make_shared<AcquireOp>(Private{}, client, std::move(dir), policy, deadline, watch, owner, std::move(done));
   op->home_ = std::move(home);
   return op;
 }
@@ -227,8 +227,7 @@ void AcquireOp::decide(std::vector<std::string> names, std::uint64_t mark) {
   if (auto defect = order_defect(queue); defect && !test_hooks::ignore_order_defects.load()) {
     fail_closed(dir_, *defect);
   }
-  const auto ours =
-      std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == our_name; });
+  const auto ours = std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == our_name; });
   if (ours == queue.end()) {
     throw_if_session_ended(client_, what_);
     throw_lock_lost(what_ + ": our lock node " + node_ + " vanished while we waited");

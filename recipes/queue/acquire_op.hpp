@@ -29,8 +29,8 @@
 //
 // Completion: exactly once, with the grant, with "timed out", or with an exception (what the
 // blocking acquire() throws; cancel()'s reason). It runs on the thread that ended the operation
-// (one of the above, or the canceller) with no recipe mutex held, and must not block. After completing, the operation touches the Client no more: its owner keeps the
-// Client alive until then.
+// (one of the above, or the canceller) with no recipe mutex held, and must not block. After completing, the operation
+// touches the Client no more: its owner keeps the Client alive until then.
 #pragma once
 
 #include <cstdint>
@@ -42,11 +42,11 @@
 #include <string>
 #include <vector>
 
-#include "src/session/client.hpp"
-#include "src/base/deadline.hpp"
-#include "src/base/mutex.hpp"
 #include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_core.hpp"
+#include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
+#include "src/session/client.hpp"
 
 namespace dlock::detail {
 

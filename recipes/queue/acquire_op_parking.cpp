@@ -17,12 +17,14 @@ void AcquireOp::watch_predecessor(const std::string& watched) {
     self->dispatch([self, armed, rc] {
       if (rc == ZOK) {
         switch (self->park(armed)) {
-          case Resume::later: return;
+          case Resume::later:
+            return;
           case Resume::now:
             self->unregister_waiter();
             self->list();
             return;
-          case Resume::stop: return;  // park() finished it
+          case Resume::stop:
+            return;  // park() finished it
         }
       }
       {
@@ -35,7 +37,8 @@ void AcquireOp::watch_predecessor(const std::string& watched) {
         self->list();  // the predecessor left between listing and watch
         return;
       }
-      if (!reply_lost(rc)) fail(self->client_, rc, self->what_ + ": watching " + self->watched_, {kRead, self->watched_});
+      if (!reply_lost(rc))
+        fail(self->client_, rc, self->what_ + ": watching " + self->watched_, {kRead, self->watched_});
       self->recover(&AcquireOp::list);
     });
   });

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "recipes/queue/lock_errors.hpp"
-#include "src/base/task_timer.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -144,9 +144,13 @@ void AcquireOp::recover(void (AcquireOp::*retry)()) {
     pause_ticket_ = ticket;
   }
   switch (park(armed)) {
-    case Resume::later: return;
-    case Resume::now: await_connection(retry); return;
-    case Resume::stop: return;
+    case Resume::later:
+      return;
+    case Resume::now:
+      await_connection(retry);
+      return;
+    case Resume::stop:
+      return;
   }
 }
 
@@ -162,12 +166,14 @@ void AcquireOp::await_connection(void (AcquireOp::*retry)()) {
   // A change between the look above and the registration woke nobody: look again.
   if (client_.state() != SessionState::Suspended) (void)claim(armed);
   switch (park(armed)) {
-    case Resume::later: return;
+    case Resume::later:
+      return;
     case Resume::now:
       unregister_waiter();
       await_connection(retry);
       return;
-    case Resume::stop: return;
+    case Resume::stop:
+      return;
   }
 }
 

@@ -12,11 +12,11 @@ struct Marker {
 };
 
 constexpr std::array<Marker, 5> kMarkers{{
-    {"lock-", ContenderKind::Exclusive},       // Curator InterProcessMutex
-    {"__WRIT__", ContenderKind::Write},        // Curator InterProcessReadWriteLock
-    {"__READ__", ContenderKind::Read},         // Curator InterProcessReadWriteLock
-    {"__lock__", ContenderKind::Exclusive},    // kazoo Lock, WriteLock
-    {"__rlock__", ContenderKind::Read},        // kazoo ReadLock
+    {"lock-", ContenderKind::Exclusive},     // Curator InterProcessMutex
+    {"__WRIT__", ContenderKind::Write},      // Curator InterProcessReadWriteLock
+    {"__READ__", ContenderKind::Read},       // Curator InterProcessReadWriteLock
+    {"__lock__", ContenderKind::Exclusive},  // kazoo Lock, WriteLock
+    {"__rlock__", ContenderKind::Read},      // kazoo ReadLock
 }};
 
 bool is_sequence(std::string_view s) {
@@ -59,13 +59,14 @@ std::optional<std::string> order_defect(const std::vector<Contender>& queue) {
     while (end < queue.size() && queue[end].sequence == queue[i].sequence) ++end;
     const std::size_t tied = end - i;
     if (tied > 1) {
-      const bool downgrade_pair = tied == 2 && queue[i].sequence != kCounterEnd &&
-                                  (queue[i].kind == ContenderKind::Read) != (queue[i + 1].kind == ContenderKind::Read) &&
-                                  (queue[i].kind == ContenderKind::Write || queue[i + 1].kind == ContenderKind::Write);
+      const bool downgrade_pair =
+          tied == 2 && queue[i].sequence != kCounterEnd &&
+          (queue[i].kind == ContenderKind::Read) != (queue[i + 1].kind == ContenderKind::Read) &&
+          (queue[i].kind == ContenderKind::Write || queue[i + 1].kind == ContenderKind::Write);
       if (!downgrade_pair) {
         return std::to_string(tied) + " contenders share the sequence " + std::string(queue[i].sequence) + " (" +
-               std::string(queue[i].name) + ", " + std::string(queue[i + 1].name) +
-               (tied > 2 ? ", ..." : "") + "): the directory's counter reached its end";
+               std::string(queue[i].name) + ", " + std::string(queue[i + 1].name) + (tied > 2 ? ", ..." : "") +
+               "): the directory's counter reached its end";
       }
     }
     i = end - 1;

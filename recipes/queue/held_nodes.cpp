@@ -79,9 +79,8 @@ bool held_by(std::string_view name, std::uint64_t token) {
   if (token == 0 || r.size.load() == 0) return false;
   std::lock_guard lock(r.mutex);
   const auto it = r.holders_of.find(std::string(name));
-  return it != r.holders_of.end() && std::any_of(it->second.begin(), it->second.end(), [&](const Holder& h) {
-           return h.token == token && h.counts();
-         });
+  return it != r.holders_of.end() && std::any_of(it->second.begin(), it->second.end(),
+                                                 [&](const Holder& h) { return h.token == token && h.counts(); });
 }
 
 bool holds_any(std::uint64_t token) {

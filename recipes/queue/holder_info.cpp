@@ -21,13 +21,12 @@ std::string host_name() {
 std::string utc_now_iso8601() {
   const auto now = std::chrono::system_clock::now();
   const auto seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char buffer[96];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(millis));
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(millis));
   return buffer;
 }
 
@@ -41,7 +40,8 @@ std::string holder_info_json() {
       {"pid", static_cast<long>(getpid())},
       {"thread", static_cast<long>(syscall(SYS_gettid))},
       {"acquired_at", utc_now_iso8601()},
-  }.dump();
+  }
+      .dump();
 }
 
 std::string random_uuid() {
@@ -51,8 +51,8 @@ std::string random_uuid() {
     return std::mt19937_64(seed);
   }()};
   std::uint64_t hi = engine(), lo = engine();
-  hi = (hi & ~0xf000ULL) | 0x4000ULL;                 // version 4
-  lo = (lo & ~(0xcULL << 60)) | (0x8ULL << 60);        // variant 10xx
+  hi = (hi & ~0xf000ULL) | 0x4000ULL;            // version 4
+  lo = (lo & ~(0xcULL << 60)) | (0x8ULL << 60);  // variant 10xx
   char buffer[37];
   std::snprintf(buffer, sizeof buffer, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(hi >> 32),
                 static_cast<unsigned>((hi >> 16) & 0xffff), static_cast<unsigned>(hi & 0xffff),

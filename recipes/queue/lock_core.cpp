@@ -4,8 +4,8 @@
 
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
-#include "src/session/pending.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/session/pending.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -50,8 +50,7 @@ std::optional<ChildrenResult> list(Client& client, const std::string& dir, const
 // create's reply arrived, else by its unique prefix (a lost reply may hide a created node).
 class Attempt {
  public:
-  Attempt(Client& client, const std::string& dir)
-      : client_(client), dir_(dir), prefix_("_c_" + random_uuid() + "-") {}
+  Attempt(Client& client, const std::string& dir) : client_(client), dir_(dir), prefix_("_c_" + random_uuid() + "-") {}
   ~Attempt() {
     if (committed_ || test_hooks::skip_cleanup.load()) return;
     if (!node.empty()) client_.release_node(node);
@@ -101,7 +100,8 @@ std::optional<Acquired> acquire_beside(Client& client, const std::string& dir, s
     if (!recover(client, deadline, what)) return std::nullopt;
   }
   if (write_node.rc != ZOK && write_node.rc != ZNONODE) fail(client, write_node.rc, what + ": checking " + beside);
-  if (write_node.rc == ZNONODE || write_node.stat.ephemeralOwner != session || !client.owns_nodes_of(beside_generation)) {
+  if (write_node.rc == ZNONODE || write_node.stat.ephemeralOwner != session ||
+      !client.owns_nodes_of(beside_generation)) {
     throw_lock_lost(what + ": the write node " + beside +
                     " went with an expired session, so this thread no longer holds the write side; "
                     "unlock() it, then lock again");

@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "src/session/client.hpp"
 #include "recipes/queue/contender.hpp"
 #include "src/base/deadline.hpp"
+#include "src/session/client.hpp"
 
 namespace dlock::detail {
 

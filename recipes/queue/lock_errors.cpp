@@ -11,12 +11,18 @@ namespace {
 
 std::string permission_name(std::uint32_t permission) {
   switch (permission) {
-    case kRead: return "READ";
-    case kWrite: return "WRITE";
-    case kCreate: return "CREATE";
-    case kDelete: return "DELETE";
-    case kAdmin: return "ADMIN";
-    default: return permission_letters(permission);
+    case kRead:
+      return "READ";
+    case kWrite:
+      return "WRITE";
+    case kCreate:
+      return "CREATE";
+    case kDelete:
+      return "DELETE";
+    case kAdmin:
+      return "ADMIN";
+    default:
+      return permission_letters(permission);
   }
 }
 

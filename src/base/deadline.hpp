@@ -24,9 +24,7 @@ class Deadline {
  public:
   static Deadline never() { return Deadline(std::nullopt); }
   // time_point::max() (what the saturating conversions give for a huge timeout) is "never".
-  static Deadline at(Clock::time_point when) {
-    return when == Clock::time_point::max() ? never() : Deadline(when);
-  }
+  static Deadline at(Clock::time_point when) { return when == Clock::time_point::max() ? never() : Deadline(when); }
   // Any duration, saturated (dlock/steady_deadline.hpp).
   template <class Rep, class Period>
   static Deadline in(const std::chrono::duration<Rep, Period>& from_now) {

@@ -10,20 +10,34 @@ class DlockCategory final : public std::error_category {
   const char* name() const noexcept override { return "dlock"; }
   std::string message(int value) const override {
     switch (static_cast<errc>(value)) {
-      case errc::connect_failed: return "could not connect to ZooKeeper";
-      case errc::lock_lost: return "lock lost: the session is gone";
-      case errc::not_owner: return "the calling thread does not own the lock";
-      case errc::invalid_path: return "invalid lock path";
-      case errc::invalid_argument: return "invalid argument";
-      case errc::would_deadlock: return "the request would deadlock";
-      case errc::invalid_key: return "invalid lock key";
-      case errc::lock_timeout: return "timed out waiting for the lock";
-      case errc::lock_destroyed: return "the lock object was destroyed while this thread waited on it";
-      case errc::disconnected: return "the session was disconnected from ZooKeeper";
-      case errc::sequence_exhausted: return "the lock directory's sequence counter ran out";
-      case errc::token_exhausted: return "the lock node's zxid is too large for a fencing token";
-      case errc::not_authorized: return "the session's identity lacks a permission on a lock node";
-      case errc::cancelled: return "the asynchronous acquisition was cancelled";
+      case errc::connect_failed:
+        return "could not connect to ZooKeeper";
+      case errc::lock_lost:
+        return "lock lost: the session is gone";
+      case errc::not_owner:
+        return "the calling thread does not own the lock";
+      case errc::invalid_path:
+        return "invalid lock path";
+      case errc::invalid_argument:
+        return "invalid argument";
+      case errc::would_deadlock:
+        return "the request would deadlock";
+      case errc::invalid_key:
+        return "invalid lock key";
+      case errc::lock_timeout:
+        return "timed out waiting for the lock";
+      case errc::lock_destroyed:
+        return "the lock object was destroyed while this thread waited on it";
+      case errc::disconnected:
+        return "the session was disconnected from ZooKeeper";
+      case errc::sequence_exhausted:
+        return "the lock directory's sequence counter ran out";
+      case errc::token_exhausted:
+        return "the lock node's zxid is too large for a fencing token";
+      case errc::not_authorized:
+        return "the session's identity lacks a permission on a lock node";
+      case errc::cancelled:
+        return "the asynchronous acquisition was cancelled";
     }
     return "unknown dlock error " + std::to_string(value);
   }

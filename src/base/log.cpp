@@ -9,20 +9,24 @@
 #include <mutex>
 #include <string>
 
-#include "src/session/client_log_line.hpp"
 #include "dlock/session.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/log_limiter.hpp"
+#include "src/session/client_log_line.hpp"
 
 namespace dlock {
 namespace {
 
 std::string_view level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::Error: return "error";
-    case LogLevel::Warn: return "warning";
-    case LogLevel::Info: return "info";
-    case LogLevel::Debug: return "debug";
+    case LogLevel::Error:
+      return "error";
+    case LogLevel::Warn:
+      return "warning";
+    case LogLevel::Info:
+      return "info";
+    case LogLevel::Debug:
+      return "debug";
   }
   return "?";
 }
@@ -98,7 +102,9 @@ void log_client_line(std::string_view raw) {
       const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(pass->since).count();
       // Appended piecewise: `" (" + std::to_string(...)` trips GCC 12's false -Wrestrict at -O3.
       annotated.assign(text).append(" (").append(std::to_string(pass->suppressed));
-      annotated.append(" more like this in the previous ").append(std::to_string(seconds)).append(" s were suppressed)");
+      annotated.append(" more like this in the previous ")
+          .append(std::to_string(seconds))
+          .append(" s were suppressed)");
       text = annotated;
     }
   }

@@ -5,40 +5,56 @@ namespace dlock {
 
 std::string_view to_string(LockMode mode) noexcept {
   switch (mode) {
-    case LockMode::Exclusive: return "exclusive";
-    case LockMode::Read: return "read";
-    case LockMode::Write: return "write";
+    case LockMode::Exclusive:
+      return "exclusive";
+    case LockMode::Read:
+      return "read";
+    case LockMode::Write:
+      return "write";
   }
   return "unknown";
 }
 
 std::string_view to_string(AcquireOutcome outcome) noexcept {
   switch (outcome) {
-    case AcquireOutcome::Granted: return "granted";
-    case AcquireOutcome::TimedOut: return "timed_out";
-    case AcquireOutcome::Lost: return "lost";
-    case AcquireOutcome::Error: return "error";
-    case AcquireOutcome::Cancelled: return "cancelled";
+    case AcquireOutcome::Granted:
+      return "granted";
+    case AcquireOutcome::TimedOut:
+      return "timed_out";
+    case AcquireOutcome::Lost:
+      return "lost";
+    case AcquireOutcome::Error:
+      return "error";
+    case AcquireOutcome::Cancelled:
+      return "cancelled";
   }
   return "unknown";
 }
 
 std::string_view to_string(GrantSource source) noexcept {
   switch (source) {
-    case GrantSource::ZooKeeper: return "zookeeper";
-    case GrantSource::Local: return "local";
+    case GrantSource::ZooKeeper:
+      return "zookeeper";
+    case GrantSource::Local:
+      return "local";
   }
   return "unknown";
 }
 
 std::string_view to_string(RequestKind kind) noexcept {
   switch (kind) {
-    case RequestKind::Create: return "create";
-    case RequestKind::Delete: return "delete";
-    case RequestKind::GetChildren: return "getChildren";
-    case RequestKind::Exists: return "exists";
-    case RequestKind::GetData: return "getData";
-    case RequestKind::Sync: return "sync";
+    case RequestKind::Create:
+      return "create";
+    case RequestKind::Delete:
+      return "delete";
+    case RequestKind::GetChildren:
+      return "getChildren";
+    case RequestKind::Exists:
+      return "exists";
+    case RequestKind::GetData:
+      return "getData";
+    case RequestKind::Sync:
+      return "sync";
   }
   return "unknown";
 }

@@ -20,7 +20,8 @@ struct AtomicHistogram {
   void record(std::chrono::nanoseconds value) noexcept {
     const double seconds = std::chrono::duration<double>(value).count();
     const auto& bounds = MetricsRegistry::kBucketBounds;
-    const auto bucket = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin());
+    const auto bucket =
+        static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin());
     buckets[bucket].fetch_add(1, kRelaxed);
     sum_ns.fetch_add(static_cast<std::uint64_t>(std::max<std::int64_t>(value.count(), 0)), kRelaxed);
   }
@@ -80,7 +81,7 @@ std::uint64_t MetricsRegistry::Histogram::count() const noexcept {
 }
 
 const MetricsRegistry::LockFigures* MetricsRegistry::Snapshot::find(std::string_view family,
-                                                                     LockMode kind) const noexcept {
+                                                                    LockMode kind) const noexcept {
   for (const auto& figures : locks) {
     if (figures.family == family && figures.kind == kind) return &figures;
   }
@@ -146,7 +147,9 @@ void MetricsRegistry::on_released(const Released& event) {
   c.released.fetch_add(1, std::memory_order_release);
 }
 
-void MetricsRegistry::on_hold_lost(const HoldLost& event) { cells(event.family, event.kind).lost.fetch_add(1, kRelaxed); }
+void MetricsRegistry::on_hold_lost(const HoldLost& event) {
+  cells(event.family, event.kind).lost.fetch_add(1, kRelaxed);
+}
 
 void MetricsRegistry::on_session_state(const SessionStateChanged& event) {
   state_->state_changes[static_cast<std::size_t>(event.to)].fetch_add(1, kRelaxed);
@@ -191,7 +194,8 @@ MetricsRegistry::Snapshot MetricsRegistry::snapshot() const {
   std::sort(out.locks.begin(), out.locks.end(), [](const LockFigures& a, const LockFigures& b) {
     return a.family != b.family ? a.family < b.family : a.kind < b.kind;
   });
-  for (std::size_t i = 0; i < out.state_changes.size(); ++i) out.state_changes[i] = state_->state_changes[i].load(kRelaxed);
+  for (std::size_t i = 0; i < out.state_changes.size(); ++i)
+    out.state_changes[i] = state_->state_changes[i].load(kRelaxed);
   out.sessions_disconnected = gap(state_->disconnections_ended, state_->disconnections_begun);
   out.disconnected_seconds = static_cast<double>(state_->disconnected_ns.load(kRelaxed)) / 1e9;
   out.deletes_deferred = state_->deletes_deferred.load(kRelaxed);

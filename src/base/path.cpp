@@ -47,9 +47,9 @@ constexpr std::size_t kMaxLockPathLength = 256 * 1024;
 
 void check_lock_path(std::string_view path) {
   if (path.size() > kMaxLockPathLength) {
-    throw InvalidPath("invalid lock path \"" + printable(path, 60) + "\" (" +
-                      std::to_string(path.size()) + " bytes): longer than the limit of " +
-                      std::to_string(kMaxLockPathLength) + " bytes (a lock node must fit in one ZooKeeper request)");
+    throw InvalidPath("invalid lock path \"" + printable(path, 60) + "\" (" + std::to_string(path.size()) +
+                      " bytes): longer than the limit of " + std::to_string(kMaxLockPathLength) +
+                      " bytes (a lock node must fit in one ZooKeeper request)");
   }
   if (path.empty()) reject(path, "the path is empty; it must be absolute, e.g. \"/locks/orders\"");
   if (path.front() != '/') reject(path, "the path must be absolute (start with '/')");
@@ -72,8 +72,9 @@ void check_lock_path(std::string_view path) {
     const auto cp = next_code_point(path, i);
     if (!cp) reject(path, "the path is not valid UTF-8");
     if (rejected_by_zookeeper(*cp)) {
-      reject(path, "the path has a character ZooKeeper rejects (NUL, a control character, "
-                   "U+007F-U+009F, U+D800-U+F8FF or U+FFF0-U+FFFF)");
+      reject(path,
+             "the path has a character ZooKeeper rejects (NUL, a control character, "
+             "U+007F-U+009F, U+D800-U+F8FF or U+FFF0-U+FFFF)");
     }
   }
 }

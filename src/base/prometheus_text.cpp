@@ -14,10 +14,17 @@ namespace {
 void append_label_value(std::string& out, std::string_view value) {
   for (const char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
 }
@@ -121,7 +128,8 @@ std::string to_prometheus_text(const MetricsRegistry::Snapshot& s) {
            "shared by another thread of this process (local hand-off).");
   for (const auto& f : s.locks) {
     for (const auto source : {GrantSource::ZooKeeper, GrantSource::Local}) {
-      w.sample("dlock_lock_grants_total", {{"family", f.family}, {"kind", to_string(f.kind)}, {"via", to_string(source)}},
+      w.sample("dlock_lock_grants_total",
+               {{"family", f.family}, {"kind", to_string(f.kind)}, {"via", to_string(source)}},
                number(f.granted_via(source)));
     }
   }
@@ -137,7 +145,8 @@ std::string to_prometheus_text(const MetricsRegistry::Snapshot& s) {
                [](const Figures& f) { return f.holding; });
 
   w.header("dlock_session_state_changes_total", "counter", "Session state changes, by the state entered.");
-  for (const auto state : {SessionState::Connected, SessionState::Suspended, SessionState::Lost, SessionState::Closed}) {
+  for (const auto state :
+       {SessionState::Connected, SessionState::Suspended, SessionState::Lost, SessionState::Closed}) {
     w.sample("dlock_session_state_changes_total", {{"state", lower(to_string(state))}}, number(s.entered(state)));
   }
   w.header("dlock_session_disconnected_seconds_total", "counter",

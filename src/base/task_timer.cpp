@@ -18,7 +18,9 @@ struct Timer {
   std::unordered_map<std::uint64_t, Clock::time_point> when_of;  // by ticket, for cancel()
   std::uint64_t next_ticket = 1;
 
-  Timer() { std::thread([this] { loop(); }).detach(); }
+  Timer() {
+    std::thread([this] { loop(); }).detach();
+  }
 
   void loop() {
     std::unique_lock lock(mutex);

@@ -28,6 +28,8 @@ struct NoCallback {
 #define DLOCK_TEST_SWITCH(type, name) extern std::atomic<type> name
 #define DLOCK_TEST_CALLBACK(name) extern std::function<void()> name
 #else
-#define DLOCK_TEST_SWITCH(type, name) inline constexpr ::dlock::detail::OffSwitch<type> name {}
-#define DLOCK_TEST_CALLBACK(name) inline constexpr ::dlock::detail::NoCallback name {}
+#define DLOCK_TEST_SWITCH(type, name) \
+  inline constexpr ::dlock::detail::OffSwitch<type> name {}
+#define DLOCK_TEST_CALLBACK(name) \
+  inline constexpr ::dlock::detail::NoCallback name {}
 #endif

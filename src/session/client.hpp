@@ -43,12 +43,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dlock/session.hpp"
 #include "src/base/deadline.hpp"
 #include "src/session/inflight.hpp"
 #include "src/session/session_metrics.hpp"
 #include "src/session/state.hpp"
 #include "src/session/waiters.hpp"
-#include "dlock/session.hpp"
 
 namespace dlock::detail {
 
@@ -291,11 +291,11 @@ class Client {
 
   std::mutex supervisor_mutex_;
   std::condition_variable supervisor_cv_;
-  bool stopping_ = false;          // guarded by supervisor_mutex_
+  bool stopping_ = false;           // guarded by supervisor_mutex_
   bool replace_requested_ = false;  // guarded by supervisor_mutex_
-  std::thread supervisor_;         // joined by close_now (serialized by close_mutex_)
-  std::thread closer_;             // guarded by supervisor_mutex_
-  int failed_renewals_ = 0;        // the supervisor's own
+  std::thread supervisor_;          // joined by close_now (serialized by close_mutex_)
+  std::thread closer_;              // guarded by supervisor_mutex_
+  int failed_renewals_ = 0;         // the supervisor's own
 
   std::atomic<std::int64_t> session_id_{0};
   StateMachine states_{generation_};

@@ -32,7 +32,9 @@ std::string_view chroot_of(std::string_view connect) {
 }  // namespace
 
 Client::Client(SessionOptions options)
-    : options_(std::move(options)), metrics_(options_.metrics), acl_((check_credentials(options_.auth), effective_acl(options_.acl, options_.auth))) {
+    : options_(std::move(options)),
+      metrics_(options_.metrics),
+      acl_((check_credentials(options_.auth), effective_acl(options_.acl, options_.auth))) {
   for (const auto& entry : acl_.entries()) {
     acl_entries_.push_back(ACL{static_cast<std::int32_t>(entry.perms),
                                Id{const_cast<char*>(entry.scheme.c_str()), const_cast<char*>(entry.id.c_str())}});
@@ -58,24 +60,22 @@ Client::Client(SessionOptions options)
     janitor_->stop();
     throw ConnectError(make_error_code(errc::connect_failed), refused_connect_string_message(options_.connect));
   }
-  states_.wait(steady_deadline_after(options_.connect_timeout), [](SessionState s, bool) {
-    return s == SessionState::Connected || s == SessionState::Lost;
-  });
+  states_.wait(steady_deadline_after(options_.connect_timeout),
+               [](SessionState s, bool) { return s == SessionState::Connected || s == SessionState::Lost; });
   const bool auth_refused = states_.credentials_refused();
   // A refused credential ends the handle (Lost): await_credentials() says so, not a time-out.
   if (state() != SessionState::Connected && !auth_refused) {
     close_now();  // not close(): on a callback thread that would start a closer thread
     throw ConnectError(make_error_code(errc::connect_failed),
                        "cannot connect to ZooKeeper at \"" + printable(options_.connect) +
-                           "\": no server answered within connect_timeout (" +
-                           ms(options_.connect_timeout) + ")");
+                           "\": no server answered within connect_timeout (" + ms(options_.connect_timeout) + ")");
   }
   await_credentials();
   check_chroot();
   supervisor_ = std::thread([this] { supervise(); });
   if (const auto granted = negotiated_timeout(); granted != options_.session_timeout) {
-    log(LogLevel::Warn, "session_timeout " + ms(options_.session_timeout) + " requested from " +
-                            options_.connect + "; the server granted " + ms(granted) +
+    log(LogLevel::Warn, "session_timeout " + ms(options_.session_timeout) + " requested from " + options_.connect +
+                            "; the server granted " + ms(granted) +
                             " (it clamps timeouts to 2..20 times its tickTime by default)");
   }
 }
@@ -110,8 +110,8 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   // The C client gives up a handshake after 2/3 of the requested timeout, and its arithmetic
   // overflows for huge ones: requests outside [1 s, 1 h] are sent clamped. The server clamps
   // them further into its own range; the constructor warns when the granted timeout differs.
-  const auto requested = std::clamp<std::int64_t>(options_.session_timeout.count(), kMinRequestedTimeoutMs,
-                                                  kMaxRequestedTimeoutMs);
+  const auto requested =
+      std::clamp<std::int64_t>(options_.session_timeout.count(), kMinRequestedTimeoutMs, kMaxRequestedTimeoutMs);
   zhandle_t* zh = zookeeper_init2(to_c_client_form(options_.connect).c_str(), &Client::on_event,
                                   static_cast<int>(requested), nullptr, context.get(), 0, &zookeeper_log_callback);
   // By default the C client resolves its host list again every time its I/O thread wakes: a
@@ -163,7 +163,8 @@ void Client::on_auth_reply(int rc, const void* data) {
 
 std::string Client::schemes() const {
   std::string out;
-  for (const auto& credentials : options_.auth) out += (out.empty() ? "scheme \"" : ", scheme \"") + credentials.scheme + "\"";
+  for (const auto& credentials : options_.auth)
+    out += (out.empty() ? "scheme \"" : ", scheme \"") + credentials.scheme + "\"";
   return out;
 }
 
@@ -189,8 +190,8 @@ void Client::await_credentials() {
     }
     if (!reply_lost(rc) && rc != ZCLOSING && rc != ZSESSIONEXPIRED) throw refused_error(zerror(rc));
     if (!states_.wait(until, [](SessionState s, bool refused) { return s == SessionState::Connected || refused; })) {
-      throw refused_error("no server answered with the credentials (" + schemes() + ") accepted within connect_timeout (" +
-                          ms(options_.connect_timeout) + ")");
+      throw refused_error("no server answered with the credentials (" + schemes() +
+                          ") accepted within connect_timeout (" + ms(options_.connect_timeout) + ")");
     }
   }
 }

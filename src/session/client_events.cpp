@@ -81,21 +81,21 @@ void Client::log_transition(SessionState from, SessionState to, Clock::duration 
   const std::string id = hex_id(session_id());
   switch (to) {
     case SessionState::Suspended:
-      log(LogLevel::Warn, "connection to ZooKeeper at " + options_.connect + " lost (session " + id +
-                              "); reconnecting");
+      log(LogLevel::Warn,
+          "connection to ZooKeeper at " + options_.connect + " lost (session " + id + "); reconnecting");
       break;
     case SessionState::Connected:
       if (from == SessionState::Lost) {
-        log(LogLevel::Warn, "new session " + id + " established with ZooKeeper at " + options_.connect +
-                                " after " + seconds_text(outage) + " without one");
+        log(LogLevel::Warn, "new session " + id + " established with ZooKeeper at " + options_.connect + " after " +
+                                seconds_text(outage) + " without one");
       } else if (from == SessionState::Suspended && outage > Clock::duration::zero()) {
-        log(LogLevel::Warn, "reconnected to ZooKeeper at " + options_.connect + " after " +
-                                seconds_text(outage) + " (session " + id + " kept)");
+        log(LogLevel::Warn, "reconnected to ZooKeeper at " + options_.connect + " after " + seconds_text(outage) +
+                                " (session " + id + " kept)");
       }
       break;
     case SessionState::Lost:
-      log(LogLevel::Warn, "session " + id + " to ZooKeeper at " + options_.connect +
-                              " expired; the locks it held are lost");
+      log(LogLevel::Warn,
+          "session " + id + " to ZooKeeper at " + options_.connect + " expired; the locks it held are lost");
       break;
     case SessionState::Closed:
       break;  // the application asked for it

@@ -121,8 +121,8 @@ int Client::submit(Inflight::Request* request, RequestKind kind, Submit&& submit
 void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {
   queue_request<CreateResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
     return submit(request, RequestKind::Create, [&](zhandle_t* zh) {
-      return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(),
-                          static_cast<int>(data.size()), &acl_vector_, mode, on_created, ctx);
+      return zoo_acreate2(zh, path.c_str(), data.empty() ? "" : data.data(), static_cast<int>(data.size()),
+                          &acl_vector_, mode, on_created, ctx);
     });
   });
 }
@@ -136,25 +136,29 @@ void Client::children(const std::string& path, ChildrenCallback done, bool watch
 
 void Client::exists(const std::string& path, StatCallback done) {
   queue_request<StatResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, RequestKind::Exists, [&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
+    return submit(request, RequestKind::Exists,
+                  [&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, ctx); });
   });
 }
 
 void Client::get(const std::string& path, DataCallback done) {
   queue_request<DataResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, RequestKind::GetData, [&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx); });
+    return submit(request, RequestKind::GetData,
+                  [&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx); });
   });
 }
 
 void Client::remove(const std::string& path, RcCallback done) {
   queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, RequestKind::Delete, [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
+    return submit(request, RequestKind::Delete,
+                  [&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, on_void, ctx); });
   });
 }
 
 void Client::sync(const std::string& path, RcCallback done) {
   queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, RequestKind::Sync, [&](zhandle_t* zh) { return zoo_async(zh, path.c_str(), on_string, ctx); });
+    return submit(request, RequestKind::Sync,
+                  [&](zhandle_t* zh) { return zoo_async(zh, path.c_str(), on_string, ctx); });
   });
 }
 
@@ -178,8 +182,7 @@ void Client::release_node(const std::string& path) {
                                "): the session's identity (" + identity() +
                                ") lacks the DELETE permission on its lock directory (its ACL); the node stays, and "
                                "blocks the lock, until the session ends");
-    } else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
-             rc != ZINVALIDSTATE) {
+    } else if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING && rc != ZINVALIDSTATE) {
       log(LogLevel::Error, "could not delete node " + path + ": " + zerror(rc));
     }
   });

@@ -100,15 +100,15 @@ bool Client::replace_handle(bool renew) {
     if (fresh == nullptr) {
       // Once per failing streak: a name-resolution outage would otherwise log every few seconds.
       if (failed_renewals_++ == 0) {
-        log(LogLevel::Error, "could not open a new session after expiry: " +
-                                 refused_connect_string_message(options_.connect) +
-                                 "; retrying with backoff until it succeeds or the Session is closed");
+        log(LogLevel::Error,
+            "could not open a new session after expiry: " + refused_connect_string_message(options_.connect) +
+                "; retrying with backoff until it succeeds or the Session is closed");
       }
       return false;
     }
     if (failed_renewals_ > 0) {
-      log(LogLevel::Warn, "opened a new session to " + options_.connect + " after " +
-                              std::to_string(failed_renewals_) + " failed attempt(s)");
+      log(LogLevel::Warn, "opened a new session to " + options_.connect + " after " + std::to_string(failed_renewals_) +
+                              " failed attempt(s)");
       failed_renewals_ = 0;
     }
   }

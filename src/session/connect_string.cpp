@@ -18,9 +18,9 @@ std::string cannot_connect(const std::string& connect) {
 }
 
 [[noreturn]] void refuse(const std::string& connect, const std::string& rule) {
-  throw ConnectError(make_error_code(errc::connect_failed), cannot_connect(connect) +
-                                                                "the connect string is malformed: " + rule + " " +
-                                                                std::string(kExpected));
+  throw ConnectError(
+      make_error_code(errc::connect_failed),
+      cannot_connect(connect) + "the connect string is malformed: " + rule + " " + std::string(kExpected));
 }
 
 // Calls `visit(entry)` for each server entry: the part before a chroot's first '/', split on ','.

@@ -44,7 +44,9 @@ class Inflight {
 
   // Completes (with `rc`) and frees every request still registered. Call once no completion can
   // run any more.
-  void fail_all(int rc) { fail_if(rc, [](const Request*) { return true; }); }
+  void fail_all(int rc) {
+    fail_if(rc, [](const Request*) { return true; });
+  }
 
   // The same for the requests of one handle, once that handle is closed.
   void fail_generation(std::uint64_t generation, int rc) {

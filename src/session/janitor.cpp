@@ -24,9 +24,7 @@ Janitor::~Janitor() { stop(); }
 
 void Janitor::delete_node(std::string path) { add({std::move(path), {}}); }
 
-void Janitor::delete_prefixed(std::string dir, std::string prefix) {
-  add({std::move(dir), std::move(prefix)});
-}
+void Janitor::delete_prefixed(std::string dir, std::string prefix) { add({std::move(dir), std::move(prefix)}); }
 
 void Janitor::add(Task task) {
   {

@@ -61,13 +61,15 @@ void check_entry(const AclEntry& entry, const std::string& where) {
   }
   if (entry.scheme == "digest" && !digest_id(entry.id)) {
     // Not quoted: a password written where its hash belongs would land in the message.
-    invalid(where + ": a digest id is \"user:<base64 of the SHA-1 of user:password>\" (28 characters after the "
-                    "user's ':', ending in '=')");
+    invalid(where +
+            ": a digest id is \"user:<base64 of the SHA-1 of user:password>\" (28 characters after the "
+            "user's ':', ending in '=')");
   }
   if (entry.scheme != "world" && entry.scheme != "auth" && entry.id.empty()) {
     invalid(where + ": scheme \"" + entry.scheme + "\" needs an id");
   }
-  if (std::any_of(entry.id.begin(), entry.id.end(), [](char c) { return c == ',' || static_cast<unsigned char>(c) < 0x20; })) {
+  if (std::any_of(entry.id.begin(), entry.id.end(),
+                  [](char c) { return c == ',' || static_cast<unsigned char>(c) < 0x20; })) {
     invalid(where + ": id " + shown(entry.id) + " may not hold ',' or control characters");
   }
 }

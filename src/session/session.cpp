@@ -8,10 +8,14 @@ namespace dlock {
 
 std::string_view to_string(SessionState state) noexcept {
   switch (state) {
-    case SessionState::Connected: return "Connected";
-    case SessionState::Suspended: return "Suspended";
-    case SessionState::Lost: return "Lost";
-    case SessionState::Closed: return "Closed";
+    case SessionState::Connected:
+      return "Connected";
+    case SessionState::Suspended:
+      return "Suspended";
+    case SessionState::Lost:
+      return "Lost";
+    case SessionState::Closed:
+      return "Closed";
   }
   return "Unknown";
 }
@@ -26,16 +30,13 @@ SessionOptions checked(SessionOptions options) {
 
 }  // namespace
 
-Session::Session(SessionOptions options)
-    : client_(std::make_shared<detail::Client>(checked(std::move(options)))) {}
+Session::Session(SessionOptions options) : client_(std::make_shared<detail::Client>(checked(std::move(options)))) {}
 
 Session::~Session() { client_->close(); }
 
 SessionState Session::state() const noexcept { return client_->state(); }
 std::int64_t Session::id() const noexcept { return client_->session_id(); }
-std::chrono::milliseconds Session::negotiated_timeout() const noexcept {
-  return client_->negotiated_timeout();
-}
+std::chrono::milliseconds Session::negotiated_timeout() const noexcept { return client_->negotiated_timeout(); }
 const std::string& Session::connect_string() const noexcept { return client_->connect_string(); }
 void Session::close() { client_->close(); }
 Session::Stats Session::stats() const noexcept { return client_->stats(); }

@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "src/session/client.hpp"
 #include "dlock/session.hpp"
+#include "src/session/client.hpp"
 
 namespace dlock::detail {
 

@@ -5,11 +5,11 @@
 // the Session hands out for a path; what a lock is stays the recipes' business.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <map>
-#include <atomic>
 #include <string>
 #include <string_view>
 #include <utility>

@@ -31,9 +31,9 @@
 #include <optional>
 #include <thread>
 
-#include "src/base/deadline.hpp"
 #include "dlock/metrics.hpp"
 #include "dlock/session.hpp"
+#include "src/base/deadline.hpp"
 
 namespace dlock::detail {
 
@@ -156,14 +156,14 @@ class StateMachine {
   std::atomic<SessionState> state_{SessionState::Suspended};
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  bool ever_connected_ = false;            // guarded by mutex_
-  Clock::time_point disconnected_since_;   // guarded by mutex_; valid unless Connected
-  std::uint64_t state_changes_ = 0;        // guarded by mutex_
-  std::deque<StateChange> undelivered_;    // guarded by mutex_
-  bool delivering_ = false;                // guarded by mutex_
-  std::uint64_t lost_generation_ = 0;      // guarded by mutex_: the last handle declared Lost
-  bool deferred_signal_ = false;           // guarded by mutex_: a close's trust_lost, for later
-  bool auth_refused_ = false;              // guarded by mutex_: the server refused a credential
+  bool ever_connected_ = false;           // guarded by mutex_
+  Clock::time_point disconnected_since_;  // guarded by mutex_; valid unless Connected
+  std::uint64_t state_changes_ = 0;       // guarded by mutex_
+  std::deque<StateChange> undelivered_;   // guarded by mutex_
+  bool delivering_ = false;               // guarded by mutex_
+  std::uint64_t lost_generation_ = 0;     // guarded by mutex_: the last handle declared Lost
+  bool deferred_signal_ = false;          // guarded by mutex_: a close's trust_lost, for later
+  bool auth_refused_ = false;             // guarded by mutex_: the server refused a credential
 };
 
 }  // namespace dlock::detail

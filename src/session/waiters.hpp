@@ -119,8 +119,8 @@ class ChildWatches {
   // hence recursive): so unwatch() returns only once none runs.
   std::recursive_mutex mutex_;
   std::unordered_map<std::string, std::map<std::uint64_t, Callback>> by_path_;  // guarded by mutex_
-  std::unordered_map<std::uint64_t, std::string> paths_;                      // by id; guarded by mutex_
-  std::uint64_t next_id_ = 1;                                                 // guarded by mutex_
+  std::unordered_map<std::uint64_t, std::string> paths_;                        // by id; guarded by mutex_
+  std::uint64_t next_id_ = 1;                                                   // guarded by mutex_
 };
 
 }  // namespace dlock::detail

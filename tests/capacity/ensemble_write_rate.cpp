@@ -44,8 +44,8 @@ void on_created(int rc, const char*, const void* data) {
 }
 
 void issue(Writer* writer) {
-  zoo_acreate(writer->zh, writer->base.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE,
-              on_created, writer);
+  zoo_acreate(writer->zh, writer->base.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, on_created,
+              writer);
 }
 
 }  // namespace
@@ -79,10 +79,10 @@ int main(int argc, char** argv) {
   stopping = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   for (auto& writer : writers) zookeeper_close(writer.zh);
-  std::printf("{\"ensemble_members\":%d,\"sessions\":%d,\"outstanding_per_session\":%d,\"seconds\":%.3f,"
-              "\"writes\":%llu,\"writes_per_s\":%.1f,\"failed\":%llu}\n",
-              ensemble.member_count(), sessions, outstanding, elapsed,
-              static_cast<unsigned long long>(end_count - start_count), (end_count - start_count) / elapsed,
-              static_cast<unsigned long long>(failed.load()));
+  std::printf(
+      "{\"ensemble_members\":%d,\"sessions\":%d,\"outstanding_per_session\":%d,\"seconds\":%.3f,"
+      "\"writes\":%llu,\"writes_per_s\":%.1f,\"failed\":%llu}\n",
+      ensemble.member_count(), sessions, outstanding, elapsed, static_cast<unsigned long long>(end_count - start_count),
+      (end_count - start_count) / elapsed, static_cast<unsigned long long>(failed.load()));
   return 0;
 }

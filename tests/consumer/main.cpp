@@ -27,7 +27,7 @@ struct ChargeRequest {
 
 void charge(const dlock::LockService& locks, dlock::Mutex& ledger, const ChargeRequest& req) {
   DLOCK_SCOPE(locks, "orders", req);  // /consumer/orders/<order>, released at the end of scope
-  std::scoped_lock guard(ledger);      // the standard lock interface works on dlock::Mutex
+  std::scoped_lock guard(ledger);     // the standard lock interface works on dlock::Mutex
   std::printf("consumer: order %lld charged under fencing token %lld\n", static_cast<long long>(*req.order),
               static_cast<long long>(ledger.fencing_token()));
 }
@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   const bool server_given = argc > 1;
   const std::string connect = server_given ? argv[1] : "127.0.0.1:1";
   try {
-    dlock::Session session({.connect = connect, .connect_timeout = std::chrono::milliseconds(server_given ? 5000 : 300)});
+    dlock::Session session(
+        {.connect = connect, .connect_timeout = std::chrono::milliseconds(server_given ? 5000 : 300)});
     dlock::LockService locks(session, "/consumer");
     dlock::Mutex ledger(session, "/consumer/ledger");
     charge(locks, ledger, ChargeRequest{.order = 42});

@@ -42,13 +42,13 @@ dlock::testing::HoldReport charge_concurrently(OrdersTest& test, const std::stri
               if (locked) guard.emplace(locks.lock(dlock::LockMode::Exclusive, "orders", 42));
               const auto enter = dlock::testing::HoldLogWriter::now_ns();
               std::this_thread::sleep_for(200us);  // the critical section
-              writer.record(dlock::testing::HoldRecord{
-                  .client = "instance-" + std::to_string(instance) + "#" + std::to_string(t),
-                  .session = std::to_string(session.id()),
-                  .mode = "exclusive",
-                  .token = guard ? guard->fencing_token() : 0,
-                  .enter_ns = enter,
-                  .exit_ns = dlock::testing::HoldLogWriter::now_ns()});
+              writer.record(
+                  dlock::testing::HoldRecord{.client = "instance-" + std::to_string(instance) + "#" + std::to_string(t),
+                                             .session = std::to_string(session.id()),
+                                             .mode = "exclusive",
+                                             .token = guard ? guard->fencing_token() : 0,
+                                             .enter_ns = enter,
+                                             .exit_ns = dlock::testing::HoldLogWriter::now_ns()});
             }
           });
         }

@@ -23,8 +23,9 @@ int main(int argc, char** argv) {
   const auto colon = credentials.find(':');
   try {
     if (colon == std::string::npos) throw std::invalid_argument("credentials must be SCHEME:SECRET");
-    dlock::Session session({.connect = argv[1],
-                            .auth = {{.scheme = credentials.substr(0, colon), .secret = credentials.substr(colon + 1)}}});
+    dlock::Session session(
+        {.connect = argv[1],
+         .auth = {{.scheme = credentials.substr(0, colon), .secret = credentials.substr(colon + 1)}}});
     dlock::Mutex mutex(session, argv[2]);
     const auto timeout = std::chrono::milliseconds(std::stol(argv[4]));
     if (!mutex.try_lock_for(timeout)) {

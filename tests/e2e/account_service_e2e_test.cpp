@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "dlock/testing/process.hpp"
 #include "dlock/testing/postgres.hpp"
+#include "dlock/testing/process.hpp"
 #include "http_client.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
@@ -128,11 +128,29 @@ class AccountServiceE2E : public ::testing::Test {
 
     std::vector<ChildProcess> instances;
     for (int i = 0; i < kInstances; ++i) {
-      instances.emplace_back(std::vector<std::string>{
-          service_binary(), "--bind", "127.0.0.1", "--port", "0", "--zk", zk_connect(), "--db", conninfo,
-          "--instance", mode + "-" + std::to_string(i + 1), "--lock-base", test_root(), "--lock-release", mode,
-          "--delay-before-commit-ms", std::to_string(kDelayBeforeCommit.count()), "--lock-timeout-ms", "60000",
-          "--threads", "8", "--handler", handler});
+      instances.emplace_back(std::vector<std::string>{service_binary(),
+                                                      "--bind",
+                                                      "127.0.0.1",
+                                                      "--port",
+                                                      "0",
+                                                      "--zk",
+                                                      zk_connect(),
+                                                      "--db",
+                                                      conninfo,
+                                                      "--instance",
+                                                      mode + "-" + std::to_string(i + 1),
+                                                      "--lock-base",
+                                                      test_root(),
+                                                      "--lock-release",
+                                                      mode,
+                                                      "--delay-before-commit-ms",
+                                                      std::to_string(kDelayBeforeCommit.count()),
+                                                      "--lock-timeout-ms",
+                                                      "60000",
+                                                      "--threads",
+                                                      "8",
+                                                      "--handler",
+                                                      handler});
     }
     // Started together: their concurrent schema creation is part of the test.
     std::vector<int> ports;
@@ -164,7 +182,7 @@ class AccountServiceE2E : public ::testing::Test {
         for (std::size_t i = next++; i < result.logins.size(); i = next++) {
           auto& login = result.logins[i];
           login.reply = http_exchange(ports[static_cast<std::size_t>(login.instance)], http::verb::post, "/login",
-                                 json{{"uid", login.uid}}.dump());
+                                      json{{"uid", login.uid}}.dump());
         }
       });
     }

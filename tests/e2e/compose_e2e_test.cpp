@@ -3,8 +3,9 @@
 // service's around the binary this build made), a burst of 300 first logins with the ZooKeeper
 // leader's container killed meanwhile, 0 duplicate users or accounts, and everything (containers,
 // volume) removed afterwards. A login whose lock is lost with the connection to the dead leader is
-// answered 503 with nothing written; the client retries it, as a real one would. The negative control recreates the services without their lock
-// (DLOCK_LOCK_RELEASE=none) and must see duplicates from the same burst, or the check is blind.
+// answered 503 with nothing written; the client retries it, as a real one would. The negative control recreates the
+// services without their lock (DLOCK_LOCK_RELEASE=none) and must see duplicates from the same burst, or the check is
+// blind.
 //
 // Needs a Docker engine (DOCKER_HOST) and Debian's docker-compose: scripts/test.sh runs this after
 // `scripts/docker-engine.sh start` and `images`. Without an engine the test is skipped, unless
@@ -16,25 +17,25 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <latch>
-#include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "dlock_dependencies.hpp"
 #include "dlock/testing/ensemble.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/leftovers.hpp"
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/server.hpp"
+#include "dlock_dependencies.hpp"
 #include "http_client.hpp"
 #include "loopback.hpp"
 #include "spawn.hpp"
@@ -92,8 +93,9 @@ void remove_orphaned_projects() {
   for (const auto& project : projects) {
     const std::string label = "label=com.docker.compose.project=" + project;
     for (const auto& kind : {"ps", "volume"}) {
-      const auto ids = run(kind == std::string("ps") ? std::vector<std::string>{kDocker, "ps", "-aq", "--filter", label}
-                                                     : std::vector<std::string>{kDocker, "volume", "ls", "-q", "--filter", label});
+      const auto ids =
+          run(kind == std::string("ps") ? std::vector<std::string>{kDocker, "ps", "-aq", "--filter", label}
+                                        : std::vector<std::string>{kDocker, "volume", "ls", "-q", "--filter", label});
       std::istringstream in(ids.output);
       for (std::string id; in >> id;) {
         (void)run(kind == std::string("ps") ? std::vector<std::string>{kDocker, "rm", "-f", id}
@@ -183,7 +185,8 @@ struct BurstResult {
 
 // 300 first logins for uids first_uid.. (10 each, sent together, round-robin over the three
 // instances); once 20 % are answered, `fault` runs on a thread of its own and returns what it did.
-BurstResult login_burst(ComposeProject& project, std::int64_t first_uid, const std::function<std::optional<int>()>& fault) {
+BurstResult login_burst(ComposeProject& project, std::int64_t first_uid,
+                        const std::function<std::optional<int>()>& fault) {
   struct Login {
     std::int64_t uid;
     int instance;
@@ -232,8 +235,8 @@ BurstResult login_burst(ComposeProject& project, std::int64_t first_uid, const s
           if (after_kill) ++result.answered_after_kill;
         } else if (result.failures.size() < 5) {
           result.failures.push_back("uid " + std::to_string(logins[i].uid) + " on account-" +
-                                    std::to_string(logins[i].instance) + ": HTTP " + std::to_string(reply.status) + " " +
-                                    reply.error + reply.body);
+                                    std::to_string(logins[i].instance) + ": HTTP " + std::to_string(reply.status) +
+                                    " " + reply.error + reply.body);
         }
       }
     });
@@ -250,7 +253,8 @@ struct Rows {
 };
 
 Rows rows_for(ComposeProject& project, std::int64_t first_uid) {
-  const std::string range = " WHERE uid BETWEEN " + std::to_string(first_uid) + " AND " + std::to_string(first_uid + kUids - 1);
+  const std::string range =
+      " WHERE uid BETWEEN " + std::to_string(first_uid) + " AND " + std::to_string(first_uid + kUids - 1);
   return {project.query_int("SELECT count(*) FROM app_user" + range),
           project.query_int("SELECT count(DISTINCT uid) FROM app_user" + range),
           project.query_int("SELECT count(*) FROM app_account" + range),
@@ -283,9 +287,10 @@ TEST(ComposeE2E, LoginBurstWithTheLeaderContainerKilledMakesNoDuplicateAndLeaves
   // PostgreSQL's through the compose file's own build sections (cached after the first run).
   const std::string context = make_temp_dir("dlock-compose-image");
   std::filesystem::copy_file(binary, context + "/account_service");
-  const auto built = run({kDocker, "build", "-q", "--network", "host", "--build-arg", "BASE_IMAGE=" + base_image(), "-f",
-                          (kRepo / "examples/account_service/Dockerfile.prebuilt").string(), "-t", kServiceImage, context},
-                         {{"DOCKER_BUILDKIT", "0"}});
+  const auto built =
+      run({kDocker, "build", "-q", "--network", "host", "--build-arg", "BASE_IMAGE=" + base_image(), "-f",
+           (kRepo / "examples/account_service/Dockerfile.prebuilt").string(), "-t", kServiceImage, context},
+          {{"DOCKER_BUILDKIT", "0"}});
   std::filesystem::remove_all(context);
   ASSERT_EQ(built.status, 0) << built.output;
 
@@ -336,7 +341,8 @@ TEST(ComposeE2E, LoginBurstWithTheLeaderContainerKilledMakesNoDuplicateAndLeaves
   ASSERT_EQ(recreated.status, 0) << recreated.output;
   ASSERT_TRUE(eventually(
       [&] {
-        const auto page = http_exchange(project.service_port(3), http::verb::post, "/login", json{{"uid", 1}}.dump(), 2s);
+        const auto page =
+            http_exchange(project.service_port(3), http::verb::post, "/login", json{{"uid", 1}}.dump(), 2s);
         return page.status == 200 && json::parse(page.body).value("lock_release", "") == "none";
       },
       60s))

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "src/session/connect_string.hpp"
 #include "dlock/error.hpp"
 #include "fuzz_report.hpp"
+#include "src/session/connect_string.hpp"
 
 namespace {
 
@@ -68,7 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     dlock::detail::check_connect_string(connect);
   } catch (const dlock::ConnectError& e) {
     accepted = false;
-    if (e.code() != dlock::make_error_code(dlock::errc::connect_failed)) fail("ConnectError with the wrong code", connect);
+    if (e.code() != dlock::make_error_code(dlock::errc::connect_failed))
+      fail("ConnectError with the wrong code", connect);
     // Quoted as dlock's messages show a value: control bytes, '"' and '\' escaped (fuzz_report.hpp).
     if (std::string_view(e.what()).find("\"" + dlock::fuzz::shown(connect) + "\"") == std::string_view::npos) {
       fail("the message does not quote the connect string", connect);
@@ -78,7 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!accepted && valid) fail("rejected a string that follows the documented rule", connect);
   if (accepted) {
     const auto form = dlock::detail::to_c_client_form(connect);
-    if (entries_of(form).size() != entries_of(connect).size()) fail("the C-client form has another entry count", connect);
+    if (entries_of(form).size() != entries_of(connect).size())
+      fail("the C-client form has another entry count", connect);
   }
   return 0;
 }

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "recipes/queue/contender.hpp"
 #include "fuzz_report.hpp"
+#include "recipes/queue/contender.hpp"
 
 namespace {
 
@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> names;
   for (std::size_t start = 0;;) {
     const auto newline = input.find('\n', start);
-    names.emplace_back(input.substr(start, newline == std::string_view::npos ? std::string_view::npos : newline - start));
+    names.emplace_back(
+        input.substr(start, newline == std::string_view::npos ? std::string_view::npos : newline - start));
     if (newline == std::string_view::npos) break;
     start = newline + 1;
   }

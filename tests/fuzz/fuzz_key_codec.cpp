@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "dlock/error.hpp"
-#include "fuzz_report.hpp"
 #include "dlock/key.hpp"
+#include "fuzz_report.hpp"
 
 namespace {
 
@@ -39,11 +39,16 @@ using dlock::fuzz::shown;
 std::string reference_part(const dlock::KeyPart& part) {
   const auto& v = part.value();
   switch (v.index()) {
-    case 0: return "~null";
-    case 1: return std::get<bool>(v) ? "~true" : "~false";
-    case 2: return std::to_string(std::get<std::int64_t>(v));
-    case 3: return std::to_string(std::get<std::uint64_t>(v));
-    default: break;
+    case 0:
+      return "~null";
+    case 1:
+      return std::get<bool>(v) ? "~true" : "~false";
+    case 2:
+      return std::to_string(std::get<std::int64_t>(v));
+    case 3:
+      return std::to_string(std::get<std::uint64_t>(v));
+    default:
+      break;
   }
   const auto& s = std::get<std::string>(v);
   if (s.empty()) return "~empty";
@@ -117,12 +122,24 @@ std::vector<dlock::KeyPart> consume_parts(FuzzedDataProvider& in) {
   std::vector<dlock::KeyPart> parts;
   while (in.remaining_bytes() > 0 && parts.size() < 64) {
     switch (in.ConsumeIntegralInRange<int>(0, 6)) {
-      case 0: parts.emplace_back(std::nullopt); break;
-      case 1: parts.emplace_back(in.ConsumeBool()); break;
-      case 2: parts.emplace_back(in.ConsumeIntegral<std::int64_t>()); break;
-      case 3: parts.emplace_back(in.ConsumeIntegral<std::uint64_t>()); break;
-      case 4: parts.emplace_back(in.ConsumeIntegralInRange<int>(-20, 20)); break;
-      default: parts.emplace_back(in.ConsumeRandomLengthString(80)); break;
+      case 0:
+        parts.emplace_back(std::nullopt);
+        break;
+      case 1:
+        parts.emplace_back(in.ConsumeBool());
+        break;
+      case 2:
+        parts.emplace_back(in.ConsumeIntegral<std::int64_t>());
+        break;
+      case 3:
+        parts.emplace_back(in.ConsumeIntegral<std::uint64_t>());
+        break;
+      case 4:
+        parts.emplace_back(in.ConsumeIntegralInRange<int>(-20, 20));
+        break;
+      default:
+        parts.emplace_back(in.ConsumeRandomLengthString(80));
+        break;
     }
   }
   return parts;

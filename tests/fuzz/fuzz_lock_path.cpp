@@ -29,7 +29,9 @@ namespace {
 // Surrogates are also in a range ZooKeeper rejects, so "malformed" and "rejected" agree on them.
 // Returns the length of the sequence starting at `i` and stores its code point, or 0.
 std::size_t well_formed_sequence(std::string_view s, std::size_t i, std::uint32_t& cp) {
-  const auto b = [&](std::size_t k) -> unsigned { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0x100; };
+  const auto b = [&](std::size_t k) -> unsigned {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0x100;
+  };
   const auto in = [](unsigned v, unsigned lo, unsigned hi) { return v >= lo && v <= hi; };
   const unsigned b0 = b(0);
   if (b0 <= 0x7f) {

@@ -12,8 +12,7 @@ namespace dlock::fuzz {
 [[noreturn]] inline void report_finding(std::string_view target, std::string_view what, std::string_view label,
                                         std::string_view input) {
   std::fprintf(stderr, "%.*s: %.*s; %.*s (%zu bytes):", static_cast<int>(target.size()), target.data(),
-               static_cast<int>(what.size()), what.data(), static_cast<int>(label.size()), label.data(),
-               input.size());
+               static_cast<int>(what.size()), what.data(), static_cast<int>(label.size()), label.data(), input.size());
   for (unsigned char c : input) std::fprintf(stderr, " %02x", c);
   std::fprintf(stderr, "\n");
   std::abort();

@@ -158,7 +158,8 @@ Options parse(int argc, char** argv) {
   if (values.count("--counter")) o.counter = values["--counter"];
   if (values.count("--hold-us")) o.hold_us = positive("--hold-us", values["--hold-us"], 0);
   if (values.count("--start-at-ns")) o.start_at_ns = std::stoll(values["--start-at-ns"]);
-  if (values.count("--max-passes")) o.handoff.max_passes = static_cast<unsigned>(positive("--max-passes", values["--max-passes"], 0));
+  if (values.count("--max-passes"))
+    o.handoff.max_passes = static_cast<unsigned>(positive("--max-passes", values["--max-passes"], 0));
   if (values.count("--max-time-ms")) {
     o.handoff.max_time = std::chrono::milliseconds(positive("--max-time-ms", values["--max-time-ms"], 0));
   }
@@ -176,9 +177,13 @@ Options parse(int argc, char** argv) {
 }
 
 dlock::SessionOptions session_options(const Options& o) {
-  return {.connect = o.connect, .session_timeout = std::chrono::milliseconds(o.session_timeout_ms),
-          .connect_timeout = std::chrono::seconds(20), .loss_signal = o.loss_signal, .renew_expired_session = true,
-          .handoff = o.handoff, .auth = o.auth};
+  return {.connect = o.connect,
+          .session_timeout = std::chrono::milliseconds(o.session_timeout_ms),
+          .connect_timeout = std::chrono::seconds(20),
+          .loss_signal = o.loss_signal,
+          .renew_expired_session = true,
+          .handoff = o.handoff,
+          .auth = o.auth};
 }
 
 std::string hex(std::int64_t id) {
@@ -191,10 +196,18 @@ std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];
@@ -331,10 +344,14 @@ struct ThreadLocks {
     return o.attempt_timeout_ms > 0 ? shared.try_lock_shared_for(timeout) : (shared.lock_shared(), true);
   }
   std::int64_t token(const Options& o) const {
-    return o.lock == "mutex" ? mutex.fencing_token() : o.lock == "write" ? shared.fencing_token() : shared.shared_fencing_token();
+    return o.lock == "mutex"   ? mutex.fencing_token()
+           : o.lock == "write" ? shared.fencing_token()
+                               : shared.shared_fencing_token();
   }
   bool still_held(const Options& o) const {
-    return o.lock == "mutex" ? mutex.still_held() : o.lock == "write" ? shared.still_held() : shared.still_held_shared();
+    return o.lock == "mutex"   ? mutex.still_held()
+           : o.lock == "write" ? shared.still_held()
+                               : shared.still_held_shared();
   }
   void release(const Options& o) {
     if (o.lock == "mutex") mutex.unlock();
@@ -351,11 +368,12 @@ int run_async(const Options& o) {
                                 .session_timeout = std::chrono::milliseconds(o.session_timeout_ms)};
   options.handoff = o.handoff;
   dlock::Session session(options);
-  const auto mode = o.lock == "mutex" ? dlock::LockMode::Exclusive
+  const auto mode = o.lock == "mutex"   ? dlock::LockMode::Exclusive
                     : o.lock == "write" ? dlock::LockMode::Write
                                         : dlock::LockMode::Read;
   const std::string mode_name = o.lock == "mutex" ? "exclusive" : o.lock;
-  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
   HoldLog log(o.log);
   boost::asio::io_context context;
   std::exception_ptr failure;
@@ -391,7 +409,8 @@ int run(const Options& o) {
   SessionSlot slot(o);
   const std::string mode = o.lock == "mutex" ? "exclusive" : o.lock;
   // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.
-  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
   HoldLog log(o.log);
   std::mutex failure_mutex;
   std::exception_ptr failure;
@@ -474,7 +493,8 @@ void say(const std::string& line) {
 
 int hold(const Options& o) {
   dlock::Session session(session_options(o));
-  auto subscription = session.subscribe([](dlock::SessionState s) { say("STATE " + std::string(dlock::to_string(s))); });
+  auto subscription =
+      session.subscribe([](dlock::SessionState s) { say("STATE " + std::string(dlock::to_string(s))); });
   dlock::Mutex mutex(session, o.path);
   HoldLog log(o.log);
   mutex.lock();
@@ -515,13 +535,14 @@ int main(int argc, char** argv) {
   try {
     o = parse(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dlock_peer: %s\nusage: dlock_peer run --connect HOST:PORT --path P --lock mutex|read|write "
-                         "--cycles N --threads T --client NAME --log FILE [--counter FILE] [--hold-us U] "
-                         "[--ignore-lock] [--start-at-ns NS] [--session-timeout-ms MS] "
-                         "[--loss-signal on-suspended|on-lost] [--attempt-timeout-ms MS] [--tolerate-loss] "
-                         "[--linger] [--stderr FILE]\n"
-                         "       dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE] "
-                         "[--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced] [--stderr FILE]\n",
+    std::fprintf(stderr,
+                 "dlock_peer: %s\nusage: dlock_peer run --connect HOST:PORT --path P --lock mutex|read|write "
+                 "--cycles N --threads T --client NAME --log FILE [--counter FILE] [--hold-us U] "
+                 "[--ignore-lock] [--start-at-ns NS] [--session-timeout-ms MS] "
+                 "[--loss-signal on-suspended|on-lost] [--attempt-timeout-ms MS] [--tolerate-loss] "
+                 "[--linger] [--stderr FILE]\n"
+                 "       dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE] "
+                 "[--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced] [--stderr FILE]\n",
                  e.what());
     return 2;
   }
@@ -539,8 +560,10 @@ int main(int argc, char** argv) {
           line.append(record.text).append(record.where.empty() ? "" : " @").append(record.where).push_back('\n');
           std::fwrite(line.data(), 1, line.size(), stderr);
         },
-        l == "debug" ? dlock::LogLevel::Debug : l == "info" ? dlock::LogLevel::Info
-        : l == "warn" ? dlock::LogLevel::Warn : dlock::LogLevel::Error);
+        l == "debug"  ? dlock::LogLevel::Debug
+        : l == "info" ? dlock::LogLevel::Info
+        : l == "warn" ? dlock::LogLevel::Warn
+                      : dlock::LogLevel::Error);
   }
   try {
     return o.command == "run" ? run(o) : hold(o);

@@ -92,7 +92,8 @@ PeerWaits peers_longest_wait_beside_hammering_dlock(std::vector<std::string> dlo
     ++probes;
     longest = std::max(longest, h.enter_ns - h.asked_ns);
   }
-  const auto waits = PeerWaits{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(longest)), probes};
+  const auto waits =
+      PeerWaits{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(longest)), probes};
   std::printf("[handoff] peers' longest wait %lld ms over %d acquisitions beside 8 dlock threads\n",
               static_cast<long long>(waits.longest.count()), probes);
   return waits;
@@ -110,7 +111,8 @@ TEST(InteropMutex, WithHandOffCuratorAndKazooPeersWaitWithinTheBoundBesideEightH
 TEST(InteropMutex, NegativeControlUnboundedPassesMakeThePeersWait) {
   // Passes bounded only by the 1,024 holds a node carries: the peers wait for ~1,000 holds.
   const auto waits = peers_longest_wait_beside_hammering_dlock({"--max-passes", "1000000", "--max-time-ms", "1000000"});
-  EXPECT_GE(waits.longest, std::chrono::milliseconds(250)) << "the wait check cannot tell bounded passes from unbounded";
+  EXPECT_GE(waits.longest, std::chrono::milliseconds(250))
+      << "the wait check cannot tell bounded passes from unbounded";
 }
 
 TEST(InteropMutex, NegativeControlAClientIgnoringTheLockIsCaughtByTheChecker) {
@@ -119,8 +121,8 @@ TEST(InteropMutex, NegativeControlAClientIgnoringTheLockIsCaughtByTheChecker) {
       {"dlock_peer", "rogue", "mutex", 1, 200, {"--ignore-lock"}},
   };
   const auto outcome = run_together(runs, 3000);
-  EXPECT_GT(outcome.report.exclusive_overlaps, 0u) << "the checker missed a client that ignores the lock: "
-                                                   << outcome.report.summary();
+  EXPECT_GT(outcome.report.exclusive_overlaps, 0u)
+      << "the checker missed a client that ignores the lock: " << outcome.report.summary();
 }
 
 // One direction at a time: a holder of one client keeps a contender of another out until it
@@ -149,8 +151,12 @@ void expect_dlock_hold_keeps_peer_out(const std::string& peer) {
   EXPECT_TRUE(peer_acquires(peer, "mutex", test_root(), 10s)) << peer << " did not get in after dlock released";
 }
 
-TEST(InteropMutex, CuratorHoldsThenDlockTryLockForFailsUntilRelease) { expect_peer_hold_keeps_dlock_out("curator_peer"); }
-TEST(InteropMutex, DlockHoldsThenCuratorAcquireTimesOutUntilRelease) { expect_dlock_hold_keeps_peer_out("curator_peer"); }
+TEST(InteropMutex, CuratorHoldsThenDlockTryLockForFailsUntilRelease) {
+  expect_peer_hold_keeps_dlock_out("curator_peer");
+}
+TEST(InteropMutex, DlockHoldsThenCuratorAcquireTimesOutUntilRelease) {
+  expect_dlock_hold_keeps_peer_out("curator_peer");
+}
 TEST(InteropMutex, KazooHoldsThenDlockTryLockForFailsUntilRelease) { expect_peer_hold_keeps_dlock_out("kazoo_peer"); }
 TEST(InteropMutex, DlockHoldsThenKazooAcquireTimesOutUntilRelease) { expect_dlock_hold_keeps_peer_out("kazoo_peer"); }
 

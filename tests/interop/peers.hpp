@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "dlock/testing/process.hpp"
 #include "counter_worker.hpp"
 #include "dlock/testing/hold_log.hpp"
+#include "dlock/testing/process.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 
@@ -33,11 +33,28 @@ struct PeerRun {
 
 inline ChildProcess start_run(const PeerRun& run, const std::string& path, const std::string& log,
                               const std::string& counter, int hold_us, std::int64_t start_at_ns) {
-  std::vector<std::string> argv{peer_program(run.peer), "run", "--connect", zk_connect(), "--path", path,
-                                "--lock", run.lock, "--cycles", std::to_string(run.cycles), "--threads",
-                                std::to_string(run.threads), "--client", run.client, "--log", log,
-                                "--counter", counter, "--hold-us", std::to_string(hold_us),
-                                "--start-at-ns", std::to_string(start_at_ns)};
+  std::vector<std::string> argv{peer_program(run.peer),
+                                "run",
+                                "--connect",
+                                zk_connect(),
+                                "--path",
+                                path,
+                                "--lock",
+                                run.lock,
+                                "--cycles",
+                                std::to_string(run.cycles),
+                                "--threads",
+                                std::to_string(run.threads),
+                                "--client",
+                                run.client,
+                                "--log",
+                                log,
+                                "--counter",
+                                counter,
+                                "--hold-us",
+                                std::to_string(hold_us),
+                                "--start-at-ns",
+                                std::to_string(start_at_ns)};
   argv.insert(argv.end(), run.extra.begin(), run.extra.end());
   return ChildProcess(std::move(argv));
 }
@@ -57,7 +74,8 @@ inline bool peer_acquires(const std::string& peer, const std::string& lock, cons
                       "--timeout-ms", std::to_string(timeout.count())});
   const auto out = probe.read_all();
   const int status = probe.wait();
-  if (status != 0 && status != 3) throw std::runtime_error(peer + " probe failed with status " + std::to_string(status) + ": " + out);
+  if (status != 0 && status != 3)
+    throw std::runtime_error(peer + " probe failed with status " + std::to_string(status) + ": " + out);
   return status == 0;
 }
 
@@ -77,7 +95,8 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us) {
   std::vector<std::string> logs;
   // Time for the slowest peer (a JVM: ~0.4 s here) to start and connect, with a wide margin.
   const auto start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      (std::chrono::steady_clock::now() + std::chrono::seconds(3)).time_since_epoch()).count();
+                            (std::chrono::steady_clock::now() + std::chrono::seconds(3)).time_since_epoch())
+                            .count();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     logs.push_back(dir + "/holds-" + std::to_string(i) + ".jsonl");
     children.push_back(start_run(runs[i], test_root(), logs.back(), counter, hold_us, start_at));

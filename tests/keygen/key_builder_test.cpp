@@ -159,7 +159,7 @@ TEST(KeyWrapper, ReadsLikeItsValue) {
   EXPECT_TRUE(copy.uid == req.uid);
   EXPECT_TRUE(copy.app == req.app);
   EXPECT_EQ(LoginRequest{}.uid, 0);  // value-initialized
-  LoginRequest uninitialized;         // default-initialized: the key fields are still 0 and ""
+  LoginRequest uninitialized;        // default-initialized: the key fields are still 0 and ""
   EXPECT_EQ(uninitialized.uid, 0);
   EXPECT_EQ(uninitialized.app, "");
   EXPECT_EQ((key<std::string, 1>{}), "");
@@ -293,13 +293,9 @@ TEST(KeyFieldsMacro, ListsAccessorsAndMembersInOrder) {
 
 TEST(KeyFieldsMacro, TiesKeepListOrder) { EXPECT_EQ(dlock::key_parts(Pair(1, 2)), (Parts{2, 1})); }
 
-TEST(KeyFieldsMacro, AListedAggregateUsesTheListOnly) {
-  EXPECT_EQ(dlock::key_parts(Listed{}), (Parts{1}));
-}
+TEST(KeyFieldsMacro, AListedAggregateUsesTheListOnly) { EXPECT_EQ(dlock::key_parts(Listed{}), (Parts{1})); }
 
-TEST(KeyFieldsMacro, CharBuffersStopAtNulOrTheirEnd) {
-  EXPECT_EQ(dlock::key_parts(Fixed{}), (Parts{"abcd", "xy"}));
-}
+TEST(KeyFieldsMacro, CharBuffersStopAtNulOrTheirEnd) { EXPECT_EQ(dlock::key_parts(Fixed{}), (Parts{"abcd", "xy"})); }
 
 TEST(KeyFieldsMacro, AListedClassCanBeATaggedField) {
   const HoldsOrder h{.priority = 5, .order = Order(3, "us", Address{.city = "NYC", .zip = 10001, .street = ""})};

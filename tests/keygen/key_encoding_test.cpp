@@ -71,7 +71,7 @@ TEST(KeyEncoding, ControlSpaceDelAndNonAsciiBytesAreEscaped) {
   EXPECT_EQ(encode({"two words"}), "two%20words");
   EXPECT_EQ(encode({"del\x7f"}), "del%7F");
   EXPECT_EQ(encode({"h\xC3\xA9llo"}), "h%C3%A9llo");  // UTF-8 'é'
-  EXPECT_EQ(encode({"\xff\x80"}), "%FF%80");           // not even UTF-8: still one spelling
+  EXPECT_EQ(encode({"\xff\x80"}), "%FF%80");          // not even UTF-8: still one spelling
 }
 
 TEST(KeyEncoding, DotAndDotDotAreNeverTheKey) {
@@ -157,7 +157,7 @@ TEST(KeyDecoding, RefusesWhatEncodeCannotProduce) {
       {"%2", "two uppercase hex"},
       {"a%", "two uppercase hex"},
       {"%G1", "two uppercase hex"},
-      {"%61", "written as itself"},  // 'a' needs no escape
+      {"%61", "written as itself"},   // 'a' needs no escape
       {"a%2E", "written as itself"},  // a '.' after the first byte needs no escape
       {".", "starts with '.'"},
       {"..", "starts with '.'"},

@@ -43,13 +43,19 @@ class Generator {
 
   KeyPart part() {
     switch (pick(0, 9)) {
-      case 0: return KeyPart();
-      case 1: return KeyPart(pick(0, 1) == 1);
-      case 2: return KeyPart(static_cast<std::int64_t>(pick(-20, 20)));
+      case 0:
+        return KeyPart();
+      case 1:
+        return KeyPart(pick(0, 1) == 1);
+      case 2:
+        return KeyPart(static_cast<std::int64_t>(pick(-20, 20)));
       case 3: {
         static const std::int64_t extremes[] = {std::numeric_limits<std::int64_t>::min(),
                                                 std::numeric_limits<std::int64_t>::min() + 1,
-                                                std::numeric_limits<std::int64_t>::max(), -1, 0, 1};
+                                                std::numeric_limits<std::int64_t>::max(),
+                                                -1,
+                                                0,
+                                                1};
         return KeyPart(extremes[pick(0, 5)]);
       }
       case 4: {
@@ -57,8 +63,10 @@ class Generator {
                                             std::numeric_limits<std::uint64_t>::max()};
         return KeyPart(big[pick(0, 2)]);
       }
-      case 5: return KeyPart(static_cast<std::int64_t>(rng_()));
-      default: return KeyPart(string());
+      case 5:
+        return KeyPart(static_cast<std::int64_t>(rng_()));
+      default:
+        return KeyPart(string());
     }
   }
 
@@ -104,10 +112,10 @@ std::vector<Parts> corpus() {
 }
 
 struct Census {
-  int lists = 0;          // distinct part lists (by value and by alternative)
-  int keys = 0;           // distinct keys
-  int collisions = 0;     // lists whose key an earlier, different list already had
-  std::string example;    // the first such key
+  int lists = 0;        // distinct part lists (by value and by alternative)
+  int keys = 0;         // distinct keys
+  int collisions = 0;   // lists whose key an earlier, different list already had
+  std::string example;  // the first such key
 };
 
 template <class Encode>

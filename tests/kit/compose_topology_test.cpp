@@ -78,8 +78,10 @@ std::string strip_comment(const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quote != 0) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) quote = 0;
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        quote = 0;
     } else if (c == '"' || c == '\'') {
       quote = c;
     } else if (c == '#' && (i == 0 || text[i - 1] == ' ')) {
@@ -130,8 +132,10 @@ Yaml value_node(const std::string& raw, int line) {
     char quote = 0;
     for (std::size_t i = 1; i + 1 < text.size(); ++i) {
       const char c = text[i];
-      if (quote != 0 && c == quote) quote = 0;
-      else if (quote == 0 && (c == '"' || c == '\'')) quote = c;
+      if (quote != 0 && c == quote)
+        quote = 0;
+      else if (quote == 0 && (c == '"' || c == '\''))
+        quote = c;
       if (quote == 0 && c == ',') {
         node.seq.push_back(scalar_node(item, line));
         item.clear();
@@ -267,14 +271,19 @@ std::vector<std::string> topology_problems(const std::string& compose_text, cons
 
   std::vector<std::string> zk_names, account_names, postgres_names;
   for (const auto& [name, service] : services.map) {
-    if (!env(service, "ZOO_MY_ID").empty()) zk_names.push_back(name);
-    else if (!env(service, "POSTGRES_PASSWORD").empty()) postgres_names.push_back(name);
-    else if (name.rfind("account-", 0) == 0) account_names.push_back(name);
-    else problem("service " + name + " is neither ZooKeeper, PostgreSQL nor an account service");
+    if (!env(service, "ZOO_MY_ID").empty())
+      zk_names.push_back(name);
+    else if (!env(service, "POSTGRES_PASSWORD").empty())
+      postgres_names.push_back(name);
+    else if (name.rfind("account-", 0) == 0)
+      account_names.push_back(name);
+    else
+      problem("service " + name + " is neither ZooKeeper, PostgreSQL nor an account service");
     // The host's network, each service on its own loopback ports, as the harness runs them (and
     // as an engine without bridge or NAT can run them).
     const Yaml* network = service.find("network_mode");
-    if (network == nullptr || network->scalar != "host") problem(name + " is not on the host network (network_mode: host)");
+    if (network == nullptr || network->scalar != "host")
+      problem(name + " is not on the host network (network_mode: host)");
     if (service.find("ports") != nullptr) problem(name + " publishes ports (host networking has none to publish)");
   }
 
@@ -309,15 +318,20 @@ std::vector<std::string> topology_problems(const std::string& compose_text, cons
   for (const auto& name : zk_names) {
     const Yaml& service = services.at(name);
     const std::string my_id = env(service, "ZOO_MY_ID");
-    if (my_id.find_first_not_of("0123456789") != std::string::npos) problem(name + " has no numeric ZOO_MY_ID");
-    else compose_ids.insert(std::stoi(my_id));
+    if (my_id.find_first_not_of("0123456789") != std::string::npos)
+      problem(name + " has no numeric ZOO_MY_ID");
+    else
+      compose_ids.insert(std::stoi(my_id));
     if (env(service, "ZOO_4LW_COMMANDS_WHITELIST") != "*") problem(name + ": ZOO_4LW_COMMANDS_WHITELIST is not \"*\"");
     const std::string servers = env(service, "ZOO_SERVERS");
-    if (first_servers.empty()) first_servers = servers;
-    else if (servers != first_servers) problem(name + "'s ZOO_SERVERS differs from " + zk_names.front() + "'s");
+    if (first_servers.empty())
+      first_servers = servers;
+    else if (servers != first_servers)
+      problem(name + "'s ZOO_SERVERS differs from " + zk_names.front() + "'s");
     const Yaml* build = service.find("build");
     const Yaml* context = build != nullptr ? build->find("context") : nullptr;
-    if (context == nullptr || context->scalar != "docker/zookeeper") problem(name + " is not built from docker/zookeeper");
+    if (context == nullptr || context->scalar != "docker/zookeeper")
+      problem(name + " is not built from docker/zookeeper");
   }
   if (compose_ids != harness_ids) problem("ZOO_MY_ID values differ from the harness's member ids");
 
@@ -329,7 +343,8 @@ std::vector<std::string> topology_problems(const std::string& compose_text, cons
       problem("unreadable ZOO_SERVERS entry (want server.N=host:peer:election;client): " + text);
       continue;
     }
-    if (!entry_ids.insert(entry->id).second) problem("ZOO_SERVERS lists server." + std::to_string(entry->id) + " twice");
+    if (!entry_ids.insert(entry->id).second)
+      problem("ZOO_SERVERS lists server." + std::to_string(entry->id) + " twice");
     if (entry->host != "127.0.0.1") problem("ZOO_SERVERS entry " + text + " is not on 127.0.0.1");
     for (const int port : {entry->peer_port, entry->election_port, *entry->client_port}) {
       if (!ports.insert(port).second) problem("ZOO_SERVERS entry " + text + " reuses port " + std::to_string(port));
@@ -345,7 +360,8 @@ std::vector<std::string> topology_problems(const std::string& compose_text, cons
     const Yaml& service = services.at(name);
     const Yaml* build = service.find("build");
     const Yaml* context = build != nullptr ? build->find("context") : nullptr;
-    if (context == nullptr || context->scalar != "docker/postgres") problem(name + " is not built from docker/postgres");
+    if (context == nullptr || context->scalar != "docker/postgres")
+      problem(name + " is not built from docker/postgres");
     pg_port = env(service, "PGPORT");
     pg_user = env(service, "POSTGRES_USER");
     pg_password = env(service, "POSTGRES_PASSWORD");
@@ -370,12 +386,13 @@ std::vector<std::string> topology_problems(const std::string& compose_text, cons
     }
     if (zk.size() != harness_clients) problem(name + "'s DLOCK_ZK has another member count than the harness's");
     const std::string db = " " + env(service, "DATABASE_URL") + " ";
-    for (const std::string& want :
-         {std::string("host=127.0.0.1"), "port=" + pg_port, "user=" + pg_user, "password=" + pg_password, "dbname=" + pg_db}) {
+    for (const std::string& want : {std::string("host=127.0.0.1"), "port=" + pg_port, "user=" + pg_user,
+                                    "password=" + pg_password, "dbname=" + pg_db}) {
       if (db.find(" " + want + " ") == std::string::npos) problem(name + "'s DATABASE_URL lacks " + want);
     }
     const std::string port = env(service, "PORT");
-    if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || !ports.insert(std::stoi(port)).second) {
+    if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+        !ports.insert(std::stoi(port)).second) {
       problem(name + "'s PORT '" + port + "' is missing or taken");
     }
     const Yaml* depends = service.find("depends_on");
@@ -397,7 +414,8 @@ std::string joined(const std::vector<std::string>& problems) {
 
 std::string replaced(std::string text, const std::string& from, const std::string& to, bool all = false) {
   bool any = false;
-  for (auto at = text.find(from); at != std::string::npos; at = all ? text.find(from, at + to.size()) : std::string::npos) {
+  for (auto at = text.find(from); at != std::string::npos;
+       at = all ? text.find(from, at + to.size()) : std::string::npos) {
     text.replace(at, from.size(), to);
     any = true;
   }
@@ -406,7 +424,8 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 }
 
 bool mentions(const std::vector<std::string>& problems, const std::string& needle) {
-  return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.find(needle) != std::string::npos; });
+  return std::any_of(problems.begin(), problems.end(),
+                     [&](const std::string& p) { return p.find(needle) != std::string::npos; });
 }
 
 class ComposeTopology : public ::testing::Test {
@@ -439,8 +458,8 @@ TEST_F(ComposeTopology, ComposeFileMatchesTheHarness) {
 TEST_F(ComposeTopology, TheDockerfileBuildsTheServiceOnDebian12) {
   const std::string dockerfile = read_text(kRepo / "examples/account_service/Dockerfile");
   EXPECT_NE(dockerfile.find("\nARG BASE_IMAGE=debian:12"), std::string::npos);
-  for (const char* package : {"build-essential", "cmake", "libzookeeper-mt-dev", "nlohmann-json3-dev",
-                              "libboost1.81-dev", "libpq-dev"}) {
+  for (const char* package :
+       {"build-essential", "cmake", "libzookeeper-mt-dev", "nlohmann-json3-dev", "libboost1.81-dev", "libpq-dev"}) {
     EXPECT_NE(dockerfile.find(std::string(" ") + package), std::string::npos) << package;
   }
   EXPECT_NE(dockerfile.find("--target account_service"), std::string::npos);
@@ -461,23 +480,22 @@ TEST_F(ComposeTopology, NegativeControlATopLevelNameIsRejected) {
 }
 
 TEST_F(ComposeTopology, NegativeControlAServiceOffTheHostNetworkIsRejected) {
-  const auto problems = topology_problems(
-      replaced(compose_, "      - \"pgdata:/var/lib/postgresql/data\"",
-               "      - \"pgdata:/var/lib/postgresql/data\"\n    ports:\n      - \"5432:5432\""),
-      harness_);
+  const auto problems =
+      topology_problems(replaced(compose_, "      - \"pgdata:/var/lib/postgresql/data\"",
+                                 "      - \"pgdata:/var/lib/postgresql/data\"\n    ports:\n      - \"5432:5432\""),
+                        harness_);
   EXPECT_TRUE(mentions(problems, "postgres publishes ports")) << joined(problems);
 }
 
 TEST_F(ComposeTopology, NegativeControlAClientMissingAMemberIsRejected) {
-  const auto problems = topology_problems(
-      replaced(compose_, ",127.0.0.1:${DLOCK_ZK3_PORT:-2183}\"", "\"", true), harness_);
+  const auto problems =
+      topology_problems(replaced(compose_, ",127.0.0.1:${DLOCK_ZK3_PORT:-2183}\"", "\"", true), harness_);
   EXPECT_TRUE(mentions(problems, "does not list every ZooKeeper member")) << joined(problems);
 }
 
 TEST_F(ComposeTopology, NegativeControlTwoMembersOnOnePortAreRejected) {
-  const auto problems =
-      topology_problems(replaced(compose_, "${DLOCK_ZK3_ELECTION_PORT:-3890}", "${DLOCK_ZK3_ELECTION_PORT:-3889}", true),
-                        harness_);
+  const auto problems = topology_problems(
+      replaced(compose_, "${DLOCK_ZK3_ELECTION_PORT:-3890}", "${DLOCK_ZK3_ELECTION_PORT:-3889}", true), harness_);
   EXPECT_TRUE(mentions(problems, "reuses port 3889")) << joined(problems);
 }
 
@@ -509,7 +527,8 @@ TEST(ComposeYamlSubset, UnsupportedYamlIsRefusedNotMisread) {
   EXPECT_THROW(parse_yaml("x:\n\t- a\n"), std::runtime_error);
   EXPECT_THROW(parse_yaml("x:\n  - a: 1\n"), std::runtime_error);
   EXPECT_THROW(parse_yaml("x: 1\nx: 2\n"), std::runtime_error);
-  const Yaml ok = parse_yaml("# c\na:\n  b: \"q # not a comment\"  # comment\n  c: [\"x\", 'y, z']\n  d:\n    - \"1:2\"\n");
+  const Yaml ok =
+      parse_yaml("# c\na:\n  b: \"q # not a comment\"  # comment\n  c: [\"x\", 'y, z']\n  d:\n    - \"1:2\"\n");
   EXPECT_EQ(ok.at("a").at("b").scalar, "q # not a comment");
   ASSERT_EQ(ok.at("a").at("c").seq.size(), 2u);
   EXPECT_EQ(ok.at("a").at("c").seq[1].scalar, "y, z");

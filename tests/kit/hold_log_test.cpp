@@ -15,20 +15,21 @@ HoldRecord hold(std::string client, std::string mode, std::int64_t token, std::i
 }
 
 TEST(HoldChecker, SequentialExclusiveHoldsWithGrowingTokensAreClean) {
-  const auto report = check_holds({hold("a#0", "exclusive", 10, 0, 5), hold("b#0", "write", 20, 6, 9),
-                                   hold("a#1", "exclusive", 30, 10, 12)});
+  const auto report = check_holds(
+      {hold("a#0", "exclusive", 10, 0, 5), hold("b#0", "write", 20, 6, 9), hold("a#1", "exclusive", 30, 10, 12)});
   EXPECT_EQ(report.exclusive_overlaps, 0u);
   EXPECT_EQ(report.token_disorders, 0u);
 }
 
 TEST(HoldChecker, ReportsAnExclusiveOverlapAndAReaderInsideAWriter) {
-  EXPECT_EQ(check_holds({hold("a#0", "exclusive", 10, 0, 5), hold("b#0", "exclusive", 20, 4, 9)}).exclusive_overlaps, 1u);
+  EXPECT_EQ(check_holds({hold("a#0", "exclusive", 10, 0, 5), hold("b#0", "exclusive", 20, 4, 9)}).exclusive_overlaps,
+            1u);
   EXPECT_EQ(check_holds({hold("a#0", "write", 10, 0, 5), hold("b#0", "read", 20, 1, 2)}).exclusive_overlaps, 1u);
 }
 
 TEST(HoldChecker, CountsReadOverlapsAndThoseAcrossProcesses) {
-  const auto report = check_holds({hold("a#0", "read", 10, 0, 5), hold("a#1", "read", 11, 1, 6),
-                                   hold("b#0", "read", 12, 2, 7)});
+  const auto report =
+      check_holds({hold("a#0", "read", 10, 0, 5), hold("a#1", "read", 11, 1, 6), hold("b#0", "read", 12, 2, 7)});
   EXPECT_EQ(report.exclusive_overlaps, 0u);
   EXPECT_EQ(report.read_overlaps, 3u);
   EXPECT_EQ(report.cross_client_read_overlaps, 2u);
@@ -62,21 +63,23 @@ HoldRecord lost_hold(std::string client, std::int64_t token, std::int64_t enter,
 
 TEST(HoldChecker, OverlapsWithAHoldSignalledLostAreReportedApart) {
   // a's session expired while it held (it was paused); b was granted the lock meanwhile.
-  const auto report = check_holds({lost_hold("a#0", 10, 0, 50), hold("b#0", "exclusive", 20, 10, 20),
-                                   hold("c#0", "exclusive", 30, 60, 70)});
+  const auto report = check_holds(
+      {lost_hold("a#0", 10, 0, 50), hold("b#0", "exclusive", 20, 10, 20), hold("c#0", "exclusive", 30, 60, 70)});
   EXPECT_EQ(report.lost_holds, 1u);
   EXPECT_EQ(report.exclusive_overlaps, 0u) << "the valid holds b and c do not overlap";
   EXPECT_EQ(report.stale_overlaps, 1u);
   EXPECT_NE(report.summary().find("outlived their session"), std::string::npos) << report.summary();
   // Two valid holds overlapping are still a failure, whatever else is lost.
   EXPECT_EQ(check_holds({lost_hold("a#0", 10, 0, 50), hold("b#0", "exclusive", 20, 10, 20),
-                         hold("c#0", "exclusive", 30, 15, 25)}).exclusive_overlaps, 1u);
+                         hold("c#0", "exclusive", 30, 15, 25)})
+                .exclusive_overlaps,
+            1u);
 }
 
 TEST(HoldChecker, TokenOrderIsCheckedOverValidHoldsAndSeparatelyWithTheLostOnes) {
   // The stale holder recorded its entry late (it stalled between the grant and its clock read).
-  const auto report = check_holds({hold("b#0", "exclusive", 20, 0, 5), lost_hold("a#0", 10, 6, 9),
-                                   hold("c#0", "exclusive", 30, 10, 12)});
+  const auto report = check_holds(
+      {hold("b#0", "exclusive", 20, 0, 5), lost_hold("a#0", 10, 6, 9), hold("c#0", "exclusive", 30, 10, 12)});
   EXPECT_EQ(report.token_disorders, 0u);
   EXPECT_EQ(report.token_disorders_with_lost, 2u);
   const auto valid_only = check_holds({hold("a#0", "exclusive", 30, 0, 5), hold("b#0", "exclusive", 20, 6, 9)});
@@ -88,9 +91,12 @@ TEST(HoldChecker, ReadsTheLostFieldsAndSkipsEventLinesWhichItReturnsApart) {
   const auto dir = make_temp_dir("dlock-holdlog");
   const auto file = dir + "/log.jsonl";
   std::ofstream(file)
-      << R"({"client":"a#0","session":"0x1","mode":"exclusive","token":1,"enter_ns":1,"exit_ns":2})" << "\n"
-      << R"({"client":"a#0","session":"0x1","event":"lost","what":"lock /x: the ZooKeeper session has expired","at_ns":3})" << "\n"
-      << R"({"client":"a#1","session":"0x2","mode":"exclusive","token":4,"enter_ns":4,"exit_ns":5,"lost":true,"lost_at_enter":true})" << "\n";
+      << R"({"client":"a#0","session":"0x1","mode":"exclusive","token":1,"enter_ns":1,"exit_ns":2})"
+      << "\n"
+      << R"({"client":"a#0","session":"0x1","event":"lost","what":"lock /x: the ZooKeeper session has expired","at_ns":3})"
+      << "\n"
+      << R"({"client":"a#1","session":"0x2","mode":"exclusive","token":4,"enter_ns":4,"exit_ns":5,"lost":true,"lost_at_enter":true})"
+      << "\n";
   const auto holds = read_hold_log(file);
   ASSERT_EQ(holds.size(), 2u);
   EXPECT_FALSE(holds[0].lost);

@@ -6,9 +6,9 @@
 #include <sstream>
 #include <vector>
 
-#include "dlock/testing/process.hpp"
 #include "counter_worker.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock/testing/process.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 
@@ -27,8 +27,12 @@ std::int64_t run_four_processes(const std::string& path, bool use_lock) {
   std::vector<ChildProcess> children;
   for (int i = 0; i < 4; ++i) {
     std::vector<std::string> argv{worker(), "count"};
-    for (auto& arg : to_args({.connect = zk_connect(), .lock_path = path, .counter_file = file, .threads = 2,
-                              .cycles = 100, .use_lock = use_lock})) {
+    for (auto& arg : to_args({.connect = zk_connect(),
+                     .lock_path = path,
+                     .counter_file = file,
+                     .threads = 2,
+                     .cycles = 100,
+                     .use_lock = use_lock})) {
       argv.push_back(std::move(arg));
     }
     children.emplace_back(std::move(argv));

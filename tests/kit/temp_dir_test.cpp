@@ -114,7 +114,8 @@ TEST(TempDir, TheKitLeavesNothingInTmpdir) {
   // Each object did make its directory there: the check below looks where they write.
   for (const char* object : {"TempDir", "TestingServer", "TestingEnsemble", "PostgresServer"}) {
     EXPECT_NE(result.output.find(std::string(object) + " " + tmpdir.path() + "/"), std::string::npos)
-        << object << " did not make its directory in TMPDIR:\n" << result.output;
+        << object << " did not make its directory in TMPDIR:\n"
+        << result.output;
   }
   EXPECT_EQ(joined(entries(tmpdir.path())), "") << "left in the TMPDIR of a program that used the kit";
 }

@@ -4,23 +4,23 @@
 #include <gtest/gtest.h>
 #include <zookeeper/zookeeper.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <future>
-#include <unistd.h>
 
-#include "dlock_dependencies.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/ensemble.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/fault_proxy.hpp"
+#include "dlock/testing/gtest.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "dlock/testing/leftovers.hpp"
-#include "dlock/testing/gtest.hpp"
-#include "dlock/testing/server.hpp"
 #include "dlock/testing/process.hpp"
+#include "dlock/testing/server.hpp"
+#include "dlock_dependencies.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -131,8 +131,7 @@ TEST(TestingKit, DockerBackendMembersAreContainersThatPauseAndDie) {
   EXPECT_TRUE(eventually([&] {
     const auto running = docker_output("ps -q --filter name=" + tag);
     return std::count(running.begin(), running.end(), '\n') == 2;
-  }))
-      << docker_output("ps --filter name=" + tag);
+  })) << docker_output("ps --filter name=" + tag);
   EXPECT_TRUE(mutex.try_lock_for(30s)) << "no lock after the leader's container was killed";
   mutex.unlock();
   // Killed members are removed at once, so a restart reuses the name.
@@ -210,10 +209,19 @@ TEST(TestingKit, HoldLogWriterLinesFromManyThreadsReadBackWhole) {
       threads.push_back(std::async(std::launch::async, [&, t] {
         for (int i = 0; i < 250; ++i) {
           const auto at = HoldLogWriter::now_ns();
-          writer.record(HoldRecord{.client = "t#" + std::to_string(t), .session = "0x1", .mode = "read",
-                                   .token = i, .enter_ns = at, .exit_ns = at + 1, .lost = i == 7});
+          writer.record(HoldRecord{.client = "t#" + std::to_string(t),
+                                   .session = "0x1",
+                                   .mode = "read",
+                                   .token = i,
+                                   .enter_ns = at,
+                                   .exit_ns = at + 1,
+                                   .lost = i == 7});
         }
-        writer.record(HoldEvent{.client = "t#" + std::to_string(t), .session = "0x1", .event = "done", .what = "a \"quoted\"\nline", .at_ns = 1});
+        writer.record(HoldEvent{.client = "t#" + std::to_string(t),
+                                .session = "0x1",
+                                .event = "done",
+                                .what = "a \"quoted\"\nline",
+                                .at_ns = 1});
       }));
     }
   }

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock/testing/ensemble.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
-#include "dlock/testing/ensemble.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -114,9 +114,10 @@ TEST_F(Ensemble, ALockIsTakenAgainAfterTheLeaderDiesAndTheMemberRejoins) {
   EXPECT_EQ(zk.mode(*old_leader), "follower");
   EXPECT_EQ(zk.leader(), new_leader);
   EXPECT_EQ(zk.wait_for_quorum(10s), new_leader);
-  std::printf("[ensemble] leader killed: new leader after %lld ms, lock taken again after %lld ms; "
-              "old leader rejoined as follower after %lld ms\n",
-              election_ms, relock_ms, rejoin_ms);
+  std::printf(
+      "[ensemble] leader killed: new leader after %lld ms, lock taken again after %lld ms; "
+      "old leader rejoined as follower after %lld ms\n",
+      election_ms, relock_ms, rejoin_ms);
 
   // A session pinned to the member that came back sees the lock work too.
   Session pinned(ensemble_session(zk.member_connect_string(*old_leader)));
@@ -200,16 +201,17 @@ TEST_F(Ensemble, DISABLED_Zookeeper4537StallsOnAFollower) {
   const auto count_over = [&](long long us) {
     return std::count_if(micros.begin(), micros.end(), [us](long long m) { return m > us; });
   };
-  std::printf("[zk4537] heartbeat=%d cycles=%d total=%lld ms median=%lld us p99=%lld us max=%lld ms "
-              ">200ms=%ld >1s=%ld stalled=%lld ms heartbeat_writes=%llu\n",
-              with_heartbeat ? 1 : 0, cycles, total_ms, sorted[sorted.size() / 2], sorted[sorted.size() * 99 / 100],
-              sorted.back() / 1000, static_cast<long>(count_over(200'000)), static_cast<long>(count_over(1'000'000)),
-              [&] {
-                long long sum = 0;
-                for (long long m : micros) sum += m > 200'000 ? m / 1000 : 0;
-                return sum;
-              }(),
-              heartbeat ? static_cast<unsigned long long>(heartbeat->writes()) : 0ULL);
+  std::printf(
+      "[zk4537] heartbeat=%d cycles=%d total=%lld ms median=%lld us p99=%lld us max=%lld ms "
+      ">200ms=%ld >1s=%ld stalled=%lld ms heartbeat_writes=%llu\n",
+      with_heartbeat ? 1 : 0, cycles, total_ms, sorted[sorted.size() / 2], sorted[sorted.size() * 99 / 100],
+      sorted.back() / 1000, static_cast<long>(count_over(200'000)), static_cast<long>(count_over(1'000'000)),
+      [&] {
+        long long sum = 0;
+        for (long long m : micros) sum += m > 200'000 ? m / 1000 : 0;
+        return sum;
+      }(),
+      heartbeat ? static_cast<unsigned long long>(heartbeat->writes()) : 0ULL);
   std::string slow;
   for (std::size_t i = 0; i < micros.size(); ++i) {
     if (micros[i] > 200'000) slow += " #" + std::to_string(i) + "=" + std::to_string(micros[i] / 1000) + "ms";

@@ -22,7 +22,8 @@ TEST(EnsembleRestart, ClientsWaitingThroughAFullRestartResumeOrFailClearlyAndLea
   spec.hold_us = 5000;  // long enough that most threads are queued at any moment
   PeerRun run(spec, "/dlock-reliability/ensemble-restart", "restart");
   const std::size_t total = run.expected_holds();
-  ASSERT_TRUE(run.wait_for_holds(total / 3, PeerRun::time_for(total / 3))) << "the run did not get going\n" << run.stderr_tail();
+  ASSERT_TRUE(run.wait_for_holds(total / 3, PeerRun::time_for(total / 3))) << "the run did not get going\n"
+                                                                           << run.stderr_tail();
 
   std::size_t queued = 0;
   {
@@ -34,7 +35,9 @@ TEST(EnsembleRestart, ClientsWaitingThroughAFullRestartResumeOrFailClearlyAndLea
   zk.restart_all();
   const long long restart_ms = ms_since(restart_at);
   EXPECT_TRUE(run.wait_for_holds(holds_at_restart + total / 6, PeerRun::time_for(total / 6)))
-      << "no progress after the restart\n" << describe_queue(ensemble.connect(), run.path()) << "\n" << run.stderr_tail();
+      << "no progress after the restart\n"
+      << describe_queue(ensemble.connect(), run.path()) << "\n"
+      << run.stderr_tail();
 
   const RunOutcome outcome = run.finish(ensemble.connect(), PeerRun::time_for(total));
   expect_clean(outcome, "EnsembleRestart");

@@ -58,12 +58,12 @@ RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path
     mutex.lock();
     mutex.unlock();
   });
-  auto handle_waiter = std::async(std::launch::async, [&] {
-    return LockHandle::try_acquire_for(waiter_session, path, 120s).held();
-  });
+  auto handle_waiter =
+      std::async(std::launch::async, [&] { return LockHandle::try_acquire_for(waiter_session, path, 120s).held(); });
   // Both are queued: the holder's node and the waiters' (one node and a local waiter, with hand-off).
   const auto queued = [&] { return holder.participants().size() + Mutex(waiter_session, path).local_waiters(); };
-  EXPECT_TRUE(eventually([&] { return queued() == 3; }, 30s)) << "the waiters did not queue: " << queued() << " contenders";
+  EXPECT_TRUE(eventually([&] { return queued() == 3; }, 30s))
+      << "the waiters did not queue: " << queued() << " contenders";
 
   EXPECT_TRUE(expire_until_lost(waiter_session, ensemble.connect(), 10s)) << "the waiter's session never reported Lost";
   const auto expired_at = Clock::now();
@@ -139,15 +139,14 @@ TEST(ExpiredWhileWaiting, WaitersFailWithLockLostAndTheSessionFollowsTheRenewalP
     lock_lost += r.failed_with_lock_lost;
   }
   const int total = static_cast<int>(results.size());
-  report_fields("ExpiredWhileWaiting",
-                {{"rounds", std::to_string(total)},
-                 {"faults", std::to_string(total) + " waiting sessions expired from the server"},
-                 {"waiters_failed_with_lock_lost", std::to_string(lock_lost)},
-                 {"slowest_failure_after_expiry_ms", std::to_string(slowest_ms)},
-                 {"renews_by_default", by_default ? "yes" : "no"},
-                 {"rounds_renewed", std::to_string(renewed)},
-                 {"rounds_lost_final", std::to_string(total - renewed)},
-                 {"left_behind", std::to_string(left)}});
+  report_fields("ExpiredWhileWaiting", {{"rounds", std::to_string(total)},
+                                        {"faults", std::to_string(total) + " waiting sessions expired from the server"},
+                                        {"waiters_failed_with_lock_lost", std::to_string(lock_lost)},
+                                        {"slowest_failure_after_expiry_ms", std::to_string(slowest_ms)},
+                                        {"renews_by_default", by_default ? "yes" : "no"},
+                                        {"rounds_renewed", std::to_string(renewed)},
+                                        {"rounds_lost_final", std::to_string(total - renewed)},
+                                        {"left_behind", std::to_string(left)}});
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ enum class Victim { Leader, Follower };
 
 void member_killed_mid_run(Victim victim_kind) {
   const bool leader = victim_kind == Victim::Leader;
-  const std::string name = leader ? "Failover.LeaderKilledMidRunThenRestarted" : "Failover.FollowerKilledMidRunThenRestarted";
+  const std::string name =
+      leader ? "Failover.LeaderKilledMidRunThenRestarted" : "Failover.FollowerKilledMidRunThenRestarted";
   TestEnsemble ensemble;
   TestingEnsemble& zk = ensemble.zk();
   RunSpec spec;
@@ -29,7 +30,8 @@ void member_killed_mid_run(Victim victim_kind) {
   PeerRun run(spec, leader ? "/dlock-reliability/failover-leader" : "/dlock-reliability/failover-follower", "failover");
   const std::size_t total = run.expected_holds();
 
-  ASSERT_TRUE(run.wait_for_holds(total / 3, PeerRun::time_for(total / 3))) << "the run did not get going\n" << run.stderr_tail();
+  ASSERT_TRUE(run.wait_for_holds(total / 3, PeerRun::time_for(total / 3))) << "the run did not get going\n"
+                                                                           << run.stderr_tail();
   const auto old_leader = zk.leader();
   ASSERT_TRUE(old_leader.has_value());
   // The follower with the most clients (the C client picks a member at random).
@@ -58,7 +60,9 @@ void member_killed_mid_run(Victim victim_kind) {
   }
   // The run goes on with two members.
   ASSERT_TRUE(run.wait_for_holds(holds_at_kill + total / 6, PeerRun::time_for(total / 6)))
-      << "no progress after the kill\n" << describe_queue(ensemble.connect(), run.path()) << "\n" << run.stderr_tail();
+      << "no progress after the kill\n"
+      << describe_queue(ensemble.connect(), run.path()) << "\n"
+      << run.stderr_tail();
   const long long progress_ms = ms_since(killed_at);
   const std::size_t holds_at_restart = run.holds_logged();
   const auto restart_at = Clock::now();

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "dlock/testing/server.hpp"
 #include "reliability_support.hpp"
 #include "spawn.hpp"
-#include "dlock/testing/server.hpp"
 
 namespace dlock::testing::reliability {
 namespace {
@@ -32,12 +32,23 @@ class HoldPeer {
  public:
   HoldPeer(const std::string& connect, const std::string& path, const std::string& client, const std::string& dir,
            int session_timeout_ms, bool fenced)
-      : stderr_file_(dir + "/" + client + ".stderr"),
-        child_([&] {
-          std::vector<std::string> argv{peer_program(), "hold", "--connect", connect, "--path", path, "--client", client,
-                                        "--log", dir + "/" + client + ".jsonl", "--session-timeout-ms",
-                                        std::to_string(session_timeout_ms), "--resource", dir + "/resource.jsonl",
-                                        "--stderr", stderr_file_};
+      : stderr_file_(dir + "/" + client + ".stderr"), child_([&] {
+          std::vector<std::string> argv{peer_program(),
+                                        "hold",
+                                        "--connect",
+                                        connect,
+                                        "--path",
+                                        path,
+                                        "--client",
+                                        client,
+                                        "--log",
+                                        dir + "/" + client + ".jsonl",
+                                        "--session-timeout-ms",
+                                        std::to_string(session_timeout_ms),
+                                        "--resource",
+                                        dir + "/resource.jsonl",
+                                        "--stderr",
+                                        stderr_file_};
           if (!fenced) argv.push_back("--unfenced");
           return argv;
         }()) {}
@@ -199,7 +210,8 @@ TEST(PausedHolder, NegativeControlWithoutTheFencingCheckTheLateWriteLandsAndTheC
   if (::testing::Test::HasFatalFailure()) return;
   ASSERT_EQ(r.holds.size(), 2u);
   const auto writes = check_writes(r.writes);
-  EXPECT_EQ(resource_value(r.writes), "stale first holder") << "the test cannot tell a fenced resource from an unfenced one";
+  EXPECT_EQ(resource_value(r.writes), "stale first holder")
+      << "the test cannot tell a fenced resource from an unfenced one";
   EXPECT_EQ(writes.stale_writes_landed, 1u) << writes.summary();
   const auto holds = check_holds(r.holds);
   EXPECT_EQ(holds.stale_overlaps, 1u) << holds.summary();

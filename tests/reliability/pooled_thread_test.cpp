@@ -90,13 +90,16 @@ TEST(PooledThread, TheReentrantMutexReEntersALeakedHoldButALockHandleTimesOut) {
 
     // --- a leaked Mutex hold ---
     const auto leaking_thread = pool.submit([&] {
-      mutex.lock();  // task 1: never unlocks
-      return std::this_thread::get_id();
-    }).get();
+                                      mutex.lock();  // task 1: never unlocks
+                                      return std::this_thread::get_id();
+                                    })
+                                    .get();
     const auto requests_before = session.stats().requests;
-    const auto task2 = pool.submit([&] {
-      return std::pair{mutex.try_lock(), std::this_thread::get_id() == leaking_thread};  // task 2
-    }).get();
+    const auto task2 =
+        pool.submit([&] {
+              return std::pair{mutex.try_lock(), std::this_thread::get_id() == leaking_thread};  // task 2
+            })
+            .get();
     const bool reentered = task2.first, same_thread = task2.second;
     ASSERT_TRUE(same_thread);
     EXPECT_TRUE(reentered) << "the reentrant Mutex did not re-enter on the pooled thread";
@@ -104,29 +107,31 @@ TEST(PooledThread, TheReentrantMutexReEntersALeakedHoldButALockHandleTimesOut) {
     mutex_reentered += reentered ? 1 : 0;
     // Task 2 with a LockHandle instead does not re-enter: the leaked hold is this very thread's,
     // so instead of waiting behind it until its timeout it is refused at once (an empty handle).
-    const bool handle_got_in = pool.submit([&] {
-      return LockHandle::try_acquire_for(session, path, 1000ms).held();
-    }).get();
+    const bool handle_got_in =
+        pool.submit([&] { return LockHandle::try_acquire_for(session, path, 1000ms).held(); }).get();
     EXPECT_FALSE(handle_got_in) << "a LockHandle re-entered a hold another task leaked";
     handle_timed_out += handle_got_in ? 0 : 1;
     EXPECT_EQ(mutex.participants().size(), 1u) << "the timed-out attempt left its node";
     EXPECT_FALSE(another_session_gets_in(ensemble.connect(), path, 500ms)) << "the lock was not held at all";
     pool.submit([&] {
-      mutex.unlock();
-      if (reentered) mutex.unlock();
-    }).get();
+          mutex.unlock();
+          if (reentered) mutex.unlock();
+        })
+        .get();
     EXPECT_TRUE(another_session_gets_in(ensemble.connect(), path, 30s));
 
     // --- a leaked LockHandle ---
     std::vector<LockHandle> leaked;  // where task 1's handle ends up, unreleased
     pool.submit([&] { leaked.push_back(LockHandle::acquire(session, path)); }).get();
-    const bool second_handle = pool.submit([&] { return LockHandle::try_acquire_for(session, path, 1000ms).held(); }).get();
+    const bool second_handle =
+        pool.submit([&] { return LockHandle::try_acquire_for(session, path, 1000ms).held(); }).get();
     EXPECT_FALSE(second_handle) << "a LockHandle re-entered a leaked LockHandle";
     const bool mutex_past_handle = pool.submit([&] {
-      const bool got = mutex.try_lock_for(1000ms);
-      if (got) mutex.unlock();
-      return got;
-    }).get();
+                                         const bool got = mutex.try_lock_for(1000ms);
+                                         if (got) mutex.unlock();
+                                         return got;
+                                       })
+                                       .get();
     EXPECT_FALSE(mutex_past_handle) << "a Mutex re-entered a leaked LockHandle (handles are not thread-bound)";
     handle_behind_handle_timed_out += (!second_handle && !mutex_past_handle) ? 1 : 0;
     EXPECT_EQ(mutex.participants().size(), 1u) << "a timed-out attempt left its node";
@@ -136,12 +141,12 @@ TEST(PooledThread, TheReentrantMutexReEntersALeakedHoldButALockHandleTimesOut) {
     const auto left = wait_for_no_ephemeral_nodes(raw, path, 30s);
     EXPECT_TRUE(left.empty()) << "left behind, e.g. " << (left.empty() ? "" : left.front());
   }
-  report_fields("PooledThread", {{"rounds", std::to_string(rounds)},
-                                 {"faults", "a task leaks a hold on a pooled thread"},
-                                 {"mutex_reentered", std::to_string(mutex_reentered)},
-                                 {"handle_timed_out_behind_leaked_mutex", std::to_string(handle_timed_out)},
-                                 {"handle_and_mutex_timed_out_behind_leaked_handle",
-                                  std::to_string(handle_behind_handle_timed_out)}});
+  report_fields("PooledThread",
+                {{"rounds", std::to_string(rounds)},
+                 {"faults", "a task leaks a hold on a pooled thread"},
+                 {"mutex_reentered", std::to_string(mutex_reentered)},
+                 {"handle_timed_out_behind_leaked_mutex", std::to_string(handle_timed_out)},
+                 {"handle_and_mutex_timed_out_behind_leaked_handle", std::to_string(handle_behind_handle_timed_out)}});
 }
 
 }  // namespace

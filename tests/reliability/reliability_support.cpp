@@ -15,9 +15,9 @@
 #include <sstream>
 #include <thread>
 
-#include "src/session/session_access.hpp"
-#include "spawn.hpp"
 #include "dlock/testing/server.hpp"
+#include "spawn.hpp"
+#include "src/session/session_access.hpp"
 
 #ifndef DLOCK_PEER
 #error "DLOCK_PEER must name the dlock_peer program"
@@ -135,13 +135,36 @@ PeerRun::PeerRun(const RunSpec& spec, std::string path, std::string name) : spec
   for (std::size_t i = 0; i < spec_.connects.size(); ++i) {
     logs_.push_back(dir_ + "/holds-" + std::to_string(i) + ".jsonl");
     stderr_files_.push_back(dir_ + "/stderr-" + std::to_string(i) + ".log");
-    children_.emplace_back(std::vector<std::string>{
-        peer_program(), "run", "--connect", spec_.connects[i], "--path", path_, "--lock", "mutex", "--cycles",
-        std::to_string(spec_.cycles), "--threads", std::to_string(spec_.threads), "--client",
-        "dlock-" + std::to_string(i), "--log", logs_.back(), "--hold-us", std::to_string(spec_.hold_us),
-        "--start-at-ns", std::to_string(start_at), "--session-timeout-ms", std::to_string(spec_.session_timeout_ms),
-        "--loss-signal", spec_.loss_signal, "--attempt-timeout-ms", std::to_string(spec_.attempt_timeout_ms),
-        "--tolerate-loss", "--linger", "--stderr", stderr_files_.back()});
+    children_.emplace_back(std::vector<std::string>{peer_program(),
+                                                    "run",
+                                                    "--connect",
+                                                    spec_.connects[i],
+                                                    "--path",
+                                                    path_,
+                                                    "--lock",
+                                                    "mutex",
+                                                    "--cycles",
+                                                    std::to_string(spec_.cycles),
+                                                    "--threads",
+                                                    std::to_string(spec_.threads),
+                                                    "--client",
+                                                    "dlock-" + std::to_string(i),
+                                                    "--log",
+                                                    logs_.back(),
+                                                    "--hold-us",
+                                                    std::to_string(spec_.hold_us),
+                                                    "--start-at-ns",
+                                                    std::to_string(start_at),
+                                                    "--session-timeout-ms",
+                                                    std::to_string(spec_.session_timeout_ms),
+                                                    "--loss-signal",
+                                                    spec_.loss_signal,
+                                                    "--attempt-timeout-ms",
+                                                    std::to_string(spec_.attempt_timeout_ms),
+                                                    "--tolerate-loss",
+                                                    "--linger",
+                                                    "--stderr",
+                                                    stderr_files_.back()});
   }
 }
 
@@ -159,9 +182,7 @@ std::size_t PeerRun::expected_holds() const {
   return spec_.connects.size() * static_cast<std::size_t>(spec_.threads) * static_cast<std::size_t>(spec_.cycles);
 }
 
-std::chrono::milliseconds PeerRun::time_for(std::size_t holds) {
-  return 120s + static_cast<long>(holds) * 100ms;
-}
+std::chrono::milliseconds PeerRun::time_for(std::size_t holds) { return 120s + static_cast<long>(holds) * 100ms; }
 
 std::size_t PeerRun::holds_logged() const {
   std::size_t holds = 0;
@@ -196,9 +217,11 @@ RunOutcome PeerRun::finish(const std::string& connect, std::chrono::milliseconds
     const auto left = std::max(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()));
     const auto line = children_[i].read_line(left);
     done[i] = line == "DONE " + std::to_string(spec_.threads * spec_.cycles);
-    EXPECT_TRUE(done[i]) << "dlock-" << i << " did not finish its cycles (" << line.value_or("no line: timed out or exited")
-                         << "); " << holds_logged() << " of " << expected_holds() << " holds logged\n"
-                         << describe_queue(connect, path_) << "\n" << stderr_tail();
+    EXPECT_TRUE(done[i]) << "dlock-" << i << " did not finish its cycles ("
+                         << line.value_or("no line: timed out or exited") << "); " << holds_logged() << " of "
+                         << expected_holds() << " holds logged\n"
+                         << describe_queue(connect, path_) << "\n"
+                         << stderr_tail();
   }
   outcome.run_ms = ms_since(started_);
   if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) {
@@ -262,7 +285,8 @@ void expect_clean(const RunOutcome& outcome, const std::string& context) {
   }
   EXPECT_TRUE(outcome.orphans_live.empty())
       << context << ": " << outcome.orphans_live.size() << " lock nodes of live sessions left, e.g. "
-      << (outcome.orphans_live.empty() ? "" : outcome.orphans_live.front()) << "\n" << outcome.queue_with_orphans;
+      << (outcome.orphans_live.empty() ? "" : outcome.orphans_live.front()) << "\n"
+      << outcome.queue_with_orphans;
   EXPECT_TRUE(outcome.left_after_exit.empty())
       << context << ": lock nodes left after every peer exited, e.g. "
       << (outcome.left_after_exit.empty() ? "" : outcome.left_after_exit.front());
@@ -288,7 +312,8 @@ void report(const std::string& scenario, const RunOutcome& outcome, const std::s
   fields["run_ms"] = std::to_string(outcome.run_ms);
   fields["longest_gap_ms"] = std::to_string(outcome.longest_gap_ms);
   std::string events;
-  for (const auto& [kind, count] : outcome.event_counts) events += (events.empty() ? "" : ",") + kind + ":" + std::to_string(count);
+  for (const auto& [kind, count] : outcome.event_counts)
+    events += (events.empty() ? "" : ",") + kind + ":" + std::to_string(count);
   fields["events"] = events.empty() ? "none" : events;
   report_fields(scenario, fields);
 }
@@ -305,7 +330,8 @@ std::string describe_queue(const std::string& connect, const std::string& path) 
   RawZk zk(connect);
   auto children = zk.children(path);
   std::sort(children.begin(), children.end(), [](const std::string& a, const std::string& b) {
-    return a.substr(a.size() - std::min<std::size_t>(a.size(), 10)) < b.substr(b.size() - std::min<std::size_t>(b.size(), 10));
+    return a.substr(a.size() - std::min<std::size_t>(a.size(), 10)) <
+           b.substr(b.size() - std::min<std::size_t>(b.size(), 10));
   });
   std::ostringstream out;
   out << "queue of " << path << " (" << children.size() << " nodes, by sequence):";

@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "dlock/testing/process.hpp"
 #include "dlock/session.hpp"
+#include "dlock/testing/ensemble.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/hold_log.hpp"
+#include "dlock/testing/process.hpp"
 #include "raw_zk.hpp"
-#include "dlock/testing/ensemble.hpp"
 
 namespace dlock::testing::reliability {
 
@@ -151,6 +151,5 @@ void report_fields(const std::string& scenario, const std::map<std::string, std:
 // The lock's queue as the server has it: every child of `path` with its owner session, czxid and
 // data (dlock writes the holder's host, pid and thread there). For failure messages.
 std::string describe_queue(const std::string& connect, const std::string& path);
-
 
 }  // namespace dlock::testing::reliability

@@ -16,8 +16,8 @@
 
 #include <atomic>
 #include <cstdio>
-#include <limits>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -27,8 +27,8 @@
 #include "dlock/dlock.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "raw_zk.hpp"
-#include "src/session/session_access.hpp"
 #include "reliability_support.hpp"
+#include "src/session/session_access.hpp"
 
 namespace dlock::testing::reliability {
 namespace {

@@ -46,26 +46,40 @@ bool ends_session(Outcome outcome) { return outcome == Outcome::SessionEnd || ou
 std::string name_of(Form form) { return form == Form::Handle ? "Handle" : "Guard"; }
 std::string name_of(Outcome outcome) {
   switch (outcome) {
-    case Outcome::Grant: return "Grant";
-    case Outcome::Timeout: return "Timeout";
-    case Outcome::Cancel: return "Cancel";
-    case Outcome::SessionEnd: return "SessionEnd";
-    case Outcome::HandOver: return "HandOver";
-    case Outcome::LocalTimeout: return "LocalTimeout";
-    case Outcome::LocalSessionEnd: return "LocalSessionEnd";
+    case Outcome::Grant:
+      return "Grant";
+    case Outcome::Timeout:
+      return "Timeout";
+    case Outcome::Cancel:
+      return "Cancel";
+    case Outcome::SessionEnd:
+      return "SessionEnd";
+    case Outcome::HandOver:
+      return "HandOver";
+    case Outcome::LocalTimeout:
+      return "LocalTimeout";
+    case Outcome::LocalSessionEnd:
+      return "LocalSessionEnd";
   }
   return "?";
 }
 
 int iterations_for(Outcome outcome) {
   switch (outcome) {
-    case Outcome::Grant: return 150;
-    case Outcome::Timeout: return 40;
-    case Outcome::Cancel: return 40;
-    case Outcome::SessionEnd: return 12;
-    case Outcome::HandOver: return 40;
-    case Outcome::LocalTimeout: return 40;
-    case Outcome::LocalSessionEnd: return 12;
+    case Outcome::Grant:
+      return 150;
+    case Outcome::Timeout:
+      return 40;
+    case Outcome::Cancel:
+      return 40;
+    case Outcome::SessionEnd:
+      return 12;
+    case Outcome::HandOver:
+      return 40;
+    case Outcome::LocalTimeout:
+      return 40;
+    case Outcome::LocalSessionEnd:
+      return 12;
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 // the server, errors as codes, holder() views and WouldDeadlock, no thread per waiter.
 #include <gtest/gtest.h>
 
+#include <zookeeper/zookeeper.h>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -19,15 +20,14 @@
 #include <fstream>
 #include <future>
 #include <thread>
-#include <zookeeper/zookeeper.h>
 
 #include "dlock/async.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
-#include "test_env.hpp"
-#include "src/base/task_timer.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/base/task_timer.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 #include "test_transaction.hpp"
 
 namespace dlock::testing {
@@ -136,7 +136,8 @@ TEST(Async, UseAwaitableThrowsTheCodeAsASystemError) {
       ctx,
       [&]() -> asio::awaitable<void> {
         try {
-          auto handle = co_await LockHandle::async_acquire(session, "/bad//path", LockMode::Exclusive, asio::use_awaitable);
+          auto handle =
+              co_await LockHandle::async_acquire(session, "/bad//path", LockMode::Exclusive, asio::use_awaitable);
           thrown = error_code();
         } catch (const boost::system::system_error& e) {
           thrown = e.code();
@@ -195,7 +196,8 @@ std::size_t overlaps_among_coroutines_and_threads(bool broken) {
       finished.fetch_add(1);
     });
   }
-  EXPECT_TRUE(run_until(ctx, [&] { return finished.load() == kCoroutines + kThreads; }, 60s));
+  EXPECT_TRUE(run_until(
+      ctx, [&] { return finished.load() == kCoroutines + kThreads; }, 60s));
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(nodes_in(session, path), 0u) << "a node was left behind";
   return overlaps.load();
@@ -216,11 +218,12 @@ struct CancellableAcquisition {
   std::optional<error_code> result;
   LockHandle got;
   CancellableAcquisition(asio::io_context& ctx, Session& session, const std::string& path) {
-    LockHandle::async_acquire(session, path, LockMode::Exclusive,
-                              asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [this](error_code ec, LockHandle handle) {
-                                result = ec;
-                                got = std::move(handle);
-                              })));
+    LockHandle::async_acquire(
+        session, path, LockMode::Exclusive,
+        asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [this](error_code ec, LockHandle handle) {
+                              result = ec;
+                              got = std::move(handle);
+                            })));
   }
 };
 
@@ -237,12 +240,12 @@ error_code cancel_while_queued(bool other_session, bool skip_cleanup = false) {
   CancellableAcquisition acquisition(ctx, session, path);
   auto& [cancel, result, got] = acquisition;
   Mutex probe(session, path);
-  const auto queued = [&] {
-    return other_session ? probe.participants().size() == 2 : probe.local_waiters() == 1;
-  };
+  const auto queued = [&] { return other_session ? probe.participants().size() == 2 : probe.local_waiters() == 1; };
   EXPECT_TRUE(run_until(ctx, queued, 10s)) << "the acquisition never queued";
   cancel.emit(asio::cancellation_type::terminal);
-  EXPECT_TRUE(run_until(ctx, [&] { return result.has_value(); }, 10s)) << "the cancelled operation never completed";
+  EXPECT_TRUE(run_until(
+      ctx, [&] { return result.has_value(); }, 10s))
+      << "the cancelled operation never completed";
   EXPECT_FALSE(got.held());
   // Checked when the handler ran: the node's delete was answered before.
   const auto left = probe.participants().size();
@@ -282,12 +285,14 @@ TEST(Async, ACancelBeforeTheReplyOrRacingTheGrantLeavesNoHoldNobodyOwns) {
     auto& [cancel, result, got] = acquisition;
     if (racing_grant) {
       Mutex probe(session, path);
-      EXPECT_TRUE(run_until(ctx, [&] { return probe.participants().size() == 2; }, 10s));
+      EXPECT_TRUE(run_until(
+          ctx, [&] { return probe.participants().size() == 2; }, 10s));
       holder.release();
       std::this_thread::sleep_for(std::chrono::microseconds(200 * (i % 7)));
     }
     cancel.emit(asio::cancellation_type::terminal);
-    ASSERT_TRUE(run_until(ctx, [&] { return result.has_value(); }, 10s));
+    ASSERT_TRUE(run_until(
+        ctx, [&] { return result.has_value(); }, 10s));
     if (*result) {
       EXPECT_EQ(*result, error_code(asio::error::operation_aborted)) << result->message();
       EXPECT_FALSE(got.held());
@@ -334,10 +339,11 @@ TEST(Async, TryAcquireForTimesOutWithAnEmptyHandleAndNoError) {
   std::optional<error_code> result;
   LockHandle got;
   const auto start = std::chrono::steady_clock::now();
-  LockHandle::async_try_acquire_for(session, test_root(), 300ms, LockMode::Exclusive, asio::bind_executor(ctx, [&](error_code ec, LockHandle h) {
-    result = ec;
-    got = std::move(h);
-  }));
+  LockHandle::async_try_acquire_for(session, test_root(), 300ms, LockMode::Exclusive,
+                                    asio::bind_executor(ctx, [&](error_code ec, LockHandle h) {
+                                      result = ec;
+                                      got = std::move(h);
+                                    }));
   ASSERT_TRUE(run_until(ctx, [&] { return result.has_value(); }));
   EXPECT_GE(std::chrono::steady_clock::now() - start, 290ms);
   EXPECT_FALSE(*result);
@@ -424,7 +430,8 @@ error_code second_request_for_a_held_key(bool holder_view) {
         const LockService locks = holder_view ? service.holder() : service;
         DLOCK_CO_SCOPE(locks, "orders", 5);
         error_code ec;
-        auto again = co_await locks.async_lock(LockMode::Exclusive, "orders", 5, asio::redirect_error(asio::use_awaitable, ec));
+        auto again =
+            co_await locks.async_lock(LockMode::Exclusive, "orders", 5, asio::redirect_error(asio::use_awaitable, ec));
         second = ec;
       },
       asio::detached);
@@ -469,11 +476,13 @@ TEST(Async, TwoHundredWaitingCoroutinesAddNoThreads) {
         asio::detached);
   }
   Mutex probe(session, path);
-  ASSERT_TRUE(run_until(ctx, [&] { return probe.local_waiters() == kWaiters - 1; }, 20s));
+  ASSERT_TRUE(run_until(
+      ctx, [&] { return probe.local_waiters() == kWaiters - 1; }, 20s));
   const int threads_waiting = process_threads();
   EXPECT_EQ(threads_waiting, threads_before) << "threads grew with the waiters";
   holder.release();
-  ASSERT_TRUE(run_until(ctx, [&] { return granted.load() == kWaiters; }, 30s));
+  ASSERT_TRUE(run_until(
+      ctx, [&] { return granted.load() == kWaiters; }, 30s));
   EXPECT_TRUE(eventually([&] { return nodes_in(session, path) == 0u; }));
 }
 
@@ -489,14 +498,17 @@ TEST(Async, ACancelledChainOfGuardsReleasesWhatItTookBeforeItsHandlerRuns) {
   asio::cancellation_signal cancel;
   std::optional<error_code> result;
   std::size_t first_key_nodes_at_handler = 99;
-  mine.async_lock_each(LockMode::Exclusive, "stock", 1, 2,
-                       asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, ScopedLocks guards) {
-                         result = ec;
-                         EXPECT_TRUE(guards.locks().empty());
-                         first_key_nodes_at_handler = nodes_in(session, service.path_for("stock", make_key(1)));
-                       })));
+  mine.async_lock_each(
+      LockMode::Exclusive, "stock", 1, 2,
+      asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, ScopedLocks guards) {
+                            result = ec;
+                            EXPECT_TRUE(guards.locks().empty());
+                            first_key_nodes_at_handler = nodes_in(session, service.path_for("stock", make_key(1)));
+                          })));
   Mutex second(session, service.path_for("stock", make_key(2)));
-  ASSERT_TRUE(run_until(ctx, [&] { return second.participants().size() == 2; }, 10s)) << "never queued on key 2";
+  ASSERT_TRUE(run_until(
+      ctx, [&] { return second.participants().size() == 2; }, 10s))
+      << "never queued on key 2";
   // The process's task timer is kept busy meanwhile: a release left to it (instead of done before
   // the handler) would come only after the handler ran, as it could on a loaded machine.
   std::atomic<bool> timer_busy{false};
@@ -511,7 +523,8 @@ TEST(Async, ACancelledChainOfGuardsReleasesWhatItTookBeforeItsHandlerRuns) {
   EXPECT_EQ(first_key_nodes_at_handler, 0u) << "key 1's guard was still held when the handler ran";
   // The same holder asks for key 1 again: not its own any more, so no WouldDeadlock.
   std::optional<error_code> again;
-  mine.async_lock(LockMode::Exclusive, "stock", 1, asio::bind_executor(ctx, [&](error_code ec, ScopedLock) { again = ec; }));
+  mine.async_lock(LockMode::Exclusive, "stock", 1,
+                  asio::bind_executor(ctx, [&](error_code ec, ScopedLock) { again = ec; }));
   ASSERT_TRUE(run_until(ctx, [&] { return again.has_value(); }));
   EXPECT_FALSE(*again) << again->message();
   EXPECT_EQ(nodes_in(session, service.path_for("stock", make_key(2))), 1u) << "key 2's cancelled node stayed";

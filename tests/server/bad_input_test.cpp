@@ -36,12 +36,12 @@
 #include "dlock/scope.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/fault_proxy.hpp"
-#include "raw_zk.hpp"
-#include "run_with_deadline.hpp"
 #include "loopback.hpp"
-#include "test_env.hpp"
+#include "raw_zk.hpp"
 #include "recipes/test_hooks.hpp"
+#include "run_with_deadline.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -464,7 +464,6 @@ TEST(BadInput, NegativeControlWithoutAbandoningWaitersTheDestructorBlocksUntilTh
   EXPECT_EQ(outcome.granted, 4);
 }
 
-
 // The connection is gone for good (its proxy closed) when a thread starts lock(): its create
 // fails and it waits for the connection to come back. Then the Mutex is destroyed. After 5 s the
 // session is closed, which wakes a waiter that nothing else woke (LockLost).
@@ -600,7 +599,8 @@ std::chrono::milliseconds close_under_waiters(std::chrono::milliseconds waiter_s
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(10ms);
   }
-  const auto gone_after = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - closed_at);
+  const auto gone_after =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - closed_at);
   EXPECT_EQ(held_exclusive.participants().size(), 1u);
   EXPECT_EQ(held_shared.participants().size(), 1u);
   EXPECT_TRUE(held_exclusive.still_held()) << "another session's close disturbed the holder";

@@ -12,9 +12,9 @@
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/fault_proxy.hpp"
 #include "raw_zk.hpp"
-#include "test_env.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {

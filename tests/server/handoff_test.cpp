@@ -17,10 +17,10 @@
 #include "dlock/scope.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
-#include "src/session/session_access.hpp"
-#include "test_env.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/session/session_access.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -551,7 +551,8 @@ TEST(HandOff, BadOptionsAreRejectedNamingTheOptionAndTheValue) {
     ADD_FAILURE() << "a negative linger was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
-    EXPECT_NE(std::string(e.what()).find("handoff.linger must not be negative, got -5 ms"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("handoff.linger must not be negative, got -5 ms"), std::string::npos)
+        << e.what();
   }
 }
 

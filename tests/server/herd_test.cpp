@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
-#include "test_env.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {

@@ -207,7 +207,8 @@ TEST(Inspect, ADlockNodeBehindAnotherClientDoesNotHold) {
   auto first = std::async(std::launch::async, waiter);
   ASSERT_TRUE(eventually([&] { return queue_length(session, test_root()) == 2; }, 10s));
   auto second = std::async(std::launch::async, waiter);
-  ASSERT_TRUE(eventually([&] { return inspect(session, test_root()).local_waiters == std::optional<std::size_t>(1); }, 10s))
+  ASSERT_TRUE(
+      eventually([&] { return inspect(session, test_root()).local_waiters == std::optional<std::size_t>(1); }, 10s))
       << "the second thread never showed as a local waiter";
   const auto queue = inspect(session, test_root());
   ASSERT_EQ(queue.contenders.size(), 2u);
@@ -232,16 +233,20 @@ TEST(Inspect, ReadersShareWritersWaitAndOddDataIsEscaped) {
   // A foreign client's reader and writer behind ours, with data that is not text.
   std::string reader, writer;
   ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-555555555555-__READ__", std::string("\x01\"x\xff", 4),
-                      ZOO_EPHEMERAL_SEQUENTIAL, &reader), ZOK);
-  ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-666666666666-__WRIT__", "{\"client\":\"dlock\",\"pid\":\"x\"",
-                      ZOO_EPHEMERAL_SEQUENTIAL, &writer), ZOK);
+                      ZOO_EPHEMERAL_SEQUENTIAL, &reader),
+            ZOK);
+  ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-666666666666-__WRIT__",
+                      "{\"client\":\"dlock\",\"pid\":\"x\"", ZOO_EPHEMERAL_SEQUENTIAL, &writer),
+            ZOK);
   // kazoo's name with a long identifier; Curator's name with half a megabyte of brackets; a contender
   // name of no known client.
   std::string kazoo, brackets, unknown;
   ASSERT_EQ(zk.create(test_root() + "/0123456789abcdef0123456789abcdef__lock__", std::string(300, 'a'),
-                      ZOO_EPHEMERAL_SEQUENTIAL, &kazoo), ZOK);
+                      ZOO_EPHEMERAL_SEQUENTIAL, &kazoo),
+            ZOK);
   ASSERT_EQ(zk.create(test_root() + "/_c_11111111-2222-4333-8444-777777777777-lock-", "{" + std::string(500000, '['),
-                      ZOO_EPHEMERAL_SEQUENTIAL, &brackets), ZOK);
+                      ZOO_EPHEMERAL_SEQUENTIAL, &brackets),
+            ZOK);
   ASSERT_EQ(zk.create(test_root() + "/someone-lock-", "\\", ZOO_EPHEMERAL_SEQUENTIAL, &unknown), ZOK);
   ASSERT_EQ(zk.create(test_root() + "/not-a-contender", "", ZOO_EPHEMERAL, nullptr), ZOK);
   const auto queue = inspect(session, test_root());
@@ -356,8 +361,9 @@ TEST(Dlockctl, ShowJsonAgreesWithInspect) {
   const auto rows = table_rows(text.out);
   ASSERT_EQ(rows.size(), 4u) << text.out;  // header + 3
   EXPECT_EQ(rows[0], (std::vector<std::string>{"#", "HOLDS", "CLIENT", "KIND", "HOST", "PID", "THREAD", "SINCE",
-                                              "SESSION", "TOKEN", "NODE"}));
-  const std::vector<std::vector<std::string>> expected{{"0", "yes", "dlock"}, {"1", "no", "curator"}, {"2", "no", "kazoo"}};
+                                               "SESSION", "TOKEN", "NODE"}));
+  const std::vector<std::vector<std::string>> expected{
+      {"0", "yes", "dlock"}, {"1", "no", "curator"}, {"2", "no", "kazoo"}};
   for (std::size_t i = 0; i < expected.size(); ++i) {
     ASSERT_GE(rows[i + 1].size(), 11u) << text.out;
     EXPECT_EQ(std::vector<std::string>(rows[i + 1].begin(), rows[i + 1].begin() + 3), expected[i]) << text.out;
@@ -407,7 +413,9 @@ TEST(Dlockctl, WaitTimesOutWhileHeldAndReturnsZeroAfterRelease) {
   EXPECT_EQ(timed_out.status, 1) << timed_out.out << timed_out.err;
   EXPECT_EQ(nlohmann::json::parse(timed_out.out)["free"], false);
 
-  auto waiting = std::async(std::launch::async, [&] { return dlockctl({"wait", test_root(), "--timeout-ms", "20000"}); });
+  auto waiting = std::async(std::launch::async, [&] {
+    return dlockctl({"wait", test_root(), "--timeout-ms", "20000"});
+  });
   EXPECT_EQ(waiting.wait_for(700ms), std::future_status::timeout) << "wait returned while the lock was held";
   const auto released = std::chrono::steady_clock::now();
   mutex.unlock();
@@ -467,8 +475,8 @@ TEST(Dlockctl, ReleaseForceRefusesWithoutYesAndDeletesWithIt) {
   const auto node = before.contenders[0].node;
 
   for (const auto& args : std::vector<std::vector<std::string>>{{"release", "--force", test_root(), node},
-                                                                 {"release", test_root(), node, "--yes"},
-                                                                 {"release", test_root(), node}}) {
+                                                                {"release", test_root(), node, "--yes"},
+                                                                {"release", test_root(), node}}) {
     const auto refused = dlockctl(args);
     EXPECT_EQ(refused.status, 2) << refused.err;
     EXPECT_NE(refused.err.find("WARNING"), std::string::npos) << refused.err;
@@ -478,7 +486,8 @@ TEST(Dlockctl, ReleaseForceRefusesWithoutYesAndDeletesWithIt) {
   ASSERT_EQ(inspect(session, test_root()).contenders.size(), 1u) << "a refused release deleted the node";
   EXPECT_FALSE(another_session_locks(test_root(), 300ms)) << "the holder's node still keeps others out";
 
-  const auto missing = dlockctl({"release", "--force", test_root(), "_c_00000000-0000-4000-8000-000000000000-lock-0000000099", "--yes"});
+  const auto missing =
+      dlockctl({"release", "--force", test_root(), "_c_00000000-0000-4000-8000-000000000000-lock-0000000099", "--yes"});
   EXPECT_EQ(missing.status, 4) << missing.err;
 
   const auto run = dlockctl({"--json", "release", "--force", test_root(), node, "--yes"});

@@ -40,7 +40,7 @@ TEST(LockHandle, TheDestructorAndMoveAssignmentRelease) {
 // locks the same path for a different request.
 TEST(LockHandle, APooledThreadDoesNotReEnterALeakedHandle) {
   Session session(session_options());
-  auto leaked = LockHandle::acquire(session, test_root());              // task 1, never released
+  auto leaked = LockHandle::acquire(session, test_root());                 // task 1, never released
   auto second = LockHandle::try_acquire_for(session, test_root(), 300ms);  // task 2, same thread
   EXPECT_FALSE(second.held()) << "a handle re-entered a lock another task still holds";
   EXPECT_EQ(Mutex(session, test_root()).participants().size(), 1u) << "the timed-out attempt left its node";
@@ -50,8 +50,8 @@ TEST(LockHandle, TheReentrantMutexDoesReEnterALeakedHoldOnAPooledThread) {
   // The documented trap of thread-bound reentrancy that LockHandle exists to avoid.
   Session session(session_options());
   Mutex mutex(session, test_root());
-  mutex.lock();                       // task 1, never unlocked
-  EXPECT_TRUE(mutex.try_lock());      // task 2 on the same thread: silently re-enters
+  mutex.lock();                   // task 1, never unlocked
+  EXPECT_TRUE(mutex.try_lock());  // task 2 on the same thread: silently re-enters
   mutex.unlock();
   mutex.unlock();
 }

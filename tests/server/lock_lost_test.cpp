@@ -76,8 +76,8 @@ TEST(LockLost, NegativeControlWithoutTheFencingCheckTheStaleWriteLands) {
 // The connection drops (the proxy closes it) while a lock is held; the session survives.
 bool signalled_after_connection_drop(LossSignal policy) {
   FaultProxy proxy(zk_server().port());
-  Session session({.connect = proxy.connect_string(), .session_timeout = 4s, .connect_timeout = 10s,
-                   .loss_signal = policy});
+  Session session(
+      {.connect = proxy.connect_string(), .session_timeout = 4s, .connect_timeout = 10s, .loss_signal = policy});
   Mutex mutex(session, test_root());
   mutex.lock();
   proxy.drop_reply_to_request(ZOO_GETCHILDREN_OP);

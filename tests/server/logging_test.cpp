@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "src/session/client_log_line.hpp"
 #include "dlock/dlock.hpp"
-#include "src/base/log_bridge.hpp"
 #include "loopback.hpp"
+#include "src/base/log_bridge.hpp"
+#include "src/session/client_log_line.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -145,7 +145,8 @@ TEST(Logging, EachKindPassesOncePerWindowThenSaysHowManyWereSuppressed) {
   // Two kinds alternating, as the C client's retry loop logs them, with changing details.
   for (int i = 0; i < 50; ++i) {
     detail::zookeeper_log_callback(
-        client_line("ERROR", "check_events@2985", "Socket 127.0.0.1:" + std::to_string(40000 + i) + " refused").c_str());
+        client_line("ERROR", "check_events@2985", "Socket 127.0.0.1:" + std::to_string(40000 + i) + " refused")
+            .c_str());
     detail::zookeeper_log_callback(
         client_line("WARN", "zookeeper_interest@2561", "Delaying connection, attempt " + std::to_string(i)).c_str());
   }
@@ -181,7 +182,8 @@ TEST(Logging, DlocksOwnLinesAreNeverSuppressedButHonourTheLevel) {
 TEST(Logging, DebugLinesOfTheClientAreNotSuppressed) {
   CapturedLines captured(LogLevel::Debug);
   for (int i = 0; i < 5; ++i) {
-    detail::zookeeper_log_callback(client_line("DEBUG", "zoo_awget@4321", "Sending request xid=" + std::to_string(i)).c_str());
+    detail::zookeeper_log_callback(
+        client_line("DEBUG", "zoo_awget@4321", "Sending request xid=" + std::to_string(i)).c_str());
   }
   EXPECT_EQ(captured.lines().size(), 5u);
 }

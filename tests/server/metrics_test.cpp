@@ -9,16 +9,16 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <shared_mutex>
 #include <sstream>
-#include <nlohmann/json.hpp>
 #include <thread>
 
-#include "dlock_dependencies.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/fault_proxy.hpp"
+#include "dlock_dependencies.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -34,7 +34,8 @@ SessionOptions with_metrics(std::shared_ptr<MetricsSink> sink, std::vector<std::
   return options;
 }
 
-const MetricsRegistry::LockFigures& figures(const MetricsRegistry::Snapshot& s, std::string_view family, LockMode kind) {
+const MetricsRegistry::LockFigures& figures(const MetricsRegistry::Snapshot& s, std::string_view family,
+                                            LockMode kind) {
   static const MetricsRegistry::LockFigures none;
   const auto* found = s.find(family, kind);
   EXPECT_NE(found, nullptr) << "no figures for family " << family << ", kind " << to_string(kind);
@@ -113,7 +114,7 @@ TEST(Metrics, TimedOutErrorAndCancelledAcquisitionsAreCountedAsSuch) {
   auto registry = std::make_shared<MetricsRegistry>();
   const std::string path = test_root();
   Session other(session_options());
-  Mutex held(other, path);  // for its participants()
+  Mutex held(other, path);                         // for its participants()
   auto holder = LockHandle::acquire(other, path);  // a handle: no thread's own, so waiting behind it is no self-wait
   Session session(with_metrics(registry));
   Mutex mutex(session, path);
@@ -331,7 +332,9 @@ TEST(Metrics, ADropAndReconnectCountStateChangesAndDisconnectedTimeAndADeferredD
   proxy.drop_before_request(ZOO_DELETE_OP);
   mutex.unlock();
   ASSERT_TRUE(eventually([&] { return proxy.drops() == 1; }));
-  ASSERT_TRUE(eventually([&] { return session.state() == SessionState::Connected && registry->snapshot().entered(SessionState::Connected) == 2; }));
+  ASSERT_TRUE(eventually([&] {
+    return session.state() == SessionState::Connected && registry->snapshot().entered(SessionState::Connected) == 2;
+  }));
   ASSERT_TRUE(eventually([&] { return registry->snapshot().delete_retries >= 1; }));
   EXPECT_TRUE(eventually([&] { return mutex.participants().empty(); })) << "the deferred delete never happened";
   const auto s = registry->snapshot();
@@ -392,20 +395,16 @@ TEST(Metrics, BadOptionsAreRefusedNamingTheValueAndTheRule) {
 std::string parse_with_prometheus_client(const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / ("dlock-metrics-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  {
-    std::ofstream(dir / "metrics.txt") << text;
-  }
+  { std::ofstream(dir / "metrics.txt") << text; }
   const std::string script =
       "import json, sys\n"
       "from prometheus_client.parser import text_string_to_metric_families\n"
       "for family in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
       "    for s in family.samples:\n"
       "        print(json.dumps({'type': family.type, 'name': s.name, 'labels': s.labels, 'value': s.value}))\n";
-  {
-    std::ofstream(dir / "parse.py") << script;
-  }
-  const std::string command =
-      std::string(dependencies::python3) + " " + (dir / "parse.py").string() + " " + (dir / "metrics.txt").string() + " 2>&1";
+  { std::ofstream(dir / "parse.py") << script; }
+  const std::string command = std::string(dependencies::python3) + " " + (dir / "parse.py").string() + " " +
+                              (dir / "metrics.txt").string() + " 2>&1";
   std::string out;
   if (FILE* pipe = ::popen(command.c_str(), "r")) {
     char buffer[4096];
@@ -422,9 +421,7 @@ TEST(Metrics, ThePrometheusTextIsReadByPrometheusOwnParserWithTheSnapshotsFigure
   SharedMutex rw(session, test_root() + "/x");
   rw.lock();
   rw.unlock();
-  {
-    std::shared_lock lock(rw);
-  }
+  { std::shared_lock lock(rw); }
   // A family with the characters the format escapes.
   registry->on_acquire_ended({.family = "a\"b\\c\nd", .kind = LockMode::Exclusive, .outcome = Outcome::TimedOut});
   const auto text = registry->prometheus_text();
@@ -447,8 +444,7 @@ TEST(Metrics, ThePrometheusTextIsReadByPrometheusOwnParserWithTheSnapshotsFigure
   const std::string family = "family=" + test_root() + ",";
   EXPECT_EQ(samples["dlock_lock_acquisitions_total{" + family + "kind=write,outcome=granted,}"], 1.0) << text;
   EXPECT_EQ(samples["dlock_lock_acquisitions_total{" + family + "kind=read,outcome=granted,}"], 1.0) << text;
-  EXPECT_EQ(samples["dlock_lock_acquisitions_total{family=a\"b\\c\nd,kind=exclusive,outcome=timed_out,}"], 1.0)
-      << text;
+  EXPECT_EQ(samples["dlock_lock_acquisitions_total{family=a\"b\\c\nd,kind=exclusive,outcome=timed_out,}"], 1.0) << text;
   EXPECT_EQ(samples["dlock_lock_hold_seconds_count{" + family + "kind=write,}"], 1.0) << text;
   EXPECT_EQ(samples["dlock_lock_hold_seconds_bucket{" + family + "kind=write,le=+Inf,}"], 1.0) << text;
   // Bucket bounds are written as Prometheus's clients write them, so selectors such as le="0.0005" match.
@@ -457,7 +453,8 @@ TEST(Metrics, ThePrometheusTextIsReadByPrometheusOwnParserWithTheSnapshotsFigure
   EXPECT_EQ(samples["dlock_lock_holding{" + family + "kind=read,}"], 0.0) << text;
   EXPECT_EQ(samples["dlock_session_state_changes_total{state=connected,}"], 1.0) << text;
   const auto snapshot = registry->snapshot();
-  EXPECT_EQ(samples["dlock_zookeeper_requests_total{op=create,}"], static_cast<double>(snapshot.sent(RequestKind::Create)));
+  EXPECT_EQ(samples["dlock_zookeeper_requests_total{op=create,}"],
+            static_cast<double>(snapshot.sent(RequestKind::Create)));
   EXPECT_TRUE(types.contains("dlock_:histogram")) << parsed;
   EXPECT_TRUE(types.contains("dlock_:gauge")) << parsed;
   EXPECT_TRUE(types.contains("dlock_:counter")) << parsed;

@@ -6,9 +6,9 @@
 #include "dlock/dlock.hpp"
 #include "dlock/lock_handle.hpp"
 #include "raw_zk.hpp"
-#include "test_env.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {

@@ -13,10 +13,10 @@
 #include "dlock/dlock.hpp"
 #include "dlock/scope.hpp"
 #include "dlock/testing/eventually.hpp"
-#include "test_env.hpp"
+#include "dlock/testing/server.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
-#include "dlock/testing/server.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -40,7 +40,9 @@ class Paused {
 // Item 17.
 TEST(Outage, UnderOnLostAHolderCutOffPastTheSessionTimeoutIsSignalledAndTheSessionLost) {
   TestingServer server;
-  Session session({.connect = server.connect_string(), .session_timeout = 2s, .connect_timeout = 10s,
+  Session session({.connect = server.connect_string(),
+                   .session_timeout = 2s,
+                   .connect_timeout = 10s,
                    .loss_signal = LossSignal::OnLost});
   const auto timeout = session.negotiated_timeout();
   Mutex mutex(session, "/locks/partitioned");

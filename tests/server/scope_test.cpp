@@ -41,9 +41,7 @@ TEST(Scope, ABoundGuardOutlivesItsScopeUntilTheTransactionCommits) {
   LockService locks(session, test_root());
   const std::string path = test_root() + "/login/7,shop";
   TestTransaction tx;
-  {
-    DLOCK_SCOPE(locks.bound_to(tx), "login", LoginRequest{.uid = 7, .app = "shop", .device = ""});
-  }
+  { DLOCK_SCOPE(locks.bound_to(tx), "login", LoginRequest{.uid = 7, .app = "shop", .device = ""}); }
   EXPECT_FALSE(another_session_locks(path, 300ms)) << "released before the transaction ended";
   tx.commit();
   EXPECT_TRUE(another_session_locks(path, 5s)) << "not released after the commit";
@@ -120,7 +118,8 @@ TEST(Scope, ATimeoutThrowsLockTimeoutNamingThePathAndLeavesNothing) {
   }
   // The attempt's delete went out on our session; the holder's session sees it shortly after.
   const auto until = std::chrono::steady_clock::now() + 5s;
-  while (observer.participants().size() > 1 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+  while (observer.participants().size() > 1 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
   EXPECT_EQ(observer.participants().size(), 1u) << "the timed-out attempt left its node";
   holder.release();
 }

@@ -17,13 +17,13 @@
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/fault_proxy.hpp"
 #include "dlock/testing/hold_log.hpp"
-#include "loopback.hpp"
 #include "interop/peers.hpp"
+#include "loopback.hpp"
 #include "raw_zk.hpp"
-#include "src/session/session_access.hpp"
-#include "test_env.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/session/session_access.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -368,8 +368,9 @@ TEST(Security, AclsParseAndPrintInZkClisNotation) {
     }
     return "accepted";
   };
-  EXPECT_NE(error_of("world:anyone:rx").find("ACL entry 1 (scheme \"world\"): permission letter \"x\" is not one of cdrwa"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of("world:anyone:rx").find("ACL entry 1 (scheme \"world\"): permission letter \"x\" is not one of cdrwa"),
+      std::string::npos)
       << error_of("world:anyone:rx");
   EXPECT_NE(error_of("world:anyone:r,auth").find("ACL entry 2: expected scheme:id:perms"), std::string::npos);
   // A password where the digest's hash belongs: refused, and not repeated in the message.

@@ -13,10 +13,10 @@
 #include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
 #include "recipes/queue/held_nodes.hpp"
-#include "test_env.hpp"
-#include "test_transaction.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
+#include "test_transaction.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -26,8 +26,8 @@ using namespace std::chrono_literals;
 // Item 13: one ensemble, two spellings of its connect string.
 TEST(SelfWait, AGuardOnTheSamePathThroughASessionSpelledDifferentlyIsRefusedAtOnce) {
   Session plain(session_options());
-  Session spelled({.connect = "localhost:" + std::to_string(zk_server().port()), .session_timeout = 4s,
-                   .connect_timeout = 10s});
+  Session spelled(
+      {.connect = "localhost:" + std::to_string(zk_server().port()), .session_timeout = 4s, .connect_timeout = 10s});
   LockService first(plain, test_root(), 10s);
   LockService second(spelled, test_root(), 10s);
   DLOCK_SCOPE(first, "orders", 42);
@@ -176,8 +176,8 @@ TEST(SelfWait, AHoldLostWithItsSessionBlocksNobody) {
 bool lost_hold_counts() {
   const auto token = detail::held_nodes::this_thread_token();
   detail::held_nodes::add("/x/_c_lost-lock-0000000001", token, [] { return false; });
-  const bool counted = detail::held_nodes::held_by_this_thread("_c_lost-lock-0000000001") ||
-                       detail::held_nodes::holds_any(token);
+  const bool counted =
+      detail::held_nodes::held_by_this_thread("_c_lost-lock-0000000001") || detail::held_nodes::holds_any(token);
   detail::held_nodes::remove("/x/_c_lost-lock-0000000001", token);
   EXPECT_FALSE(detail::held_nodes::held_by_this_thread("_c_lost-lock-0000000001"));
   return counted;

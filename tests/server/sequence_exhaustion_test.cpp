@@ -9,12 +9,12 @@
 #include <string>
 
 #include "dlock/dlock.hpp"
-#include "raw_zk.hpp"
-#include "spawn.hpp"
-#include "test_env.hpp"
-#include "recipes/test_hooks.hpp"
-#include "src/session/test_hooks.hpp"
 #include "dlock/testing/server.hpp"
+#include "raw_zk.hpp"
+#include "recipes/test_hooks.hpp"
+#include "spawn.hpp"
+#include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -38,10 +38,10 @@ class ExhaustedDirectory : public ::testing::Test {
     SpawnOptions options;
     options.log_file = server_.directory() + "/set-counter.log";
     const auto install = ZooKeeperInstall::from_environment();
-    const pid_t tool = spawn_child({install.java, "-cp", install.classpath,
-                                    std::string(DLOCK_TESTS_DIR) + "/support/SetChildCounter.java",
-                                    server_.directory() + "/data", kDir, "2147483646"},
-                                   options);
+    const pid_t tool = spawn_child(
+        {install.java, "-cp", install.classpath, std::string(DLOCK_TESTS_DIR) + "/support/SetChildCounter.java",
+         server_.directory() + "/data", kDir, "2147483646"},
+        options);
     ASSERT_EQ(wait_child(tool), 0) << file_tail(server_.directory() + "/set-counter.log");
     server_.restart();
     // The stat's cversion that clients see is not this counter (Debian's 3.8.0 reports another

@@ -126,9 +126,18 @@ TEST(SessionCallbacks, AStopCallbackTakingAnApplicationMutexDoesNotBlockSubscrib
   bool unsubscribe_hung = false;
   auto done = std::make_shared<std::atomic<int>>(0);
   Session* s = &session;
-  (void)run_with_deadline([s, done] { auto sub = s->subscribe([](SessionState) {}); ++*done; }, 2000ms,
-                          &subscribe_hung);
-  (void)run_with_deadline([existing, done] { existing->reset(); ++*done; }, 2000ms, &unsubscribe_hung);
+  (void)run_with_deadline(
+      [s, done] {
+        auto sub = s->subscribe([](SessionState) {});
+        ++*done;
+      },
+      2000ms, &subscribe_hung);
+  (void)run_with_deadline(
+      [existing, done] {
+        existing->reset();
+        ++*done;
+      },
+      2000ms, &unsubscribe_hung);
   held.unlock();
   EXPECT_FALSE(subscribe_hung) << "subscribe() waited for a stop_callback that waited for the caller's mutex";
   EXPECT_FALSE(unsubscribe_hung) << "dropping a Subscription waited for that stop_callback";

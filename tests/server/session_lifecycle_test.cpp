@@ -13,9 +13,9 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/testing/temp_dir.hpp"
-#include "src/base/log_bridge.hpp"
 #include "loopback.hpp"
 #include "raw_zk.hpp"
+#include "src/base/log_bridge.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -218,8 +218,8 @@ TEST(DefaultLogger, PrintsWarningsAndErrorsAsOneLineEachAndDropsTheRest) {
   const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ::dup2(file, STDERR_FILENO);
   log_to_stderr({LogLevel::Warn, LogSource::Dlock, "something else", {}});
-  log_to_stderr({LogLevel::Error, LogSource::ZooKeeperClient, "server refused to accept the client",
-                 "check_events@2985"});
+  log_to_stderr(
+      {LogLevel::Error, LogSource::ZooKeeperClient, "server refused to accept the client", "check_events@2985"});
   log_to_stderr({LogLevel::Info, LogSource::Dlock, "not shown at the default level", {}});
   log_to_stderr({LogLevel::Info, LogSource::ZooKeeperClient, "nor this", "zookeeper_init_internal@1234"});
   std::fflush(stderr);

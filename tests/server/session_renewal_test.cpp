@@ -6,9 +6,9 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
-#include "test_env.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -41,8 +41,7 @@ TEST(SessionRenewal, UnlockDoesNotWaitForASlowSessionOpen) {
   mutex.unlock();
   const auto took = std::chrono::steady_clock::now() - start;
   hooks::slow_session_open_ms = 0;
-  EXPECT_LT(took, 1s) << "unlock() waited "
-                      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+  EXPECT_LT(took, 1s) << "unlock() waited " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                       << " ms for the renewal's session open";
   EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }, 15s));
 }

@@ -10,9 +10,9 @@
 
 #include "dlock/dlock.hpp"
 #include "raw_zk.hpp"
-#include "test_env.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
+#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
@@ -22,16 +22,18 @@ using namespace std::chrono_literals;
 // Another session's attempt, on its own thread (a thread may not ask twice for the same lock).
 template <class F>
 bool from_another_session(F attempt) {
-  return std::async(std::launch::async, [&] {
-           Session session(session_options());
-           SharedMutex lock(session, test_root());
-           const bool got = attempt(lock);
-           if (got) {
-             if (lock.held_by_this_thread()) lock.unlock();
-             if (lock.held_shared_by_this_thread()) lock.unlock_shared();
-           }
-           return got;
-         }).get();
+  return std::async(std::launch::async,
+                    [&] {
+                      Session session(session_options());
+                      SharedMutex lock(session, test_root());
+                      const bool got = attempt(lock);
+                      if (got) {
+                        if (lock.held_by_this_thread()) lock.unlock();
+                        if (lock.held_shared_by_this_thread()) lock.unlock_shared();
+                      }
+                      return got;
+                    })
+      .get();
 }
 bool reader_gets_in(std::chrono::milliseconds wait) {
   return from_another_session([&](SharedMutex& l) { return l.try_lock_shared_for(wait); });
@@ -135,11 +137,13 @@ TEST(SharedMutex, TheWriteSideAndAMutexOnOnePathExcludeEachOtherAcrossSessions) 
   Session session(session_options());
   SharedMutex lock(session, test_root());
   lock.lock();
-  EXPECT_FALSE(std::async(std::launch::async, [&] {
-                 Session other(session_options());
-                 Mutex foreign(other, test_root());
-                 return foreign.try_lock_for(300ms);
-               }).get())
+  EXPECT_FALSE(std::async(std::launch::async,
+                          [&] {
+                            Session other(session_options());
+                            Mutex foreign(other, test_root());
+                            return foreign.try_lock_for(300ms);
+                          })
+                   .get())
       << "a Mutex of another session got in beside a writer";
   lock.unlock();
 }
@@ -181,9 +185,7 @@ class Downgrade : public ::testing::Test {
   }
 };
 
-TEST_F(Downgrade, TheReadNodeQueuesLevelWithTheWriteNodeSoAQueuedWriterWaits) {
-  EXPECT_FALSE(writer_slips_in());
-}
+TEST_F(Downgrade, TheReadNodeQueuesLevelWithTheWriteNodeSoAQueuedWriterWaits) { EXPECT_FALSE(writer_slips_in()); }
 
 TEST_F(Downgrade, NegativeControlASequentialReadNodeLetsTheQueuedWriterIn) {
   ScopedHook hook(detail::test_hooks::legacy_downgrade);

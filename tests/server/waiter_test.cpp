@@ -10,12 +10,12 @@
 #include <string>
 #include <thread>
 
-#include "src/session/client.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
-#include "src/session/pending.hpp"
 #include "raw_zk.hpp"
 #include "run_with_deadline.hpp"
+#include "src/session/client.hpp"
+#include "src/session/pending.hpp"
 #include "src/session/session_access.hpp"
 #include "test_env.hpp"
 
@@ -110,9 +110,9 @@ TEST(CallbackWaiter, TheEndOfTheSessionRunsTheCallbackEvenForAWaiterAddedAfterIt
   const auto error = run_with_deadline(
       [client, after] {
         client->add_waiter("/x", std::make_shared<detail::CallbackWaiter>([client, after] {
-          ++*after;
-          client->add_waiter("/x", std::make_shared<detail::CallbackWaiter>([after] { ++*after; }));
-        }));
+                             ++*after;
+                             client->add_waiter("/x", std::make_shared<detail::CallbackWaiter>([after] { ++*after; }));
+                           }));
       },
       10s, &hung);
   ASSERT_FALSE(hung) << "a wake-up ran under the Client's waiter mutex: the callback deadlocked";

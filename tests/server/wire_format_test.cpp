@@ -90,7 +90,7 @@ TEST(WireFormat, CuratorAndKazooNodesAreContendersAndOthersAreIgnored) {
   const struct {
     const char* name;
   } foreign[] = {{"_c_00000000-0000-4000-8000-000000000000-lock-"},  // Curator InterProcessMutex
-                 {"0123456789abcdef0123456789abcdef__lock__"}};     // kazoo Lock
+                 {"0123456789abcdef0123456789abcdef__lock__"}};      // kazoo Lock
   for (const auto& f : foreign) {
     std::string created;
     ASSERT_EQ(zk.create(test_root() + "/" + f.name, "", ZOO_EPHEMERAL_SEQUENTIAL, &created), ZOK);

@@ -33,13 +33,21 @@ void write_counter(const std::string& file, std::int64_t value) {
 }
 
 std::vector<std::string> to_args(const CounterRun& run) {
-  return {run.connect, run.lock_path, run.counter_file, std::to_string(run.threads), std::to_string(run.cycles),
+  return {run.connect,
+          run.lock_path,
+          run.counter_file,
+          std::to_string(run.threads),
+          std::to_string(run.cycles),
           run.use_lock ? "lock" : "nolock"};
 }
 
 CounterRun counter_run_from_args(char** argv) {
-  return {.connect = argv[0], .lock_path = argv[1], .counter_file = argv[2], .threads = std::atoi(argv[3]),
-          .cycles = std::atoi(argv[4]), .use_lock = std::string(argv[5]) == "lock"};
+  return {.connect = argv[0],
+          .lock_path = argv[1],
+          .counter_file = argv[2],
+          .threads = std::atoi(argv[3]),
+          .cycles = std::atoi(argv[4]),
+          .use_lock = std::string(argv[5]) == "lock"};
 }
 
 std::int64_t run_counter_worker(const CounterRun& run) {

@@ -15,7 +15,7 @@ struct CounterRun {
   std::string lock_path;     // lock directory
   std::string counter_file;  // a file holding one decimal number
   int threads = 4;
-  int cycles = 100;          // per thread
+  int cycles = 100;  // per thread
   bool use_lock = true;
   std::chrono::milliseconds session_timeout{4000};
 };

@@ -50,8 +50,8 @@ std::optional<std::string> RawZk::data(const std::string& path) {
 
 int RawZk::create(const std::string& path, const std::string& data, int mode, std::string* created) {
   char buffer[1024] = {};
-  const int rc = zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
-                            mode, buffer, sizeof buffer);
+  const int rc = zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode,
+                            buffer, sizeof buffer);
   if (created != nullptr && rc == ZOK) *created = buffer;
   return rc;
 }

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "src/session/connect_string.hpp"
 #include "dlock/dlock.hpp"
 #include "ipv6_relay.hpp"
+#include "src/session/connect_string.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {

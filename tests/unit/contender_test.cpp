@@ -14,13 +14,11 @@ std::vector<std::string> names_in_queue(const std::vector<std::string>& children
 
 TEST(Contenders, SortedBySequenceWhateverThePrefix) {
   const std::vector<std::string> children = {
-      "_c_ffffffff-0000-4000-8000-000000000000-lock-0000000003",
-      "0123abcd__lock__0000000001",
+      "_c_ffffffff-0000-4000-8000-000000000000-lock-0000000003", "0123abcd__lock__0000000001",
       "_c_00000000-0000-4000-8000-000000000000-lock-0000000002",
       "lock-0000000000",  // Curator without protection
   };
-  EXPECT_EQ(names_in_queue(children),
-            (std::vector<std::string>{children[3], children[1], children[2], children[0]}));
+  EXPECT_EQ(names_in_queue(children), (std::vector<std::string>{children[3], children[1], children[2], children[0]}));
 }
 
 TEST(Contenders, ForeignChildrenAreIgnored) {
@@ -71,8 +69,7 @@ TEST(QueueOrder, ANegativeSequenceAfterAWrapIsADefect) {
 }
 
 TEST(QueueOrder, ADowngradesReadNodeBesideItsWriteNodeIsTheOneTrustedTie) {
-  EXPECT_EQ(defect_of({"_c_a-__WRIT__0000000007", "_c_b-__READ__0000000007", "_c_c-__WRIT__0000000008"}),
-            std::nullopt);
+  EXPECT_EQ(defect_of({"_c_a-__WRIT__0000000007", "_c_b-__READ__0000000007", "_c_c-__WRIT__0000000008"}), std::nullopt);
   EXPECT_TRUE(defect_of({"_c_a-__READ__0000000007", "_c_b-__READ__0000000007"}));
   EXPECT_TRUE(defect_of({"_c_a-__WRIT__0000000007", "_c_b-__WRIT__0000000007"}));
   EXPECT_TRUE(defect_of({"_c_a-__WRIT__2147483647", "_c_b-__READ__2147483647"}));

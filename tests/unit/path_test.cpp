@@ -25,7 +25,7 @@ TEST(LockPath, InvalidPathsAreRejectedNamingThePathAndTheRule) {
       {"/zookeeper/quota", "reserved"},
       {std::string("/locks/a\0b", 10), "character ZooKeeper rejects"},
       {"/locks/\x01", "character ZooKeeper rejects"},
-      {"/locks/\xc2\x80", "character ZooKeeper rejects"},   // U+0080
+      {"/locks/\xc2\x80", "character ZooKeeper rejects"},      // U+0080
       {"/locks/\xef\xbf\xbf", "character ZooKeeper rejects"},  // U+FFFF
       {"/locks/\xff", "not valid UTF-8"},
       {"/locks/\xc0\xaf", "not valid UTF-8"},  // overlong '/'

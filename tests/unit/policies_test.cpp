@@ -23,9 +23,9 @@ OwnedVerdict decide(const LockPolicy& policy, const std::vector<std::string>& na
   return {};
 }
 
-const std::string R1 = "_c_a-__READ__0000000001", W2 = "_c_b-__WRIT__0000000002",
-                  R3 = "_c_c-__READ__0000000003", R4 = "_c_d-__READ__0000000004",
-                  M5 = "_c_e-lock-0000000005", K6 = "f00d__lock__0000000006", R7 = "_c_g-__READ__0000000007";
+const std::string R1 = "_c_a-__READ__0000000001", W2 = "_c_b-__WRIT__0000000002", R3 = "_c_c-__READ__0000000003",
+                  R4 = "_c_d-__READ__0000000004", M5 = "_c_e-lock-0000000005", K6 = "f00d__lock__0000000006",
+                  R7 = "_c_g-__READ__0000000007";
 
 TEST(ReadPolicy, ReadersBehindReadersHold) {
   EXPECT_TRUE(decide(kReadPolicy, {R3, R1}, R3).holds);
@@ -43,9 +43,7 @@ TEST(ReadPolicy, CuratorMutexAndKazooLockNodesCountAsWriters) {
   EXPECT_EQ(decide(kReadPolicy, {R7, K6}, R7).watch, K6);
 }
 
-TEST(ReadPolicy, AWriterBehindTheReaderDoesNotBlockIt) {
-  EXPECT_TRUE(decide(kReadPolicy, {W2, R1}, R1).holds);
-}
+TEST(ReadPolicy, AWriterBehindTheReaderDoesNotBlockIt) { EXPECT_TRUE(decide(kReadPolicy, {W2, R1}, R1).holds); }
 
 TEST(WritePolicy, HoldsOnlyAtTheHeadAndWatchesItsPredecessor) {
   EXPECT_TRUE(decide(kWritePolicy, {W2}, W2).holds);

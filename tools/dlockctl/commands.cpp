@@ -8,12 +8,12 @@
 #include <optional>
 #include <vector>
 
-#include "src/session/client.hpp"
-#include "recipes/queue/contender.hpp"
 #include "dlock/inspect.hpp"
 #include "output.hpp"
-#include "src/session/pending.hpp"
+#include "recipes/queue/contender.hpp"
 #include "src/base/printable.hpp"
+#include "src/session/client.hpp"
+#include "src/session/pending.hpp"
 #include "src/session/session_access.hpp"
 
 namespace dlockctl {
@@ -153,12 +153,13 @@ int list_locks(dlock::Session& session, const std::string& base, bool json) {
     std::string holders;
     for (const auto* h : q.holders()) {
       if (!holders.empty()) holders += "; ";
-      holders += who(*h) + " (" + std::string(dlock::to_string(h->kind)) + ", session " + session_hex(h->session_id) + ")";
+      holders +=
+          who(*h) + " (" + std::string(dlock::to_string(h->kind)) + ", session " + session_hex(h->session_id) + ")";
     }
     if (holders.empty()) holders = "-";
     const auto length = std::to_string(q.contenders.size());
-    std::cout << path << std::string(width - path.size() + 2, ' ') << length << std::string(7 - std::min<std::size_t>(6, length.size()), ' ')
-              << holders << "\n";
+    std::cout << path << std::string(width - path.size() + 2, ' ') << length
+              << std::string(7 - std::min<std::size_t>(6, length.size()), ' ') << holders << "\n";
   }
   return kOk;
 }
@@ -177,7 +178,8 @@ int wait_free(dlock::Session& session, const std::string& path, std::optional<st
   const auto& client = dlock::detail::SessionAccess::client(session);
   const auto start = std::chrono::steady_clock::now();
   const bool limited = timeout_ms.has_value();
-  const auto deadline = limited ? start + std::chrono::milliseconds(*timeout_ms) : std::chrono::steady_clock::time_point::max();
+  const auto deadline =
+      limited ? start + std::chrono::milliseconds(*timeout_ms) : std::chrono::steady_clock::time_point::max();
   DirectoryChanges changes(*client, path);
   std::size_t queued = 0;
   for (;;) {
@@ -248,8 +250,8 @@ int force_release(dlock::Session& session, const std::string& path, const std::s
     if (c.node == node) target = &c;
   }
   if (target == nullptr) {
-    throw CommandError(kNotFound, "release: NODE \"" + printable(node) + "\" is not in the queue of " + printable(path) +
-                                      " (" + std::to_string(queue.contenders.size()) +
+    throw CommandError(kNotFound, "release: NODE \"" + printable(node) + "\" is not in the queue of " +
+                                      printable(path) + " (" + std::to_string(queue.contenders.size()) +
                                       " contenders; `dlockctl show` lists them); nothing deleted");
   }
   const auto full = child_path(path, node);

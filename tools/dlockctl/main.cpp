@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "recipes/queue/contender.hpp"
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
 #include "output.hpp"
+#include "recipes/queue/contender.hpp"
 #include "src/base/path.hpp"
 #include "src/base/printable.hpp"
 
@@ -26,11 +26,13 @@ using dlockctl::ExitCode;
 dlock::Credentials parse_auth(const std::string& value) {
   const auto colon = value.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == value.size()) {
-    throw CommandError(dlockctl::kUsage,
-                       "--auth must be SCHEME:SECRET with both parts non-empty (e.g. digest:user:password); got a value "
-                       "of " + std::to_string(value.size()) + " bytes " +
-                           (colon == std::string::npos ? "without ':'" : "with an empty part") +
-                           " (not shown: it may hold a password)");
+    throw CommandError(
+        dlockctl::kUsage,
+        "--auth must be SCHEME:SECRET with both parts non-empty (e.g. digest:user:password); got a value "
+        "of " +
+            std::to_string(value.size()) + " bytes " +
+            (colon == std::string::npos ? "without ':'" : "with an empty part") +
+            " (not shown: it may hold a password)");
   }
   return {.scheme = value.substr(0, colon), .secret = value.substr(colon + 1)};
 }
@@ -80,35 +82,41 @@ int main(int argc, char** argv) {
   app.add_option("--connect-timeout-ms", connect_timeout_ms, "give up connecting after this long (default 10000)");
 
   std::string base;
-  auto* list = app.add_subcommand("list", "lock directories under BASE (recursively) that have contenders: "
-                                          "path, queue length, holder(s)");
+  auto* list = app.add_subcommand("list",
+                                  "lock directories under BASE (recursively) that have contenders: "
+                                  "path, queue length, holder(s)");
   list->add_option("BASE", base, "where to look, e.g. /locks (\"/\" for everything)")->required();
 
   std::string path;
-  auto* show = app.add_subcommand("show", "the queue of PATH in order: client (dlock, curator, kazoo), kind, "
-                                          "host, pid, thread, since, session id, fencing token, holds");
+  auto* show = app.add_subcommand("show",
+                                  "the queue of PATH in order: client (dlock, curator, kazoo), kind, "
+                                  "host, pid, thread, since, session id, fencing token, holds");
   show->add_option("PATH", path, "the lock directory, e.g. /locks/orders/42")->required();
 
   std::optional<std::int64_t> timeout_ms;
-  auto* wait = app.add_subcommand("wait", "block until no contender is queued on PATH (exit 0), or until "
-                                          "--timeout-ms (exit 1)");
+  auto* wait = app.add_subcommand("wait",
+                                  "block until no contender is queued on PATH (exit 0), or until "
+                                  "--timeout-ms (exit 1)");
   wait->add_option("PATH", path, "the lock directory")->required();
   wait->add_option("--timeout-ms", timeout_ms, "give up after this many milliseconds (default: no limit)");
 
   std::optional<std::int64_t> updates;
-  auto* watch = app.add_subcommand("watch", "print the queue of PATH now and again each time it changes "
-                                            "(--json: one JSON document per line), until Ctrl-C, --timeout-ms "
-                                            "or --updates");
+  auto* watch = app.add_subcommand("watch",
+                                   "print the queue of PATH now and again each time it changes "
+                                   "(--json: one JSON document per line), until Ctrl-C, --timeout-ms "
+                                   "or --updates");
   watch->add_option("PATH", path, "the lock directory")->required();
   watch->add_option("--timeout-ms", timeout_ms, "stop after this many milliseconds (default: no limit)");
-  watch->add_option("--updates", updates, "stop after printing this many updates, the first included (default: no limit)");
+  watch->add_option("--updates", updates,
+                    "stop after printing this many updates, the first included (default: no limit)");
 
   std::string node;
   bool force = false;
   bool yes = false;
-  auto* release = app.add_subcommand(
-      "release", "delete another client's lock node (a dead holder's), with --force and --yes. Only fencing "
-                 "protects the resource if that holder is still alive");
+  auto* release =
+      app.add_subcommand("release",
+                         "delete another client's lock node (a dead holder's), with --force and --yes. Only fencing "
+                         "protects the resource if that holder is still alive");
   release->add_option("PATH", path, "the lock directory")->required();
   release->add_option("NODE", node, "the node's name as `dlockctl show` prints it")->required();
   release->add_flag("--force", force, "required: this deletes a node this tool does not own");
@@ -157,9 +165,9 @@ int main(int argc, char** argv) {
                                                  "_c_<uuid>-lock-0000000003 or <hex>__lock__0000000003)");
       }
       if (!force || !yes) {
-        throw CommandError(dlockctl::kUsage, std::string("release refused: ") +
-                                                 (!force ? "--force" : "") + (!force && !yes ? " and " : "") +
-                                                 (!yes ? "--yes" : "") + " missing; nothing deleted");
+        throw CommandError(dlockctl::kUsage, std::string("release refused: ") + (!force ? "--force" : "") +
+                                                 (!force && !yes ? " and " : "") + (!yes ? "--yes" : "") +
+                                                 " missing; nothing deleted");
       }
     }
     std::vector<dlock::Credentials> credentials;

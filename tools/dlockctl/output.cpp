@@ -85,13 +85,15 @@ nlohmann::ordered_json contender_json(const dlock::QueuedContender& c, std::size
 
 nlohmann::ordered_json queue_json(const dlock::LockQueue& queue) {
   nlohmann::ordered_json contenders = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < queue.contenders.size(); ++i) contenders.push_back(contender_json(queue.contenders[i], i));
+  for (std::size_t i = 0; i < queue.contenders.size(); ++i)
+    contenders.push_back(contender_json(queue.contenders[i], i));
   return {
       {"path", queue.path},
       {"exists", queue.exists},
       {"queue_length", queue.contenders.size()},
       {"holding", queue.holders().size()},
-      {"order_defect", queue.order_defect.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(queue.order_defect)},
+      {"order_defect",
+       queue.order_defect.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(queue.order_defect)},
       {"ignored_children", queue.ignored_children},
       {"contenders", std::move(contenders)},
   };
@@ -113,7 +115,8 @@ void print_queue(std::ostream& out, const dlock::LockQueue& queue) {
         << queue.order_defect << "\n";
   }
   if (queue.contenders.empty()) return;
-  const std::vector<std::string> header{"#", "HOLDS", "CLIENT", "KIND", "HOST", "PID", "THREAD", "SINCE", "SESSION", "TOKEN", "NODE"};
+  const std::vector<std::string> header{"#",      "HOLDS", "CLIENT",  "KIND",  "HOST", "PID",
+                                        "THREAD", "SINCE", "SESSION", "TOKEN", "NODE"};
   std::vector<std::vector<std::string>> rows{header};
   for (std::size_t i = 0; i < queue.contenders.size(); ++i) {
     const auto& c = queue.contenders[i];

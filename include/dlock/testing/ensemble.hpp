@@ -9,14 +9,13 @@
 // ZooKeeper is found as dlock/testing/server.hpp says (EnsembleOptions::install).
 //
 // Each member is a child JVM running QuorumPeerMain with its own directory (zoo.cfg, dataDir with
-// `myid`; all in the ensemble's TempDir, removed by the destructor) and its own client, peer and election ports, all picked from free loopback ports. Member
-// i (0-based index) has id i + 1, and every member's zoo.cfg lists the same `server.<id>=
-// 127.0.0.1:<peer>:<election>` entries, ids 1..N. Process backend: members are stopped by PID
-// (SIGTERM, then SIGKILL) by the destructor and killed by the kernel if the thread that started
-// them dies first (PR_SET_PDEATHSIG): start and restart members from a thread that outlives them
-// (the main thread). Docker backend: the destructor removes the containers (`docker rm -f`); a
-// container outlives a test process killed before its destructors, and the next ensemble removes
-// it (EnsembleBackend).
+// `myid`; all in the ensemble's TempDir, removed by the destructor) and its own client, peer and election ports, all
+// picked from free loopback ports. Member i (0-based index) has id i + 1, and every member's zoo.cfg lists the same
+// `server.<id>= 127.0.0.1:<peer>:<election>` entries, ids 1..N. Process backend: members are stopped by PID (SIGTERM,
+// then SIGKILL) by the destructor and killed by the kernel if the thread that started them dies first
+// (PR_SET_PDEATHSIG): start and restart members from a thread that outlives them (the main thread). Docker backend: the
+// destructor removes the containers (`docker rm -f`); a container outlives a test process killed before its
+// destructors, and the next ensemble removes it (EnsembleBackend).
 //
 // Readiness (the constructor, restart_all): every running member answers `srvr` with
 // `Mode: leader` or `Mode: follower`, and exactly one says leader.
@@ -138,10 +137,10 @@ class TestingEnsemble {
 
   // Process backend: signals to the member's JVM; Docker backend: `docker kill`, `docker stop`,
   // `docker pause`, `docker unpause` of its container.
-  void kill(int i);     // SIGKILL, reaped
-  void stop(int i);     // SIGTERM, SIGKILL after 5 s, reaped
-  void pause(int i);    // SIGSTOP (frozen: no reply, no heartbeat)
-  void resume(int i);   // SIGCONT
+  void kill(int i);    // SIGKILL, reaped
+  void stop(int i);    // SIGTERM, SIGKILL after 5 s, reaped
+  void pause(int i);   // SIGSTOP (frozen: no reply, no heartbeat)
+  void resume(int i);  // SIGCONT
   // Starts member i again (stopped first if running) with the same zoo.cfg and dataDir, and waits
   // until it serves as leader or follower.
   void restart(int i);

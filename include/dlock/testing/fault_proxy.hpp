@@ -35,8 +35,8 @@ namespace dlock::testing {
 // The opcodes of the requests dlock sends (ZooKeeper's protocol numbers; <zookeeper/zookeeper.h>
 // names them ZOO_*_OP).
 namespace op {
-inline constexpr int create = 15;       // create2 (zoo_acreate2): every lock node dlock creates
-inline constexpr int remove = 2;        // delete: a release
+inline constexpr int create = 15;  // create2 (zoo_acreate2): every lock node dlock creates
+inline constexpr int remove = 2;   // delete: a release
 inline constexpr int exists = 3;
 inline constexpr int get_data = 4;      // also a predecessor's watch
 inline constexpr int get_children = 8;  // the queue's listing

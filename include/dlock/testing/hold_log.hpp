@@ -57,8 +57,8 @@ struct HoldEvent {
 // Appends records to a log file, one JSON line each, written at once (a test can follow a run,
 // and nothing is lost if the process is killed). Any number of processes and threads may write
 // one file on a local file system: each line goes out in one write() on an O_APPEND descriptor,
-// so lines never interleave (not so on NFS). Take `enter_ns` right after the lock is granted and `exit_ns` right before it is
-// released, both from now_ns(). Thread-safe.
+// so lines never interleave (not so on NFS). Take `enter_ns` right after the lock is granted and `exit_ns` right before
+// it is released, both from now_ns(). Thread-safe.
 class HoldLogWriter {
  public:
   // Opens (creates) `file` for appending; throws std::runtime_error naming it if it cannot.

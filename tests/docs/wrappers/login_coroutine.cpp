@@ -44,11 +44,10 @@ int main() {
   asio::io_context io;
   std::optional<Account> account;
   std::exception_ptr error;
-  asio::co_spawn(io, login(locks, LoginRequest{.uid = 42, .device = "phone"}),
-                 [&](std::exception_ptr e, Account a) {
-                   error = e;
-                   account = a;
-                 });
+  asio::co_spawn(io, login(locks, LoginRequest{.uid = 42, .device = "phone"}), [&](std::exception_ptr e, Account a) {
+    error = e;
+    account = a;
+  });
   io.run();
   if (error) std::rethrow_exception(error);
   if (!account || account->uid != 42 || !account->created_under_the_lock) {

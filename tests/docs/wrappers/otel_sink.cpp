@@ -16,9 +16,10 @@ int main() {
   }
   bool ok = false;
   for (int i = 0; i < 100 && !ok; ++i) {  // a release is reported once it is sent, not awaited
-    ok = opentelemetry_stub::calls("dlock.lock.acquisitions") == 1 && opentelemetry_stub::calls("dlock.lock.grants") == 1 &&
-         opentelemetry_stub::calls("dlock.lock.wait") == 1 && opentelemetry_stub::calls("dlock.lock.hold") == 1 &&
-         opentelemetry_stub::calls("dlock.lock.holding") == 2 && opentelemetry_stub::calls("dlock.zookeeper.requests") > 0;
+    ok = opentelemetry_stub::calls("dlock.lock.acquisitions") == 1 &&
+         opentelemetry_stub::calls("dlock.lock.grants") == 1 && opentelemetry_stub::calls("dlock.lock.wait") == 1 &&
+         opentelemetry_stub::calls("dlock.lock.hold") == 1 && opentelemetry_stub::calls("dlock.lock.holding") == 2 &&
+         opentelemetry_stub::calls("dlock.zookeeper.requests") > 0;
     if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (const char* name : {"dlock.lock.acquisitions", "dlock.lock.grants", "dlock.lock.wait", "dlock.lock.hold",

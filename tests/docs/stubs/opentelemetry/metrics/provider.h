@@ -60,10 +60,9 @@ namespace detail {
 template <class T, class = void>
 struct is_key_value_iterable : std::false_type {};
 template <class T>
-struct is_key_value_iterable<
-    T, std::void_t<decltype(nostd::string_view(std::begin(std::declval<const T&>())->first)),
-                   decltype(AttributeValue(std::begin(std::declval<const T&>())->second)),
-                   decltype(std::end(std::declval<const T&>()))>> : std::true_type {};
+struct is_key_value_iterable<T, std::void_t<decltype(nostd::string_view(std::begin(std::declval<const T&>())->first)),
+                                            decltype(AttributeValue(std::begin(std::declval<const T&>())->second)),
+                                            decltype(std::end(std::declval<const T&>()))>> : std::true_type {};
 }  // namespace detail
 }  // namespace common
 
@@ -96,9 +95,13 @@ class Counter : public Instrument {
   void Add(T) noexcept { record(); }
   void Add(T, const context::Context&) noexcept { record(); }
   template <class U, IfAttributes<U>* = nullptr>
-  void Add(T, const U&) noexcept { record(); }
+  void Add(T, const U&) noexcept {
+    record();
+  }
   template <class U, IfAttributes<U>* = nullptr>
-  void Add(T, const U&, const context::Context&) noexcept { record(); }
+  void Add(T, const U&, const context::Context&) noexcept {
+    record();
+  }
   void Add(T, Attributes) noexcept { record(); }
   void Add(T, Attributes, const context::Context&) noexcept { record(); }
 };
@@ -116,7 +119,9 @@ class Histogram : public Instrument {
   // ABI version 1 records with a context only.
   void Record(T, const context::Context&) noexcept { record(); }
   template <class U, IfAttributes<U>* = nullptr>
-  void Record(T, const U&, const context::Context&) noexcept { record(); }
+  void Record(T, const U&, const context::Context&) noexcept {
+    record();
+  }
   void Record(T, Attributes, const context::Context&) noexcept { record(); }
 };
 
