@@ -93,6 +93,7 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   void stop_passing(const Grant& grant) noexcept override;
   std::size_t local_waiters() const override;
   void detach_site() noexcept override;
+  std::optional<Grant> take_now() override;
 
   // A queued take's next step, scheduled by its waiter (cohort_take.cpp).
   void resume_take(const std::shared_ptr<AsyncTake>& take);
@@ -114,6 +115,10 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
       DLOCK_REQUIRES(mutex_);
   // Whether the driver's acquisition should arm the child watch. Needs mutex_.
   bool drive_watches_locked() const DLOCK_REQUIRES(mutex_);
+  // A hold on current_ if a new one may join it now (after retiring a node lost with its session),
+  // else nullopt. Sets `relist_node` as watch_if_shared_locked does. The first decision of every
+  // take, and the whole of take_now().
+  std::optional<Grant> join_locked(std::shared_ptr<CohortNode>& relist_node) DLOCK_REQUIRES(mutex_);
   // A take's steps (cohort_take.cpp).
   void step(const std::shared_ptr<AsyncTake>& take);
   // begin_drive and finish_take unlock `lock` (the analysis cannot follow a lock passed in).

@@ -69,36 +69,69 @@ void at_home(const StepExecutor& home, std::function<void()> step) {
 }
 
 // A queued take's waiter: schedules the take's next step (see the file comment).
-class StepWaiter final : public Waiter {
+class StepWaiter final : public Waiter, public std::enable_shared_from_this<StepWaiter> {
  public:
-  StepWaiter(std::weak_ptr<Cohort> cohort, std::weak_ptr<Cohort::AsyncTake> take, StepExecutor home)
-      : cohort_(std::move(cohort)), take_(std::move(take)), home_(std::move(home)) {}
+  StepWaiter(std::weak_ptr<Cohort> cohort, std::weak_ptr<Cohort::AsyncTake> take)
+      : cohort_(std::move(cohort)), take_(std::move(take)) {}
   void wake() override {
-    auto resume = [cohort = cohort_, take = take_] {
-      auto c = cohort.lock();
-      auto t = take.lock();
-      if (c && t) c->resume_take(t);
-    };
-    if (home_) {
-      home_(std::move(resume));
+    auto t = take_.lock();
+    if (!t) return;  // done and gone: nothing to resume
+    auto resume = [self = shared_from_this()] { self->resume(); };
+    if (t->home) {
+      t->home(std::move(resume));
     } else {
       (void)task_timer::run_at(Clock::now(), std::move(resume));
     }
   }
 
  private:
+  void resume() const {
+    auto c = cohort_.lock();
+    auto t = take_.lock();
+    if (c && t) c->resume_take(t);
+  }
+
   std::weak_ptr<Cohort> cohort_;
   std::weak_ptr<Cohort::AsyncTake> take_;
-  StepExecutor home_;
 };
 
 }  // namespace
+
+std::optional<Grant> Cohort::join_locked(std::shared_ptr<CohortNode>& relist_node) {
+  if (current_ && !client_->owns_nodes_of(current_->generation)) {
+    fail_waiters_locked();
+    retire_current_locked(false);
+  }
+  if (!joinable_locked()) return std::nullopt;
+  Grant grant = grant_locked(current_);
+  relist_node = watch_if_shared_locked(current_);
+  return grant;
+}
+
+std::optional<Grant> Cohort::take_now() {
+  // An exclusive kind joins only a lingering node (joinable_locked): without a linger there is none,
+  // and the mutex, the hot key's one point of contention, is not taken for nothing.
+  if (!policy_.holds_together && options_.linger.count() == 0 && !test_hooks::handoff_share_exclusive.load()) {
+    return std::nullopt;
+  }
+  std::shared_ptr<CohortNode> relist_node;
+  std::optional<Grant> grant;
+  {
+    MutexLock lock(mutex_);
+    grant = join_locked(relist_node);
+  }
+  if (relist_node) relist(relist_node);
+  // Only a grant is reported (started and granted at once): otherwise the take that follows is
+  // the acquisition, and reports it.
+  if (grant && labels_.enabled()) AcquireReport(labels_).granted(*grant);
+  return grant;
+}
 
 std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner,
                                                 TakeDone done, StepExecutor home) {
   task_timer::start();
   auto take = std::make_shared<AsyncTake>(deadline, owner, std::move(done), std::move(home), labels_);
-  take->member.waiter = std::make_shared<StepWaiter>(weak_from_this(), take, take->home);
+  take->member.waiter = std::make_shared<StepWaiter>(weak_from_this(), take);
   take->keep_alive = take;
   if (deadline) {
     std::weak_ptr<Cohort> cohort = weak_from_this();
@@ -154,15 +187,9 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
     for (;;) {
       if (take->phase == Phase::deciding) {
         if (take->cancel) return finish_take(lock, take, std::nullopt, take->cancel);
-        if (current_ && !client_->owns_nodes_of(current_->generation)) {
-          fail_waiters_locked();
-          retire_current_locked(false);
-        }
-        if (joinable_locked()) {
-          Grant grant = grant_locked(current_);
-          const auto relist_node = watch_if_shared_locked(current_);
+        std::shared_ptr<CohortNode> relist_node;
+        if (auto grant = join_locked(relist_node))
           return finish_take(lock, take, std::move(grant), nullptr, relist_node);
-        }
         // A lingering node nobody may take now (the connection is down, or its holds ran out): gone.
         if (current_ && current_->holders == 0) retire_current_locked(true);
         if (!policy_.holds_together && current_ && held_nodes::held_by(current_->name, take->owner) &&

@@ -27,11 +27,13 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline) {
   // An abandoned deadline is seen by the stop_callback below, registered once the take exists; one
   // abandoned already need not create a node first.
   if (deadline.abandoned()) throw lock_destroyed("lock " + dir_);
+  if (auto joined = take_now()) return joined;
   auto home = Home<Taken>::make();
   auto take = start_take(
       deadline.when(), held_nodes::this_thread_token(),
-      [home](std::optional<Grant> grant, std::exception_ptr error) {
-        home->complete(Taken{std::move(grant), std::move(error)});
+      // A plain pointer (no allocation for the callable): `done` runs once, before run() returns.
+      [at = home.get()](std::optional<Grant> grant, std::exception_ptr error) {
+        at->complete(Taken{std::move(grant), std::move(error)});
       },
       home->executor());
   Taken taken;

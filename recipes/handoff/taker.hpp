@@ -85,6 +85,10 @@ class Taker {
   virtual std::size_t local_waiters() const = 0;
   // The owning site is being destroyed: no further calls back to it.
   virtual void detach_site() noexcept {}
+  // A hold granted at once, without starting a take (a Cohort's node that may be joined now), or
+  // nullopt: the blocking acquire()'s fast path, which allocates nothing. Reported as a take would
+  // be. Default: nullopt.
+  virtual std::optional<Grant> take_now() { return std::nullopt; }
 
   // What its acquisitions and releases are reported under.
   const LockLabels& labels() const noexcept { return labels_; }

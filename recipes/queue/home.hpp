@@ -10,12 +10,12 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace dlock::detail {
 
@@ -49,14 +49,14 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
   // Runs the steps handed over, on the calling thread, until complete() was called.
   Result run() {
     Result result;
-    std::deque<std::function<void()>> stale;
+    std::vector<std::function<void()>> stale;
     {
       std::unique_lock lock(mutex_);
       for (;;) {
         cv_.wait(lock, [&] { return result_.has_value() || !steps_.empty(); });
         if (result_) break;
         auto step = std::move(steps_.front());
-        steps_.pop_front();
+        steps_.erase(steps_.begin());  // one or two at a time: a vector allocates nothing up front
         lock.unlock();
         step();
         lock.lock();
@@ -75,7 +75,7 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<Result> result_;
-  std::deque<std::function<void()>> steps_;
+  std::vector<std::function<void()>> steps_;
 };
 
 }  // namespace dlock::detail
