@@ -188,7 +188,11 @@ void Client::await_credentials() {
       throw refused_error("it refused the credentials (" + schemes() + "): " + zerror(ZAUTHFAILED) +
                           " (is there an authentication provider for each scheme on the server?)");
     }
-    if (!reply_lost(rc) && rc != ZCLOSING && rc != ZSESSIONEXPIRED) throw refused_error(zerror(rc));
+    // ZINVALIDSTATE: the handle failed its authentication, and the reply naming the refused
+    // credential may not have been handled yet: wait for it below, then say which was refused.
+    if (!reply_lost(rc) && rc != ZCLOSING && rc != ZSESSIONEXPIRED && rc != ZINVALIDSTATE) {
+      throw refused_error(zerror(rc));
+    }
     if (!states_.wait(until, [](SessionState s, bool refused) { return s == SessionState::Connected || refused; })) {
       throw refused_error("no server answered with the credentials (" + schemes() +
                           ") accepted within connect_timeout (" + ms(options_.connect_timeout) + ")");
