@@ -13,7 +13,11 @@
 //
 // Operations (each is the blocking function of the same name without `async_`, plus a completion
 // token as the last argument; the lock, its wire format, fencing token and lock-lost signal are
-// the blocking one's):
+// the blocking one's). The token may be left out: it is then boost::asio::deferred, so the call
+// returns an operation that starts when it is co_await-ed in an awaitable coroutine or called with
+// a token (`co_await locks.async_lock(LockMode::Exclusive, "orders", req)`). For async_lock and
+// async_lock_each the last argument is the token when it is one for the completion signature
+// (boost::asio::completion_token_for), and a key source otherwise:
 //   LockHandle::async_acquire(session, path, mode, token)               void(error_code, LockHandle)
 //   LockHandle::async_try_acquire_for(session, path, timeout, mode, token)
 //                                                                        void(error_code, LockHandle)
@@ -80,6 +84,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
@@ -273,21 +278,31 @@ auto async_guards_initiate(const LockService& service, LockMode mode, std::strin
       });
 }
 
-// Splits `sources..., token`: calls f(token, sources...).
+// Splits `sources..., token`: calls f(token, sources...). When the last argument is no completion
+// token for `Signature`, all of them are sources and the token is boost::asio::deferred.
 template <class F, class... Args, std::size_t... I>
 auto with_last_as_token(F&& f, std::index_sequence<I...>, Args&&... args) {
   auto all = std::forward_as_tuple(std::forward<Args>(args)...);
   constexpr std::size_t last = sizeof...(Args) - 1;
   return f(std::forward<std::tuple_element_t<last, std::tuple<Args&&...>>>(std::get<last>(all)), std::get<I>(all)...);
 }
-template <class F, class... Args>
-auto with_last_as_token(F&& f, Args&&... args) {
-  static_assert(sizeof...(Args) >= 2, "pass the key's sources, then a completion token");
-  return with_last_as_token(std::forward<F>(f), std::make_index_sequence<sizeof...(Args) - 1>{},
-                            std::forward<Args>(args)...);
+template <class Signature, class F, class... Args>
+auto with_token(F&& f, Args&&... args) {
+  static_assert(sizeof...(Args) >= 1, "pass the key's sources (then, optionally, a completion token)");
+  using Last = std::tuple_element_t<sizeof...(Args) - 1, std::tuple<std::decay_t<Args>...>>;
+  if constexpr (boost::asio::completion_token_for<Last, Signature>) {
+    static_assert(sizeof...(Args) >= 2, "pass the key's sources, then the completion token");
+    return with_last_as_token(std::forward<F>(f), std::make_index_sequence<sizeof...(Args) - 1>{},
+                              std::forward<Args>(args)...);
+  } else {
+    return f(boost::asio::deferred, std::forward<Args>(args)...);
+  }
 }
 
 }  // namespace detail
+
+static_assert(std::is_same_v<std::remove_cv_t<decltype(boost::asio::deferred)>, boost::asio::deferred_t>,
+              "lock_handle.hpp's forward declaration names Asio's default token type");
 
 template <class CompletionToken>
 auto LockHandle::async_acquire(Session& session, std::string path, LockMode mode, CompletionToken&& token) {
@@ -324,7 +339,7 @@ auto LockService::async_lock_keys(LockMode mode, std::string_view ns, std::vecto
 
 template <class... SourcesAndToken>
 auto LockService::async_lock(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const {
-  return detail::with_last_as_token(
+  return detail::with_token<void(boost::system::error_code, ScopedLock)>(
       [&](auto&& token, const auto&... sources) {
         return async_lock_key(mode, ns, make_key(sources...), std::forward<decltype(token)>(token));
       },
@@ -333,7 +348,7 @@ auto LockService::async_lock(LockMode mode, std::string_view ns, SourcesAndToken
 
 template <class... SourcesAndToken>
 auto LockService::async_lock_each(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const {
-  return detail::with_last_as_token(
+  return detail::with_token<void(boost::system::error_code, ScopedLocks)>(
       [&](auto&& token, const auto&... sources) {
         return async_lock_keys(mode, ns, {make_key(sources)...}, std::forward<decltype(token)>(token));
       },
@@ -344,7 +359,7 @@ template <Transaction Tx>
 template <class... SourcesAndToken>
 auto LockService::Bound<Tx>::async_lock(LockMode mode, std::string_view ns,
                                         SourcesAndToken&&... sources_and_token) const {
-  return detail::with_last_as_token(
+  return detail::with_token<void(boost::system::error_code, ScopedLock)>(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
             service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));
@@ -356,7 +371,7 @@ template <Transaction Tx>
 template <class... SourcesAndToken>
 auto LockService::Bound<Tx>::async_lock_each(LockMode mode, std::string_view ns,
                                              SourcesAndToken&&... sources_and_token) const {
-  return detail::with_last_as_token(
+  return detail::with_token<void(boost::system::error_code, ScopedLocks)>(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
             service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));

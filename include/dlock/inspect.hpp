@@ -62,6 +62,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -129,5 +130,75 @@ struct LockQueue {
 // The queue of the lock at `path` (a lock directory: what a Mutex / SharedMutex is constructed
 // with), read on `session`. See the contract above.
 LockQueue inspect(Session& session, std::string_view path);
+
+// Every lock directory under `base` (base included, recursively) that has contenders, each read
+// as inspect() reads it; what `dlockctl list` prints.
+struct LockTree {
+  std::string base;
+  bool base_exists = false;      // whether `base` exists
+  std::vector<LockQueue> locks;  // sorted by path; only directories with contenders
+};
+// Lists one level of the tree at a time (a level's listings sent at once), then inspects each
+// lock directory found; contender nodes (which have no children) and /zookeeper are not descended
+// into. A snapshot, like inspect(): a directory created during the walk may be missed, one
+// emptied meanwhile is left out. `base` is a lock path or "/" (the whole tree: the cost grows with
+// every node on the server). Errors as inspect()'s.
+LockTree inspect_tree(Session& session, std::string_view base);
+
+// Follows one lock directory's queue: next() returns it each time its contenders change. What
+// `dlockctl watch` and `dlockctl wait` run on. Uses one child watch on the directory (re-armed by
+// each listing) and the session's connection; nothing is created.
+//
+// Thread-safety: one thread uses a QueueWatch at a time; like inspect(), not on a thread dlock
+// calls back on. Destroying it removes its watch callback (the server-side watch fires once and
+// is then gone).
+//
+// Errors: next() throws as inspect() does; while the connection is down it keeps waiting (and
+// listing again every second) until its timeout.
+class QueueWatch {
+ public:
+  // Errors: InvalidPath for a path a Mutex would refuse.
+  QueueWatch(Session& session, std::string path);
+  ~QueueWatch();
+  QueueWatch(const QueueWatch&) = delete;
+  QueueWatch& operator=(const QueueWatch&) = delete;
+
+  // The queue, once its contenders (by node name, in order) differ from those the last call
+  // returned (the first call returns at once, and a queue that emptied counts as a change); or
+  // nullopt when `timeout` passes first. The queue is read after the change was seen: a contender
+  // that came and went in between is not shown.
+  [[nodiscard]] std::optional<LockQueue> next(std::chrono::milliseconds timeout);
+
+ private:
+  struct State;
+  Session& session_;
+  std::string path_;
+  std::shared_ptr<State> state_;
+  std::uint64_t watch_id_ = 0;
+  std::optional<std::vector<std::string>> shown_;  // the contenders next() last returned
+};
+
+// Deletes another client's contender node `node` (a child's name as QueuedContender::node gives
+// it) of the lock at `path`: what `dlockctl release --force` does for a holder known to be dead
+// or hung. It does not stop that client: a holder still running goes on as if it held while the
+// next contender is granted; only a resource that checks fencing tokens rejects it. Returns the
+// contender as inspect() read it just before the delete, or nullopt when `node` was not in the
+// queue or was gone by the delete (released, or its session ended): then nothing was deleted.
+// Errors: InvalidPath for `path`; InvalidPath when `node` is no contender's name of any known
+// client (nothing is deleted); as inspect() for the rest (errc::not_authorized when the ACL
+// refuses the delete).
+std::optional<QueuedContender> evict(Session& session, std::string_view path, std::string_view node);
+
+// Throws InvalidPath, naming the path and the rule it breaks, unless a Mutex accepts `path`.
+void check_lock_path(std::string_view path);
+
+// Whether `name` is a contender node's name of a known client (dlock, Curator or kazoo shapes,
+// docs/PROTOCOL.md): a child that some client waits on in queue order.
+bool is_contender_name(std::string_view name);
+
+// `text` as inspect() shows text from elsewhere: bytes outside printable ASCII, '\' and (unless
+// `keep_quotes`) '"' written as \xNN; cut after `max_bytes` input bytes (then ending in "...").
+std::string escape_text(std::string_view text, std::size_t max_bytes = std::string_view::npos,
+                        bool keep_quotes = false);
 
 }  // namespace dlock

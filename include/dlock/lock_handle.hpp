@@ -43,6 +43,12 @@
 #include "dlock/lock_mode.hpp"
 #include "dlock/session.hpp"
 
+// The asynchronous functions' default completion token (dlock/async.hpp defines them and includes
+// Boost.Asio); declared here so that this header does not need Asio.
+namespace boost::asio {
+class deferred_t;
+}  // namespace boost::asio
+
 namespace dlock {
 
 class LockService;
@@ -73,13 +79,15 @@ class LockHandle {
 
   // The same without blocking a thread, for Boost.Asio completion tokens (a callback,
   // use_awaitable, use_future, deferred, as_tuple, redirect_error, ...). Completion signature
-  // `void(boost::system::error_code, LockHandle)`. Defined in dlock/async.hpp, which documents
-  // them (executors, cancellation, errors): include it to call them.
-  template <class CompletionToken>
-  static auto async_acquire(Session& session, std::string path, LockMode mode, CompletionToken&& token);
-  template <class CompletionToken>
+  // `void(boost::system::error_code, LockHandle)`. Without a token, the result is a deferred
+  // operation (`co_await LockHandle::async_acquire(session, path)`). Defined in dlock/async.hpp,
+  // which documents them (executors, cancellation, errors): include it to call them.
+  template <class CompletionToken = boost::asio::deferred_t>
+  static auto async_acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive,
+                            CompletionToken&& token = CompletionToken());
+  template <class CompletionToken = boost::asio::deferred_t>
   static auto async_try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                    LockMode mode, CompletionToken&& token);
+                                    LockMode mode = LockMode::Exclusive, CompletionToken&& token = CompletionToken());
 
   // True while the handle holds an acquisition (no ZooKeeper call).
   bool held() const noexcept { return state_ != nullptr; }

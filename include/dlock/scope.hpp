@@ -227,17 +227,20 @@ class LockService {
 
   // Asynchronous forms for Boost.Asio completion tokens: the arguments above followed by the token;
   // completion signature `void(boost::system::error_code, ScopedLock)` (`ScopedLocks` for the
-  // _each / _keys forms). Defined in dlock/async.hpp, which documents them: include it to call
-  // them (or use its DLOCK_CO_SCOPE macros).
+  // _each / _keys forms). Without a token (the last argument is then a key source), the result is
+  // a deferred operation: `co_await locks.async_lock(LockMode::Exclusive, "orders", req)`. Defined
+  // in dlock/async.hpp, which documents them: include it to call them (or use its DLOCK_CO_SCOPE
+  // macros).
   template <class... SourcesAndToken>
   auto async_lock(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const;
   template <class... SourcesAndToken>
   auto async_lock_each(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const;
-  template <class CompletionToken>
-  auto async_lock_key(LockMode mode, std::string_view ns, std::string key, CompletionToken&& token) const;
-  template <class CompletionToken>
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_lock_key(LockMode mode, std::string_view ns, std::string key,
+                      CompletionToken&& token = CompletionToken()) const;
+  template <class CompletionToken = boost::asio::deferred_t>
   auto async_lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys,
-                       CompletionToken&& token) const;
+                       CompletionToken&& token = CompletionToken()) const;
 
   // A view whose asynchronous guards belong to one holder of their own (a coroutine, a request):
   // while it holds a guard, an asynchronous lock through the same view on a path the guard holds

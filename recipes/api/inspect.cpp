@@ -48,6 +48,14 @@ std::string_view to_string(LockKind kind) noexcept {
   return "exclusive";
 }
 
+void check_lock_path(std::string_view path) { detail::check_lock_path(path); }
+
+bool is_contender_name(std::string_view name) { return detail::parse_contender(name).has_value(); }
+
+std::string escape_text(std::string_view text, std::size_t max_bytes, bool keep_quotes) {
+  return printable(text, max_bytes, keep_quotes ? detail::Quotes::Keep : detail::Quotes::Escape);
+}
+
 namespace {
 
 // Text fields taken from other clients' data are cut after this many input bytes.

@@ -374,6 +374,47 @@ struct Order {
   key<std::int64_t, 1> id;
 };
 
+TEST(Async, WithoutATokenEachFunctionReturnsADeferredOperation) {
+  // The default completion token is asio::deferred, as Boost.Redis and Boost.MySQL give theirs
+  // one: `co_await f(args)` with no token, or start the operation later with any token.
+  Session session(session_options());
+  LockService locks(session, test_root());
+  asio::io_context ctx;
+  bool checked = false;
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        LockHandle handle = co_await LockHandle::async_acquire(session, test_root() + "/plain");
+        EXPECT_TRUE(handle.held());
+        LockHandle timed = co_await LockHandle::async_try_acquire_for(session, test_root() + "/timed", 5s);
+        EXPECT_TRUE(timed.held());
+        ScopedLock one = co_await locks.async_lock(LockMode::Exclusive, "orders", Order{.id = 7});
+        EXPECT_EQ(one.path(), test_root() + "/orders/7");
+        // The last argument is a key source (a string), not a token: all of them make the key.
+        ScopedLock two = co_await locks.async_lock(LockMode::Exclusive, "pairs", 1, std::string("x"));
+        EXPECT_EQ(two.path(), locks.path_for("pairs", make_key(1, std::string("x"))));
+        ScopedLocks each = co_await locks.async_lock_each(LockMode::Read, "stock", 1, 2);
+        EXPECT_EQ(each.locks().size(), 2u);
+        ScopedLock by_key = co_await locks.async_lock_key(LockMode::Write, "keys", "k1");
+        EXPECT_TRUE(by_key);
+        std::vector<std::string> keys{"k2", "k3"};  // a braced list inside co_await trips g++ 12
+        ScopedLocks by_keys = co_await locks.async_lock_keys(LockMode::Exclusive, "keys", std::move(keys));
+        EXPECT_EQ(by_keys.locks().size(), 2u);
+        checked = true;
+      },
+      asio::detached);
+  ASSERT_TRUE(run_until(ctx, [&] { return checked; }));
+
+  // Not started until given a token.
+  auto op = LockHandle::async_acquire(session, test_root() + "/later", LockMode::Exclusive);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(nodes_in(session, test_root() + "/later"), 0u) << "a deferred acquisition started by itself";
+  std::optional<error_code> result;
+  std::move(op)(asio::bind_executor(ctx, [&](error_code ec, LockHandle) { result = ec; }));
+  ASSERT_TRUE(run_until(ctx, [&] { return result.has_value(); }));
+  EXPECT_FALSE(*result) << result->message();
+}
+
 TEST(Async, CoScopeMacrosLockTheKeyAndReleaseAtTheEndOfTheScope) {
   Session session(session_options());
   LockService locks(session, test_root());

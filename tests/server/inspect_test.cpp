@@ -326,6 +326,82 @@ TEST(Inspect, AMissingDirectoryIsAnEmptyQueueAndABadPathThrows) {
   }
 }
 
+TEST(Inspect, InspectTreeFindsEveryLockDirectoryWithContendersUnderItsBase) {
+  Session session(session_options());
+  Mutex a(session, test_root() + "/orders/1");
+  Mutex b(session, test_root() + "/stock/pear");
+  Mutex idle(session, test_root() + "/orders/2");
+  a.lock();
+  b.lock();
+  idle.lock();
+  idle.unlock();  // its directory stays, empty
+  const auto tree = inspect_tree(session, test_root());
+  EXPECT_TRUE(tree.base_exists);
+  ASSERT_EQ(tree.locks.size(), 2u);
+  EXPECT_EQ(tree.locks[0].path, test_root() + "/orders/1");
+  EXPECT_EQ(tree.locks[1].path, test_root() + "/stock/pear");
+  EXPECT_TRUE(tree.locks[0].contenders.at(0).holds);
+  const auto missing = inspect_tree(session, test_root() + "/none");
+  EXPECT_FALSE(missing.base_exists);
+  EXPECT_TRUE(missing.locks.empty());
+  EXPECT_THROW((void)inspect_tree(session, "relative"), InvalidPath);
+  a.unlock();
+  b.unlock();
+}
+
+TEST(Inspect, AQueueWatchReturnsAtOnceThenAtEachChangeAndNulloptOnTimeout) {
+  Session session(session_options());
+  Mutex mutex(session, test_root());
+  QueueWatch watch(session, test_root());
+  const auto first = watch.next(5s);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first->contenders.empty());
+  EXPECT_FALSE(watch.next(200ms)) << "nothing changed, yet next() returned a queue";
+  auto later = std::async(std::launch::async, [&] { return watch.next(10s); });
+  std::this_thread::sleep_for(100ms);
+  const auto locked = std::chrono::steady_clock::now();
+  mutex.lock();
+  const auto changed = later.get();
+  ASSERT_TRUE(changed);
+  EXPECT_LT(std::chrono::steady_clock::now() - locked, 5s) << "the change did not wake next()";
+  ASSERT_EQ(changed->contenders.size(), 1u);
+  EXPECT_TRUE(changed->contenders[0].holds);
+  mutex.unlock();
+  const auto emptied = watch.next(10s);
+  ASSERT_TRUE(emptied);
+  EXPECT_TRUE(emptied->contenders.empty()) << "an emptied queue is a change";
+}
+
+TEST(Inspect, EvictDeletesAQueuedNodeAndRefusesWhatIsNoContender) {
+  Session session(session_options());
+  Session holder_session(session_options());
+  Mutex holder(holder_session, test_root());
+  holder.lock();
+  const auto node = inspect(session, test_root()).contenders.at(0).node;
+  EXPECT_FALSE(evict(session, test_root(), "_c_00000000-0000-4000-8000-000000000000-lock-0000000099"))
+      << "a node that is not queued was reported deleted";
+  EXPECT_THROW((void)evict(session, test_root(), "../etc"), InvalidPath);
+  EXPECT_THROW((void)evict(session, test_root(), "config"), InvalidPath);
+  const auto evicted = evict(session, test_root(), node);
+  ASSERT_TRUE(evicted);
+  EXPECT_EQ(evicted->node, node);
+  EXPECT_TRUE(evicted->holds);
+  EXPECT_EQ(evicted->session_id, holder_session.id());
+  EXPECT_TRUE(inspect(session, test_root()).contenders.empty());
+  EXPECT_FALSE(evict(session, test_root(), node)) << "deleted twice";
+}
+
+TEST(Inspect, TheHelpersNameTheRules) {
+  EXPECT_NO_THROW(check_lock_path("/locks/a"));
+  EXPECT_THROW(check_lock_path("/locks//a"), InvalidPath);
+  EXPECT_TRUE(is_contender_name("_c_0f0e0d0c-0b0a-4909-8807-060504030201-lock-0000000003"));
+  EXPECT_TRUE(is_contender_name("0123abcd__rlock__0000000007"));
+  EXPECT_FALSE(is_contender_name("config"));
+  EXPECT_EQ(escape_text(std::string("a\x01\"b\\")), "a\\x01\\x22b\\x5c");
+  EXPECT_EQ(escape_text("\"quoted\"", std::string_view::npos, /*keep_quotes=*/true), "\"quoted\"");
+  EXPECT_EQ(escape_text("abcdef", 3), "abc...");
+}
+
 TEST(Dlockctl, ShowJsonAgreesWithInspect) {
   ThreeClients clients;
   const auto queue = inspect(clients.session, test_root());

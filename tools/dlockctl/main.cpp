@@ -12,13 +12,9 @@
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
 #include "output.hpp"
-#include "recipes/queue/contender.hpp"
-#include "src/base/path.hpp"
-#include "src/base/printable.hpp"
 
 namespace {
 
-using dlock::detail::printable;
 using dlockctl::CommandError;
 using dlockctl::ExitCode;
 
@@ -40,7 +36,7 @@ dlock::Credentials parse_auth(const std::string& value) {
 // A lock path as Mutex takes it (InvalidPath names the path and the rule).
 void check_path(const char* what, const std::string& path) {
   try {
-    dlock::detail::check_lock_path(path);
+    dlock::check_lock_path(path);
   } catch (const dlock::InvalidPath& e) {
     throw CommandError(dlockctl::kUsage, std::string(what) + ": " + e.what());
   }
@@ -159,8 +155,8 @@ int main(int argc, char** argv) {
     if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed()) check_path("PATH", path);
     if (release->parsed()) {
       std::cerr << dlockctl::kReleaseWarning;
-      if (node.empty() || node.find('/') != std::string::npos || !dlock::detail::parse_contender(node)) {
-        throw CommandError(dlockctl::kUsage, "release NODE \"" + printable(node) +
+      if (node.empty() || node.find('/') != std::string::npos || !dlock::is_contender_name(node)) {
+        throw CommandError(dlockctl::kUsage, "release NODE \"" + dlock::escape_text(node) +
                                                  "\" is not a lock contender's name (one child of PATH, e.g. "
                                                  "_c_<uuid>-lock-0000000003 or <hex>__lock__0000000003)");
       }

@@ -6,8 +6,6 @@
 #include <iomanip>
 #include <vector>
 
-#include "src/base/printable.hpp"
-
 namespace dlockctl {
 
 std::string iso8601(std::chrono::system_clock::time_point t) {
@@ -100,7 +98,7 @@ nlohmann::ordered_json queue_json(const dlock::LockQueue& queue) {
 }
 
 void print_queue(std::ostream& out, const dlock::LockQueue& queue) {
-  const std::string path = dlock::detail::printable(queue.path);
+  const std::string path = dlock::escape_text(queue.path);
   if (!queue.exists) {
     out << path << ": no such lock directory (nobody holds or waits)\n";
     return;
@@ -123,7 +121,7 @@ void print_queue(std::ostream& out, const dlock::LockQueue& queue) {
     rows.push_back({std::to_string(i), c.holds ? "yes" : "no", std::string(dlock::to_string(c.client)),
                     std::string(dlock::to_string(c.kind)), host_column(c), c.pid ? std::to_string(*c.pid) : "-",
                     c.thread ? std::to_string(*c.thread) : "-", iso8601(c.created), session_hex(c.session_id),
-                    std::to_string(c.fencing_token), dlock::detail::printable(c.node)});
+                    std::to_string(c.fencing_token), dlock::escape_text(c.node)});
   }
   std::vector<std::size_t> width(header.size(), 0);
   for (const auto& row : rows) {
