@@ -6,7 +6,6 @@
 // into the handle, which the sink posts to the handler's executor; a site or guards that are not
 // handed over are destroyed on the task timer's thread (task_timer.hpp).
 #include <algorithm>
-#include <mutex>
 
 #include "dlock/async.hpp"
 #include "recipes/api/handle_access.hpp"
@@ -15,6 +14,7 @@
 #include "recipes/holds/held_lock.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "src/base/log_bridge.hpp"
+#include "src/base/mutex.hpp"
 #include "src/base/path.hpp"
 #include "src/base/task_timer.hpp"
 #include "src/session/session_access.hpp"
@@ -70,7 +70,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
   void start(std::unique_ptr<AsyncSink<LockHandle>> sink) override {
     std::shared_ptr<AsyncSink<LockHandle>> shared_sink(std::move(sink));
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (cancelled_) {  // cancelled before it began: nothing is sent
         shared_sink->complete(make_error_code(errc::cancelled), LockHandle());
         return;
@@ -106,7 +106,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
                            });
     bool cancelled = false;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       take_ = take;
       cancelled = cancelled_;
     }
@@ -116,7 +116,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
   void cancel() noexcept override {
     HeldTake take;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (cancelled_) return;
       cancelled_ = true;
       take = take_;
@@ -135,9 +135,9 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
   const std::optional<std::chrono::milliseconds> timeout_;
   const std::string scope_namespace_;
   const std::uint64_t owner_;
-  std::mutex mutex_;
-  HeldTake take_;           // guarded by mutex_
-  bool cancelled_ = false;  // guarded by mutex_
+  Mutex mutex_;
+  HeldTake take_ DLOCK_GUARDED_BY(mutex_);
+  bool cancelled_ DLOCK_GUARDED_BY(mutex_) = false;
 };
 
 // Sink of one handle of a chain of guards.
@@ -173,7 +173,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
   void cancel() noexcept override {
     std::shared_ptr<HandleAcquisition> current;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (cancelled_) return;
       cancelled_ = true;
       current = current_;
@@ -190,7 +190,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
     }
     bool cancelled_before = false;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       cancelled_before = cancelled_;
     }
     // Cancelled between two keys: the guards taken so far are released, the next not asked for.
@@ -199,7 +199,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
                                                            ns_, service_.holder_token());
     bool cancelled = false;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       current_ = acquisition;
       cancelled = cancelled_;
     }
@@ -235,7 +235,11 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
     // kept until then and dropped on the task timer's thread: this may be ZooKeeper's.
     std::vector<std::shared_ptr<LockSite>> sites;
     for (const auto& guard : guards_) {
-      if (const auto& state = ScopeAccess::state(guard)) sites.push_back(HandleAccess::site(state->handle));
+      if (const auto& state = ScopeAccess::state(guard)) {
+        // Under the guard's mutex, as every use of its handle (no other thread has the guard yet).
+        MutexLock lock(state->mutex);
+        sites.push_back(HandleAccess::site(state->handle));
+      }
     }
     while (!guards_.empty()) guards_.pop_back();
     drop_elsewhere(std::move(sites));
@@ -246,13 +250,15 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
   const LockService service_;
   const LockMode mode_;
   const std::string ns_;
+  // The chain's own, no mutex: start() and each step, one after another (each starts the next).
   std::vector<std::string> keys_;
   std::vector<std::string> paths_;
   std::unique_ptr<AsyncSink<std::vector<ScopedLock>>> sink_;
   std::vector<ScopedLock> guards_;  // taken so far
-  std::mutex mutex_;
-  std::shared_ptr<HandleAcquisition> current_;  // guarded by mutex_
-  bool cancelled_ = false;                      // guarded by mutex_
+  // What cancel() reaches, from any thread.
+  Mutex mutex_;
+  std::shared_ptr<HandleAcquisition> current_ DLOCK_GUARDED_BY(mutex_);
+  bool cancelled_ DLOCK_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace

@@ -5,13 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <string>
 
 #include "dlock/scope.hpp"
 #include "recipes/api/handle_access.hpp"
 #include "recipes/queue/held_nodes.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -26,7 +26,7 @@ struct ScopeState {
 
   // Idempotent, any thread: the guard's destructor and a transaction's hook may both call it.
   void release() noexcept {
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     if (!handle) return;
     held_nodes::remove(handle.node(), holder);
     try {
@@ -35,8 +35,8 @@ struct ScopeState {
     }
   }
 
-  std::mutex mutex;
-  LockHandle handle;
+  Mutex mutex;
+  LockHandle handle DLOCK_GUARDED_BY(mutex);
   const std::uint64_t holder;
   const std::string key;
   const std::string path = handle.path();

@@ -79,7 +79,7 @@ std::stop_token ScopedLock::stop_token() const noexcept { return state_ ? state_
 
 bool ScopedLock::still_held() const noexcept {
   if (!state_) return false;
-  std::lock_guard lock(state_->mutex);
+  detail::MutexLock lock(state_->mutex);
   return state_->handle.still_held();
 }
 

@@ -5,12 +5,12 @@
 namespace dlock::detail {
 
 CallGate::Call::Call(CallGate& gate) : gate_(gate) {
-  std::lock_guard lock(gate_.mutex_);
+  MutexLock lock(gate_.mutex_);
   ++gate_.inside_;
 }
 
 CallGate::Call::~Call() {
-  std::lock_guard lock(gate_.mutex_);
+  MutexLock lock(gate_.mutex_);
   --gate_.inside_;
   // Under the mutex: once it is released, close() may return and the gate be destroyed.
   if (gate_.inside_ == 0) gate_.left_.notify_all();
@@ -22,8 +22,8 @@ Deadline CallGate::Call::bound(const Deadline& deadline) const {
 
 void CallGate::close() {
   if (!test_hooks::keep_waiters_on_destroy.load()) abandon_.request_stop();
-  std::unique_lock lock(mutex_);
-  left_.wait(lock, [&] { return inside_ == 0; });
+  UniqueLock lock(mutex_);
+  left_.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return inside_ == 0; });
 }
 
 }  // namespace dlock::detail

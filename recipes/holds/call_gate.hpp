@@ -7,11 +7,10 @@
 // left. A call entering after close() began is the caller's bug, as for any destroyed object.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <stop_token>
 
 #include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -39,10 +38,10 @@ class CallGate {
   void close();
 
  private:
-  std::mutex mutex_;
-  std::condition_variable left_;
-  int inside_ = 0;
-  std::stop_source abandon_;
+  Mutex mutex_;
+  CondVar left_;
+  int inside_ DLOCK_GUARDED_BY(mutex_) = 0;
+  std::stop_source abandon_;  // thread-safe itself: used without mutex_
 };
 
 }  // namespace dlock::detail

@@ -15,7 +15,7 @@ HoldTracker::HoldTracker(Client& client) : client_(client) {
 
 HoldTracker::Tracking HoldTracker::track() {
   Tracking tracking{std::make_shared<std::stop_source>()};
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   track_locked(tracking.lost);
   return tracking;
 }
@@ -24,7 +24,7 @@ std::shared_ptr<std::stop_source> HoldTracker::confirm(Tracking tracking, std::u
   if (!tracking.lost->stop_requested()) return std::move(tracking.lost);
   // Under mutex_: a drop after the state is read here signals the new source, since the Client
   // stores the state before it calls on_state, which takes this mutex.
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (untrusted_ || client_.state() != SessionState::Connected || client_.generation() != node_generation) {
     return std::move(tracking.lost);
   }
@@ -46,7 +46,7 @@ void HoldTracker::track_locked(const std::shared_ptr<std::stop_source>& source) 
 
 void HoldTracker::on_state(SessionState next, bool trust_lost) {
   if (next == SessionState::Connected) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     untrusted_ = false;  // a renewed session: holds taken on it are trusted again
   }
   if (trust_lost) signal_all(next);
@@ -55,7 +55,7 @@ void HoldTracker::on_state(SessionState next, bool trust_lost) {
 void HoldTracker::signal_all(SessionState lost_to) {
   std::vector<std::shared_ptr<std::stop_source>> live;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     for (const auto& weak : holds_) {
       if (auto source = weak.lock()) live.push_back(std::move(source));
     }

@@ -11,10 +11,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <vector>
 
+#include "src/base/mutex.hpp"
 #include "src/session/client.hpp"
 
 namespace dlock::detail {
@@ -43,13 +43,13 @@ class HoldTracker final : public StateObserver {
 
  private:
   // Adds `source`, or requests it at once if holds are untrusted. Needs mutex_.
-  void track_locked(const std::shared_ptr<std::stop_source>& source);
+  void track_locked(const std::shared_ptr<std::stop_source>& source) DLOCK_REQUIRES(mutex_);
   void signal_all(SessionState lost_to);
 
   Client& client_;
-  std::mutex mutex_;
-  std::vector<std::weak_ptr<std::stop_source>> holds_;  // expired entries pruned as it grows
-  bool untrusted_ = false;                              // Lost or Closed: holds tracked now start signalled
+  Mutex mutex_;
+  std::vector<std::weak_ptr<std::stop_source>> holds_ DLOCK_GUARDED_BY(mutex_);  // expired entries pruned as it grows
+  bool untrusted_ DLOCK_GUARDED_BY(mutex_) = false;  // Lost or Closed: holds tracked now start signalled
 };
 
 }  // namespace dlock::detail

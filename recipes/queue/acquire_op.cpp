@@ -128,8 +128,11 @@ void AcquireOp::create() {
   if (session_ == 0) session_ = client_.session_id();
   const std::string base = dir_ + "/" + prefix_ + std::string(policy_.marker);
   // The create and a listing pipelined behind it: one round trip. Both replies are needed.
+  // Each reply stores itself under the mutex and checks for the other; both_in moves both out
+  // without it, once the second (which saw the first under the mutex) has called it: not
+  // DLOCK_GUARDED_BY, since that read is deliberate.
   struct Replies {
-    std::mutex mutex;
+    Mutex mutex;
     std::optional<CreateResult> created;
     std::optional<ChildrenResult> listed;
   };
@@ -142,7 +145,7 @@ void AcquireOp::create() {
   client_.create(base, data_, ZOO_EPHEMERAL_SEQUENTIAL, [replies, both_in](CreateResult result) {
     bool complete = false;
     {
-      std::lock_guard lock(replies->mutex);
+      MutexLock lock(replies->mutex);
       replies->created = std::move(result);
       complete = replies->listed.has_value();
     }
@@ -153,7 +156,7 @@ void AcquireOp::create() {
       [replies, both_in](ChildrenResult result) {
         bool complete = false;
         {
-          std::lock_guard lock(replies->mutex);
+          MutexLock lock(replies->mutex);
           replies->listed = std::move(result);
           complete = replies->created.has_value();
         }

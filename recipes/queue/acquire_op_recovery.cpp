@@ -19,10 +19,13 @@ constexpr auto kTransientPause = std::chrono::milliseconds(10);
 }  // namespace
 
 struct AcquireOp::Parents {
-  std::mutex mutex;
-  std::vector<std::string> paths;
+  Mutex mutex;
+  std::vector<std::string> paths;  // set before the creates are sent, then only read: no mutex
+  // Sized before the creates are sent; each reply stores its rc under the mutex, and check_parents
+  // reads them without it, once the last reply (which saw every other under the mutex) has
+  // dispatched it: not DLOCK_GUARDED_BY, since that read is deliberate.
   std::vector<int> rcs;
-  std::size_t answered = 0;
+  std::size_t answered DLOCK_GUARDED_BY(mutex) = 0;
 };
 
 void AcquireOp::create_parents() {
@@ -40,7 +43,7 @@ void AcquireOp::create_parents() {
     client_.create(parents->paths[i], {}, ZOO_CONTAINER, [self, parents, i](CreateResult result) {
       bool all = false;
       {
-        std::lock_guard lock(parents->mutex);
+        MutexLock lock(parents->mutex);
         parents->rcs[i] = result.rc;
         all = ++parents->answered == parents->paths.size();
       }

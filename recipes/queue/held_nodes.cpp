@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "recipes/test_hooks.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail::held_nodes {
 namespace {
@@ -26,9 +26,11 @@ struct Holder {
 };
 
 struct Registry {
-  std::mutex mutex;
-  std::unordered_map<std::string, std::vector<Holder>> holders_of;  // by node name
-  std::atomic<std::size_t> size{0};  // lets the common case (nothing recorded) skip the mutex
+  Mutex mutex;
+  std::unordered_map<std::string, std::vector<Holder>> holders_of DLOCK_GUARDED_BY(mutex);  // by node name
+  // holders_of's size, stored under the mutex and read without it (an atomic): lets the common
+  // case (nothing recorded) skip the mutex.
+  std::atomic<std::size_t> size{0};
 };
 
 Registry& registry() {
@@ -54,7 +56,7 @@ std::uint64_t this_thread_token() {
 
 void add(std::string_view node, std::uint64_t token, std::function<bool()> still_owned) {
   auto& r = registry();
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   r.holders_of[std::string(name_of(node))].push_back({token, std::move(still_owned)});
   r.size.store(r.holders_of.size());
 }
@@ -62,7 +64,7 @@ void add(std::string_view node, std::uint64_t token, std::function<bool()> still
 void remove(std::string_view node, std::uint64_t token) {
   auto& r = registry();
   if (r.size.load() == 0) return;
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   const auto it = r.holders_of.find(std::string(name_of(node)));
   if (it == r.holders_of.end()) return;
   auto& holders = it->second;
@@ -77,7 +79,7 @@ bool held_by_this_thread(std::string_view name) { return held_by(name, this_thre
 bool held_by(std::string_view name, std::uint64_t token) {
   auto& r = registry();
   if (token == 0 || r.size.load() == 0) return false;
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   const auto it = r.holders_of.find(std::string(name));
   return it != r.holders_of.end() && std::any_of(it->second.begin(), it->second.end(),
                                                  [&](const Holder& h) { return h.token == token && h.counts(); });
@@ -86,7 +88,7 @@ bool held_by(std::string_view name, std::uint64_t token) {
 bool holds_any(std::uint64_t token) {
   auto& r = registry();
   if (token == 0 || r.size.load() == 0) return false;
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   return std::any_of(r.holders_of.begin(), r.holders_of.end(), [&](const auto& entry) {
     return std::any_of(entry.second.begin(), entry.second.end(),
                        [&](const Holder& h) { return h.token == token && h.counts(); });

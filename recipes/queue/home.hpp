@@ -9,13 +9,13 @@
 // Thread-safety: executor() and complete() from any thread; run() on the one waiting thread, once.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
+
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -32,7 +32,7 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
   StepExecutor executor() {
     return [weak = this->weak_from_this()](std::function<void()> step) {
       if (const auto home = weak.lock()) {
-        std::lock_guard lock(home->mutex_);
+        MutexLock lock(home->mutex_);
         home->steps_.push_back(std::move(step));
         home->cv_.notify_all();
       }
@@ -41,7 +41,7 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
 
   // The operation ended with `result`: run() returns it.
   void complete(Result result) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     result_ = std::move(result);
     cv_.notify_all();
   }
@@ -51,9 +51,9 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
     Result result;
     std::vector<std::function<void()>> stale;
     {
-      std::unique_lock lock(mutex_);
+      UniqueLock lock(mutex_);
       for (;;) {
-        cv_.wait(lock, [&] { return result_.has_value() || !steps_.empty(); });
+        cv_.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return result_.has_value() || !steps_.empty(); });
         if (result_) break;
         auto step = std::move(steps_.front());
         steps_.erase(steps_.begin());  // one or two at a time: a vector allocates nothing up front
@@ -72,10 +72,12 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
  private:
   Home() = default;
 
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::optional<Result> result_;
-  std::vector<std::function<void()>> steps_;
+  // CondVar: the wait in run() costs what std::condition_variable's does (no allocation, no
+  // lock but this one), on the path of every blocking lock().
+  Mutex mutex_;
+  CondVar cv_;
+  std::optional<Result> result_ DLOCK_GUARDED_BY(mutex_);
+  std::vector<std::function<void()>> steps_ DLOCK_GUARDED_BY(mutex_);
 };
 
 }  // namespace dlock::detail

@@ -1,10 +1,10 @@
 #include "recipes/queue/lock_errors.hpp"
 
-#include <mutex>
 #include <set>
 
 #include "dlock/security.hpp"
 #include "src/base/log_bridge.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -65,8 +65,8 @@ void fail(Client& client, int rc, const std::string& what, const Need& need) {
 void throw_lock_lost(const std::string& what) { throw LockLost(make_error_code(errc::lock_lost), what); }
 
 void fail_closed(const std::string& dir, const std::string& defect) {
-  static std::mutex mutex;
-  static std::set<std::string> logged;
+  static Mutex mutex;
+  static std::set<std::string> logged DLOCK_GUARDED_BY(mutex);
   const std::string text =
       "lock " + dir + ": refusing to hold: " + defect +
       ". Its queue order is ambiguous for every client (dlock, Curator, kazoo). Recover by stopping "
@@ -74,7 +74,7 @@ void fail_closed(const std::string& dir, const std::string& defect) {
       "it): a new directory counts from 0 again";
   bool first = false;
   {
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     first = logged.insert(dir).second;
   }
   if (first) log(LogLevel::Error, text);

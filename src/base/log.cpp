@@ -12,6 +12,7 @@
 #include "dlock/session.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/log_limiter.hpp"
+#include "src/base/mutex.hpp"
 #include "src/session/client_log_line.hpp"
 
 namespace dlock {
@@ -58,10 +59,10 @@ constexpr auto kClientLineWindow = std::chrono::seconds(30);
 // the C client's threads log while it connects. Never destroyed: those threads may still log
 // while static objects are destroyed at exit.
 struct LogState {
-  std::mutex mutex;
-  std::shared_ptr<const Logger> logger = std::make_shared<const Logger>(log_to_stderr);
-  std::atomic<LogLevel> max_level{LogLevel::Warn};
-  detail::LogLimiter client_lines{kClientLineWindow};
+  detail::Mutex mutex;
+  std::shared_ptr<const Logger> logger DLOCK_GUARDED_BY(mutex) = std::make_shared<const Logger>(log_to_stderr);
+  std::atomic<LogLevel> max_level{LogLevel::Warn};     // read on every log call, without the mutex
+  detail::LogLimiter client_lines{kClientLineWindow};  // has a mutex of its own
 };
 
 LogState& state() {
@@ -72,7 +73,7 @@ LogState& state() {
 void deliver(const LogRecord& record) {
   std::shared_ptr<const Logger> logger;
   {
-    std::lock_guard lock(state().mutex);
+    detail::MutexLock lock(state().mutex);
     logger = state().logger;
   }
   // Unlocked: a slow logger must not hold up set_logger or other threads. An exception must not
@@ -130,7 +131,7 @@ void set_logger(Logger logger, LogLevel max_level) {
   detail::install_log_bridge();
   auto next = std::make_shared<const Logger>(logger ? std::move(logger) : quiet_logger());
   {
-    std::lock_guard lock(state().mutex);
+    detail::MutexLock lock(state().mutex);
     state().logger = std::move(next);
   }
   state().max_level.store(max_level, std::memory_order_relaxed);

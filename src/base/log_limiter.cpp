@@ -3,11 +3,12 @@
 namespace dlock::detail {
 
 std::optional<LogLimiter::Pass> LogLimiter::admit(std::string_view kind, Clock::time_point now) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto found = kinds_.find(std::string(kind));
   if (found == kinds_.end()) {
     if (kinds_.size() >= kMaxKinds) {
-      std::erase_if(kinds_, [&](const auto& entry) { return now - entry.second.passed >= window_; });
+      std::erase_if(kinds_,
+                    [&](const auto& entry) DLOCK_REQUIRES(mutex_) { return now - entry.second.passed >= window_; });
       if (kinds_.size() >= kMaxKinds) kinds_.clear();
     }
     kinds_.emplace(kind, Kind{now, 0});
@@ -24,7 +25,7 @@ std::optional<LogLimiter::Pass> LogLimiter::admit(std::string_view kind, Clock::
 }
 
 void LogLimiter::reset(Clock::duration window) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   window_ = window;
   kinds_.clear();
 }

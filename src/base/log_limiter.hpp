@@ -3,11 +3,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -38,9 +39,9 @@ class LogLimiter {
   // window has ended are forgotten (with their counts), so that unusual text cannot grow the map.
   static constexpr std::size_t kMaxKinds = 1024;
 
-  std::mutex mutex_;
-  Clock::duration window_;
-  std::unordered_map<std::string, Kind> kinds_;
+  Mutex mutex_;
+  Clock::duration window_ DLOCK_GUARDED_BY(mutex_);
+  std::unordered_map<std::string, Kind> kinds_ DLOCK_GUARDED_BY(mutex_);
 };
 
 }  // namespace dlock::detail

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <numeric>
-#include <shared_mutex>
+
+#include "src/base/mutex.hpp"
 
 namespace dlock {
 namespace {
@@ -64,9 +64,10 @@ struct MetricsRegistry::Cells {
 
 struct MetricsRegistry::State {
   const std::uint64_t id = next_registry_id.fetch_add(1);
-  mutable std::shared_mutex mutex;
-  // By kind, then family; entries are never removed, so a Cells reference stays valid.
-  std::array<std::map<std::string, std::unique_ptr<Cells>, std::less<>>, 3> cells;
+  mutable detail::SharedMutex mutex;
+  // By kind, then family; entries are never removed, so a Cells reference stays valid (and its
+  // counters, atomics, are used without the mutex).
+  std::array<std::map<std::string, std::unique_ptr<Cells>, std::less<>>, 3> cells DLOCK_GUARDED_BY(mutex);
   std::array<std::atomic<std::uint64_t>, 4> state_changes{};
   std::atomic<std::uint64_t> disconnected_ns{0};
   std::atomic<std::uint64_t> disconnections_begun{0};
@@ -109,15 +110,16 @@ MetricsRegistry::Cells& MetricsRegistry::cells(std::string_view family, LockMode
       return *entry.cells;
     }
   }
-  auto& of_kind = state_->cells[static_cast<std::size_t>(kind)];
+  const auto k = static_cast<std::size_t>(kind);
   Cells* found = nullptr;
   {
-    std::shared_lock lock(state_->mutex);
+    detail::ReaderLock lock(state_->mutex);
+    const auto& of_kind = state_->cells[k];
     if (const auto it = of_kind.find(family); it != of_kind.end()) found = it->second.get();
   }
   if (found == nullptr) {
-    std::unique_lock lock(state_->mutex);
-    auto& slot = of_kind[std::string(family)];
+    detail::WriterLock lock(state_->mutex);
+    auto& slot = state_->cells[k][std::string(family)];
     if (!slot) slot = std::make_unique<Cells>(std::string(family), kind);
     found = slot.get();
   }
@@ -171,7 +173,7 @@ void MetricsRegistry::on_delete_retried() { state_->delete_retries.fetch_add(1, 
 MetricsRegistry::Snapshot MetricsRegistry::snapshot() const {
   Snapshot out;
   {
-    std::shared_lock lock(state_->mutex);
+    detail::ReaderLock lock(state_->mutex);
     for (const auto& of_kind : state_->cells) {
       for (const auto& [family, c] : of_kind) {
         LockFigures f;

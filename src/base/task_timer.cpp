@@ -1,29 +1,29 @@
 #include "src/base/task_timer.hpp"
 
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <utility>
+
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail::task_timer {
 namespace {
 
 struct Timer {
   using Key = std::pair<Clock::time_point, std::uint64_t>;  // (when, ticket): FIFO among equal times
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::map<Key, std::function<void()>> tasks;
-  std::unordered_map<std::uint64_t, Clock::time_point> when_of;  // by ticket, for cancel()
-  std::uint64_t next_ticket = 1;
+  Mutex mutex;
+  CondVar changed;
+  std::map<Key, std::function<void()>> tasks DLOCK_GUARDED_BY(mutex);
+  std::unordered_map<std::uint64_t, Clock::time_point> when_of DLOCK_GUARDED_BY(mutex);  // by ticket, for cancel()
+  std::uint64_t next_ticket DLOCK_GUARDED_BY(mutex) = 1;
 
   Timer() {
     std::thread([this] { loop(); }).detach();
   }
 
   void loop() {
-    std::unique_lock lock(mutex);
+    UniqueLock lock(mutex);
     for (;;) {
       if (tasks.empty()) {
         changed.wait(lock);
@@ -58,7 +58,7 @@ std::uint64_t run_at(Clock::time_point when, std::function<void()> task) {
   auto& t = timer();
   std::uint64_t ticket = 0;
   {
-    std::lock_guard lock(t.mutex);
+    MutexLock lock(t.mutex);
     ticket = t.next_ticket++;
     t.tasks.emplace(Timer::Key{when, ticket}, std::move(task));
     t.when_of.emplace(ticket, when);
@@ -72,7 +72,7 @@ void cancel(std::uint64_t ticket) noexcept {
   auto& t = timer();
   std::function<void()> dropped;  // destroyed after the lock is released: it may own anything
   {
-    std::lock_guard lock(t.mutex);
+    MutexLock lock(t.mutex);
     const auto it = t.when_of.find(ticket);
     if (it == t.when_of.end()) return;
     auto node = t.tasks.extract(Timer::Key{it->second, ticket});

@@ -26,7 +26,7 @@ bool Client::owns_nodes_of(std::uint64_t generation) const noexcept {
 }
 
 clientid_t Client::client_id() const {
-  std::shared_lock lock(handle_mutex_);
+  ReaderLock lock(handle_mutex_);
   clientid_t id{};
   if (zh_ != nullptr) id = *zoo_client_id(zh_);
   return id;

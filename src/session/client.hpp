@@ -27,15 +27,12 @@
 #include <zookeeper/zookeeper.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -45,6 +42,7 @@
 
 #include "dlock/session.hpp"
 #include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
 #include "src/session/inflight.hpp"
 #include "src/session/session_metrics.hpp"
 #include "src/session/state.hpp"
@@ -242,7 +240,7 @@ class Client {
   // Close (client_close.cpp).
   void close_now();
   // close_now's part under close_mutex_: stops the supervisor, closes the handle.
-  void close_handle();
+  void close_handle() DLOCK_REQUIRES(close_mutex_);
   void close_in_background();
   void run_deferred_callbacks();
 
@@ -282,20 +280,21 @@ class Client {
     std::size_t index;
   };
   std::vector<AuthTag> auth_tags_;
-  std::mutex close_mutex_;                  // one closer at a time
-  mutable std::shared_mutex handle_mutex_;  // exclusive only to swap the handle
-  zhandle_t* zh_ = nullptr;
-  std::unique_ptr<HandleContext> context_;  // zh_'s; guarded by handle_mutex_
+  Mutex close_mutex_;                 // one closer at a time
+  mutable SharedMutex handle_mutex_;  // exclusive only to swap the handle
+  zhandle_t* zh_ DLOCK_GUARDED_BY(handle_mutex_) = nullptr;
+  std::unique_ptr<HandleContext> context_ DLOCK_GUARDED_BY(handle_mutex_);  // zh_'s
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::int64_t> negotiated_ms_{0};
 
-  std::mutex supervisor_mutex_;
-  std::condition_variable supervisor_cv_;
-  bool stopping_ = false;           // guarded by supervisor_mutex_
-  bool replace_requested_ = false;  // guarded by supervisor_mutex_
-  std::thread supervisor_;          // joined by close_now (serialized by close_mutex_)
-  std::thread closer_;              // guarded by supervisor_mutex_
-  int failed_renewals_ = 0;         // the supervisor's own
+  Mutex supervisor_mutex_;
+  CondVar supervisor_cv_;
+  bool stopping_ DLOCK_GUARDED_BY(supervisor_mutex_) = false;
+  bool replace_requested_ DLOCK_GUARDED_BY(supervisor_mutex_) = false;
+  // Started by the constructor (before close() can be reached), joined by close_handle.
+  std::thread supervisor_ DLOCK_GUARDED_BY(close_mutex_);
+  std::thread closer_ DLOCK_GUARDED_BY(supervisor_mutex_);
+  int failed_renewals_ = 0;  // the supervisor thread's own: no mutex
 
   std::atomic<std::int64_t> session_id_{0};
   StateMachine states_{generation_};

@@ -22,7 +22,7 @@ Client::~Client() {
   close();
   std::thread closer;
   {
-    std::lock_guard lock(supervisor_mutex_);
+    MutexLock lock(supervisor_mutex_);
     closer = std::move(closer_);
   }
   if (closer.joinable()) closer.join();
@@ -38,7 +38,7 @@ void Client::close() {
 }
 
 void Client::close_in_background() {
-  std::lock_guard lock(supervisor_mutex_);
+  MutexLock lock(supervisor_mutex_);
   if (stopping_ || closer_.joinable()) return;  // a close is under way
   closer_ = std::thread([this] { close_now(); });
 }
@@ -48,7 +48,7 @@ void Client::close_now() {
   {
     // One closer at a time: a second one returns once the first has finished, never while replies
     // may still be completing.
-    std::lock_guard closing(close_mutex_);
+    MutexLock closing(close_mutex_);
     close_handle();
   }
   // Users' callbacks (stop_callbacks, listeners) for Closed run with no dlock lock held.
@@ -58,7 +58,7 @@ void Client::close_now() {
 
 void Client::close_handle() {
   {
-    std::lock_guard lock(supervisor_mutex_);
+    MutexLock lock(supervisor_mutex_);
     stopping_ = true;
   }
   supervisor_cv_.notify_all();
@@ -66,7 +66,7 @@ void Client::close_handle() {
   zhandle_t* zh = nullptr;
   {
     // Waits for requests being queued right now; later ones see no handle and get ZCLOSING.
-    std::unique_lock lock(handle_mutex_);
+    WriterLock lock(handle_mutex_);
     zh = std::exchange(zh_, nullptr);
   }
   // Only now, with the handle out of reach, wake the waiters: woken earlier, they would send the

@@ -53,9 +53,11 @@ Client::Client(SessionOptions options)
   install_log_bridge();
   janitor_ = std::make_unique<Janitor>(*this);
   {
-    std::unique_lock lock(handle_mutex_);
+    WriterLock lock(handle_mutex_);
     zh_ = open_handle(context_);
   }
+  // Read without handle_mutex_: nothing swaps the handle before the constructor returns (the
+  // supervisor starts below; close() is not reachable yet).
   if (zh_ == nullptr) {
     janitor_->stop();
     throw ConnectError(make_error_code(errc::connect_failed), refused_connect_string_message(options_.connect));

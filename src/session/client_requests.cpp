@@ -110,7 +110,7 @@ void Client::queue_request(std::function<void(Result)> done, Submit&& submit) {
 
 template <class Submit>
 int Client::submit(Inflight::Request* request, RequestKind kind, Submit&& submit) {
-  std::shared_lock lock(handle_mutex_);
+  ReaderLock lock(handle_mutex_);
   if (zh_ == nullptr) return ZCLOSING;
   request->generation.store(context_->generation, std::memory_order_relaxed);
   requests_.fetch_add(1, std::memory_order_relaxed);

@@ -24,7 +24,7 @@ constexpr auto kMaxRenewalRetry = std::chrono::seconds(5);
 void Client::supervise() {
   t_callback_thread = true;
   Clock::duration retry = kFirstRenewalRetry;
-  std::unique_lock lock(supervisor_mutex_);
+  UniqueLock lock(supervisor_mutex_);
   while (!stopping_) {
     if (replace_requested_) {
       replace_requested_ = false;  // a request made while this one runs is kept
@@ -35,7 +35,7 @@ void Client::supervise() {
         retry = kFirstRenewalRetry;
       } else {
         replace_requested_ = true;
-        supervisor_cv_.wait_for(lock, retry, [&] { return stopping_; });
+        supervisor_cv_.wait_for(lock, retry, [&]() DLOCK_REQUIRES(supervisor_mutex_) { return stopping_; });
         retry = std::min<Clock::duration>(retry * 2, kMaxRenewalRetry);
       }
       continue;
@@ -81,14 +81,14 @@ void Client::on_session_expired() {
 
 void Client::request_replacement() {
   {
-    std::lock_guard lock(supervisor_mutex_);
+    MutexLock lock(supervisor_mutex_);
     replace_requested_ = true;
   }
   supervisor_cv_.notify_all();
 }
 
 void Client::notify_supervisor() {
-  { std::lock_guard lock(supervisor_mutex_); }  // the supervisor is waiting, or will see the change
+  { MutexLock lock(supervisor_mutex_); }  // the supervisor is waiting, or will see the change
   supervisor_cv_.notify_all();
 }
 
@@ -115,7 +115,7 @@ bool Client::replace_handle(bool renew) {
   zhandle_t* old = nullptr;
   std::unique_ptr<HandleContext> old_context;
   {
-    std::unique_lock lock(handle_mutex_);
+    WriterLock lock(handle_mutex_);
     old = std::exchange(zh_, fresh);
     old_context = std::exchange(context_, std::move(context));
   }

@@ -8,9 +8,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <unordered_set>
 #include <vector>
+
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -31,14 +32,14 @@ class Inflight {
   };
 
   void add(Request* request) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     request->owner = this;
     requests_.insert(request);
   }
 
   // True if `request` was still registered: the caller now owns it and must complete it.
   bool claim(Request* request) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return requests_.erase(request) == 1;
   }
 
@@ -58,7 +59,7 @@ class Inflight {
   void fail_if(int rc, Predicate matches) {
     std::vector<Request*> left;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       for (auto it = requests_.begin(); it != requests_.end();) {
         if (matches(*it)) {
           left.push_back(*it);
@@ -74,8 +75,8 @@ class Inflight {
     }
   }
 
-  std::mutex mutex_;
-  std::unordered_set<Request*> requests_;
+  Mutex mutex_;
+  std::unordered_set<Request*> requests_ DLOCK_GUARDED_BY(mutex_);
 };
 
 }  // namespace dlock::detail

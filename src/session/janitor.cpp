@@ -28,7 +28,7 @@ void Janitor::delete_prefixed(std::string dir, std::string prefix) { add({std::m
 
 void Janitor::add(Task task) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_) return;
     tasks_.push_back(std::move(task));
   }
@@ -38,7 +38,7 @@ void Janitor::add(Task task) {
 
 void Janitor::stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
     tasks_.clear();
   }
@@ -48,9 +48,9 @@ void Janitor::stop() {
 }
 
 void Janitor::run() {
-  std::unique_lock lock(mutex_);
+  UniqueLock lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+    cv_.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return stopping_ || !tasks_.empty(); });
     if (stopping_) return;
     const auto state = client_.state();
     if (state == SessionState::Lost || state == SessionState::Closed) {
@@ -66,7 +66,7 @@ void Janitor::run() {
     }
     lock.lock();
     for (auto& task : again) tasks_.push_back(std::move(task));
-    if (!tasks_.empty()) cv_.wait_for(lock, kRetryPause, [&] { return stopping_; });
+    if (!tasks_.empty()) cv_.wait_for(lock, kRetryPause, [&]() DLOCK_REQUIRES(mutex_) { return stopping_; });
   }
 }
 

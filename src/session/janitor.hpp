@@ -5,11 +5,12 @@
 // session has taken its ephemeral nodes with it, so the work is done either way).
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -41,12 +42,12 @@ class Janitor {
   bool attempt(const Task& task);
 
   Client& client_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Task> tasks_;
-  bool stopping_ = false;
+  Mutex mutex_;
+  CondVar cv_;
+  std::deque<Task> tasks_ DLOCK_GUARDED_BY(mutex_);
+  bool stopping_ DLOCK_GUARDED_BY(mutex_) = false;
   std::once_flag joined_;  // close() may race with the destructor: join exactly once
-  std::thread thread_;
+  std::thread thread_;     // set by the constructor, then only read and joined (once): no mutex
 };
 
 }  // namespace dlock::detail

@@ -47,7 +47,7 @@ std::shared_ptr<const std::string> SessionMetrics::family_of(std::string_view pa
   } else if (!scope_namespace.empty()) {
     name = scope_namespace;
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (families_.size() >= max_families_ && !families_.contains(name)) {
     if (!std::exchange(overflow_logged_, true)) {
       log(LogLevel::Warn, "metrics: more than " + std::to_string(max_families_) +

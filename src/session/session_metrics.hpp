@@ -9,13 +9,13 @@
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "dlock/metrics.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -48,11 +48,11 @@ class SessionMetrics {
   void note_sink_threw() const noexcept;
 
   const std::shared_ptr<MetricsSink> sink_;
-  std::vector<std::string> prefixes_;  // longest first
+  std::vector<std::string> prefixes_;  // longest first; set by the constructor, then only read: no mutex
   const std::size_t max_families_;
-  std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const std::string>, std::less<>> families_;  // guarded by mutex_
-  bool overflow_logged_ = false;                                                     // guarded by mutex_
+  Mutex mutex_;
+  std::map<std::string, std::shared_ptr<const std::string>, std::less<>> families_ DLOCK_GUARDED_BY(mutex_);
+  bool overflow_logged_ DLOCK_GUARDED_BY(mutex_) = false;
   mutable std::atomic<bool> throw_logged_{false};
 };
 

@@ -15,7 +15,7 @@ std::optional<StateMachine::Move> StateMachine::move(SessionState next, std::opt
   Move made;
   SessionStateChanged& change = made.change;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const SessionState previous = state_.load();
     if (previous == next || previous == SessionState::Closed) return std::nullopt;
     if (only_from && previous != *only_from) return std::nullopt;
@@ -53,14 +53,14 @@ std::optional<StateMachine::Move> StateMachine::move(SessionState next, std::opt
 
 void StateMachine::dispatch(StateListeners& listeners) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (delivering_) return;  // that thread delivers ours too, in order
     delivering_ = true;
   }
   for (;;) {
     StateChange change{};
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (undelivered_.empty()) {
         delivering_ = false;
         return;
@@ -73,50 +73,50 @@ void StateMachine::dispatch(StateListeners& listeners) {
 }
 
 std::uint64_t StateMachine::changes() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return state_changes_;
 }
 
 void StateMachine::notify_waits() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   cv_.notify_all();
 }
 
 void StateMachine::refuse_credentials() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auth_refused_ = true;
 }
 
 bool StateMachine::credentials_refused() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return auth_refused_;
 }
 
 std::optional<Clock::time_point> StateMachine::disconnected_since() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   const auto s = state_.load();
   if (s == SessionState::Connected || s == SessionState::Closed || !ever_connected_) return std::nullopt;
   return disconnected_since_;
 }
 
 std::optional<Clock::time_point> StateMachine::suspended_since() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (state_.load() != SessionState::Suspended || !ever_connected_) return std::nullopt;
   return disconnected_since_;
 }
 
 void StateMachine::defer_signal(bool trust_lost) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   deferred_signal_ = deferred_signal_ || trust_lost;
 }
 
 bool StateMachine::take_deferred_signal() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return std::exchange(deferred_signal_, false);
 }
 
 std::uint64_t StateListeners::subscribe(std::function<void(SessionState)> listener, const StateMachine& states) {
-  std::lock_guard lock(listeners_mutex_);
+  MutexLock lock(listeners_mutex_);
   auto entry = std::make_shared<Listener>();
   entry->call = std::move(listener);
   // Changes made before this point are not delivered to it: it subscribed after them.
@@ -127,16 +127,16 @@ std::uint64_t StateListeners::subscribe(std::function<void(SessionState)> listen
 }
 
 void StateListeners::unsubscribe(std::uint64_t id) {
-  std::unique_lock lock(listeners_mutex_);
+  UniqueLock lock(listeners_mutex_);
   listeners_.erase(id);
   // A listener that unsubscribes itself (or is unsubscribed by another listener of the same
   // delivery) does not wait for itself.
   if (delivering_thread_ == std::this_thread::get_id()) return;
-  listener_returned_.wait(lock, [&] { return running_listener_ != id; });
+  listener_returned_.wait(lock, [&]() DLOCK_REQUIRES(listeners_mutex_) { return running_listener_ != id; });
 }
 
 void StateListeners::deliver(const StateChange& change) {
-  std::unique_lock lock(listeners_mutex_);
+  UniqueLock lock(listeners_mutex_);
   delivering_thread_ = std::this_thread::get_id();
   // Listeners may unsubscribe (themselves or others) or subscribe while we iterate: walk by id.
   std::uint64_t position = 0;
@@ -161,7 +161,7 @@ void StateListeners::deliver(const StateChange& change) {
 }
 
 std::shared_ptr<StateObserver> StateListeners::observer(const std::function<std::shared_ptr<StateObserver>()>& make) {
-  std::lock_guard lock(observer_mutex_);
+  MutexLock lock(observer_mutex_);
   if (!observer_) observer_ = make();
   return observer_;
 }
@@ -169,7 +169,7 @@ std::shared_ptr<StateObserver> StateListeners::observer(const std::function<std:
 void StateListeners::observe(SessionState next, bool trust_lost) {
   std::shared_ptr<StateObserver> observer;
   {
-    std::lock_guard lock(observer_mutex_);
+    MutexLock lock(observer_mutex_);
     observer = observer_;
   }
   if (observer) observer->on_state(next, trust_lost);

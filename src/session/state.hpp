@@ -21,19 +21,18 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "dlock/metrics.hpp"
 #include "dlock/session.hpp"
 #include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -80,15 +79,15 @@ class StateListeners {
     std::uint64_t subscribed_after = 0;  // the number of state changes made before it subscribed
   };
 
-  std::mutex listeners_mutex_;  // never held while a listener runs
-  std::condition_variable listener_returned_;
-  std::map<std::uint64_t, std::shared_ptr<Listener>> listeners_;  // guarded by listeners_mutex_
-  std::uint64_t next_listener_id_ = 1;                            // guarded by listeners_mutex_
-  std::uint64_t running_listener_ = 0;  // guarded by listeners_mutex_: the listener being called, or 0
-  std::thread::id delivering_thread_;   // guarded by listeners_mutex_
+  Mutex listeners_mutex_;  // never held while a listener runs
+  CondVar listener_returned_;
+  std::map<std::uint64_t, std::shared_ptr<Listener>> listeners_ DLOCK_GUARDED_BY(listeners_mutex_);
+  std::uint64_t next_listener_id_ DLOCK_GUARDED_BY(listeners_mutex_) = 1;
+  std::uint64_t running_listener_ DLOCK_GUARDED_BY(listeners_mutex_) = 0;  // the listener being called, or 0
+  std::thread::id delivering_thread_ DLOCK_GUARDED_BY(listeners_mutex_);
 
-  std::mutex observer_mutex_;                // never held while the observer runs
-  std::shared_ptr<StateObserver> observer_;  // guarded by observer_mutex_
+  Mutex observer_mutex_;  // never held while the observer runs
+  std::shared_ptr<StateObserver> observer_ DLOCK_GUARDED_BY(observer_mutex_);
 };
 
 class StateMachine {
@@ -123,8 +122,8 @@ class StateMachine {
   // passes (false; never without one).
   template <class Done>
   bool wait(const std::optional<Clock::time_point>& until, Done&& done) {
-    std::unique_lock lock(mutex_);
-    const auto ready = [&] { return done(state_.load(), auth_refused_); };
+    UniqueLock lock(mutex_);
+    const auto ready = [&]() DLOCK_REQUIRES(mutex_) { return done(state_.load(), auth_refused_); };
     if (!until) {
       cv_.wait(lock, ready);
       return true;
@@ -153,17 +152,18 @@ class StateMachine {
 
  private:
   const std::atomic<std::uint64_t>& generation_;
+  // Stored under mutex_ (move), read anywhere without it: an atomic, not DLOCK_GUARDED_BY.
   std::atomic<SessionState> state_{SessionState::Suspended};
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  bool ever_connected_ = false;           // guarded by mutex_
-  Clock::time_point disconnected_since_;  // guarded by mutex_; valid unless Connected
-  std::uint64_t state_changes_ = 0;       // guarded by mutex_
-  std::deque<StateChange> undelivered_;   // guarded by mutex_
-  bool delivering_ = false;               // guarded by mutex_
-  std::uint64_t lost_generation_ = 0;     // guarded by mutex_: the last handle declared Lost
-  bool deferred_signal_ = false;          // guarded by mutex_: a close's trust_lost, for later
-  bool auth_refused_ = false;             // guarded by mutex_: the server refused a credential
+  mutable Mutex mutex_;
+  CondVar cv_;
+  bool ever_connected_ DLOCK_GUARDED_BY(mutex_) = false;
+  Clock::time_point disconnected_since_ DLOCK_GUARDED_BY(mutex_);  // valid unless Connected
+  std::uint64_t state_changes_ DLOCK_GUARDED_BY(mutex_) = 0;
+  std::deque<StateChange> undelivered_ DLOCK_GUARDED_BY(mutex_);
+  bool delivering_ DLOCK_GUARDED_BY(mutex_) = false;
+  std::uint64_t lost_generation_ DLOCK_GUARDED_BY(mutex_) = 0;  // the last handle declared Lost
+  bool deferred_signal_ DLOCK_GUARDED_BY(mutex_) = false;       // a close's trust_lost, for later
+  bool auth_refused_ DLOCK_GUARDED_BY(mutex_) = false;          // the server refused a credential
 };
 
 }  // namespace dlock::detail

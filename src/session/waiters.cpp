@@ -92,7 +92,7 @@ void WaiterRegistry::wake_all() {
 }
 
 std::uint64_t ChildWatches::watch(const std::string& path, Callback callback) {
-  std::lock_guard lock(mutex_);
+  RecursiveMutexLock lock(mutex_);
   const auto id = next_id_++;
   by_path_[path].emplace(id, std::move(callback));
   paths_.emplace(id, path);
@@ -100,7 +100,7 @@ std::uint64_t ChildWatches::watch(const std::string& path, Callback callback) {
 }
 
 void ChildWatches::unwatch(std::uint64_t id) {
-  std::lock_guard lock(mutex_);
+  RecursiveMutexLock lock(mutex_);
   const auto it = paths_.find(id);
   if (it == paths_.end()) return;
   const auto of_path = by_path_.find(it->second);
@@ -111,7 +111,7 @@ void ChildWatches::unwatch(std::uint64_t id) {
 
 void ChildWatches::on_event(const char* path) {
   const auto mark = child_events.fetch_add(1) + 1;
-  std::lock_guard lock(mutex_);
+  RecursiveMutexLock lock(mutex_);
   const auto of_path = by_path_.find(path);
   if (of_path == by_path_.end()) return;
   // A copy: a callback may unwatch itself.

@@ -18,7 +18,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -117,10 +116,10 @@ class ChildWatches {
  private:
   // Held while child-event callbacks run (they do not block; a callback may unwatch itself,
   // hence recursive): so unwatch() returns only once none runs.
-  std::recursive_mutex mutex_;
-  std::unordered_map<std::string, std::map<std::uint64_t, Callback>> by_path_;  // guarded by mutex_
-  std::unordered_map<std::uint64_t, std::string> paths_;                        // by id; guarded by mutex_
-  std::uint64_t next_id_ = 1;                                                   // guarded by mutex_
+  RecursiveMutex mutex_;
+  std::unordered_map<std::string, std::map<std::uint64_t, Callback>> by_path_ DLOCK_GUARDED_BY(mutex_);
+  std::unordered_map<std::uint64_t, std::string> paths_ DLOCK_GUARDED_BY(mutex_);  // by id
+  std::uint64_t next_id_ DLOCK_GUARDED_BY(mutex_) = 1;
 };
 
 }  // namespace dlock::detail
