@@ -43,8 +43,9 @@ LockTree inspect_tree(Session& session, std::string_view base_view) {
         continue;
       }
       if (reply.rc != ZOK) {
-        detail::fail(*client, reply.rc, "listing the locks under " + detail::printable(base) + ": listing " +
-                     detail::printable(level[i]), {kRead, level[i]});
+        detail::fail(*client, reply.rc,
+                     "listing the locks under " + detail::printable(base) + ": listing " + detail::printable(level[i]),
+                     {kRead, level[i]});
       }
       if (!detail::queue_of(reply.names).empty()) lock_dirs.push_back(level[i]);
       for (const auto& name : reply.names) {

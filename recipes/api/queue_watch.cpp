@@ -1,12 +1,11 @@
 // dlock::QueueWatch: a lock directory's queue, each time its contenders change (dlock/inspect.hpp).
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 
 #include "dlock/inspect.hpp"
 #include "dlock/security.hpp"
 #include "recipes/queue/contender.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "src/base/mutex.hpp"
 #include "src/base/path.hpp"
 #include "src/base/printable.hpp"
 #include "src/session/client.hpp"
@@ -18,9 +17,9 @@ namespace dlock {
 // Set by the child watch (on the completion thread), taken by next(). Shared with the watch
 // callback, which may still run while ~QueueWatch unwatches.
 struct QueueWatch::State {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool event = false;
+  detail::Mutex mutex;
+  detail::CondVar changed;
+  bool event DLOCK_GUARDED_BY(mutex) = false;
 };
 
 QueueWatch::QueueWatch(Session& session, std::string path)
@@ -28,7 +27,7 @@ QueueWatch::QueueWatch(Session& session, std::string path)
   detail::check_lock_path(path_);
   watch_id_ = detail::SessionAccess::client(session_)->watch_children(path_, [state = state_](std::uint64_t) {
     {
-      std::lock_guard lock(state->mutex);
+      detail::MutexLock lock(state->mutex);
       state->event = true;
     }
     state->changed.notify_all();
@@ -42,7 +41,7 @@ std::optional<LockQueue> QueueWatch::next(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     {
-      std::lock_guard lock(state_->mutex);
+      detail::MutexLock lock(state_->mutex);
       state_->event = false;  // an event after this point is one this listing may not show
     }
     detail::Pending<detail::ChildrenResult> listing;
@@ -63,8 +62,9 @@ std::optional<LockQueue> QueueWatch::next(std::chrono::milliseconds timeout) {
     if (now >= deadline) return std::nullopt;
     // At most a second: a watch is not re-armed while the connection is down, so list again at
     // least that often.
-    std::unique_lock lock(state_->mutex);
-    state_->changed.wait_until(lock, std::min(now + std::chrono::seconds(1), deadline), [&] { return state_->event; });
+    detail::UniqueLock lock(state_->mutex);
+    state_->changed.wait_until(lock, std::min(now + std::chrono::seconds(1), deadline),
+                               [&]() DLOCK_REQUIRES(state_->mutex) { return state_->event; });
   }
 }
 

@@ -143,7 +143,7 @@ void Cohort::release(const Grant& grant) noexcept {
     client_->release_node(grant.node);  // a downgrade's read node
     return;
   }
-  MutexLock lock(mutex_);
+  Locked lock(*this);
   release_locked(grant);
 }
 
@@ -183,7 +183,7 @@ void Cohort::release_locked(const Grant& grant) noexcept {
 
 void Cohort::stop_passing(const Grant& grant) noexcept {
   if (!grant.cohort_node) return;
-  MutexLock lock(mutex_);
+  Locked lock(*this);
   grant.cohort_node->closed = true;
 }
 
@@ -230,7 +230,16 @@ void Cohort::hand_driving_on_locked() {
 }
 
 void Cohort::wake(Member& member) {
-  if (member.waiter) member.waiter->wake();
+  if (member.waiter) to_wake_.push_back(member.waiter);
+}
+
+void Cohort::Locked::unlock() DLOCK_NO_THREAD_SAFETY_ANALYSIS {
+  // Taken out under the mutex; nothing allocates when nobody was named (the common case).
+  std::vector<std::shared_ptr<Waiter>> wakes;
+  if (!cohort_.to_wake_.empty()) wakes.swap(cohort_.to_wake_);
+  owns_ = false;
+  lock_.unlock();
+  for (const auto& waiter : wakes) waiter->wake();
 }
 
 void Cohort::linger_locked(const std::shared_ptr<CohortNode>& node) {
@@ -250,19 +259,19 @@ void Cohort::end_linger_locked(CohortNode& node) {
 }
 
 void Cohort::detach_site() noexcept {
-  MutexLock lock(mutex_);
+  Locked lock(*this);
   site_ = nullptr;
 }
 
 void Cohort::on_linger_expired(std::uint64_t ticket) {
-  MutexLock lock(mutex_);
+  Locked lock(*this);
   if (current_ && current_->lingering && current_->linger_ticket == ticket) retire_current_locked(true);
 }
 
 void Cohort::on_directory_changed(std::uint64_t mark) {
   std::shared_ptr<CohortNode> node;
   {
-    MutexLock lock(mutex_);
+    Locked lock(*this);
     last_event_mark_ = mark;
     if (!current_ || current_->others_waiting) return;
     if (relist_in_flight_) {
@@ -288,7 +297,7 @@ void Cohort::relist(const std::shared_ptr<CohortNode>& node) {
 void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const ChildrenResult& listed) {
   std::shared_ptr<CohortNode> again;
   {
-    MutexLock lock(mutex_);
+    Locked lock(*this);
     relist_in_flight_ = false;
     // No directory (deleted with the node in one transaction, say): nothing queued, ours gone.
     if (listed.rc == ZNONODE && node == current_) note_listing_locked(*node, {});
@@ -344,7 +353,7 @@ void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string
 void Cohort::on_session_state(SessionState state) {
   std::shared_ptr<CohortNode> relist_node;
   {
-    MutexLock lock(mutex_);
+    Locked lock(*this);
     if (!current_) return;
     // Events arrive late when a listener is slow: a Lost or Closed may come after the session was
     // renewed and a node of the new one lingers. Only a node of an ended session went with it.

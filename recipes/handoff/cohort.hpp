@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "recipes/handoff/lock_metrics.hpp"
 #include "recipes/handoff/taker.hpp"
@@ -99,8 +100,37 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   void resume_take(const std::shared_ptr<AsyncTake>& take);
 
  private:
+  // mutex_ held for a scope, as UniqueLock holds it, but the members wake() named meanwhile are
+  // woken once it is released: a wake is a futex call that would otherwise lengthen the hot key's
+  // critical section while the other threads of the process wait for mutex_. Every lock of
+  // mutex_ that may wake goes through it (only the const local_waiters() does not).
+  class DLOCK_SCOPED_CAPABILITY Locked {
+   public:
+    explicit Locked(Cohort& cohort) DLOCK_ACQUIRE(cohort.mutex_) : cohort_(cohort), lock_(cohort.mutex_) {}
+    ~Locked() DLOCK_RELEASE() {
+      if (owns_) unlock();
+    }
+    Locked(const Locked&) = delete;
+    Locked& operator=(const Locked&) = delete;
+    void lock() DLOCK_ACQUIRE() {
+      lock_.lock();
+      owns_ = true;
+    }
+    void unlock() DLOCK_RELEASE();
+    // As UniqueLock's: for a catch block.
+    void relock_if_unlocked() DLOCK_ACQUIRE() DLOCK_NO_THREAD_SAFETY_ANALYSIS {
+      if (!owns_) lock();
+    }
+
+   private:
+    Cohort& cohort_;
+    UniqueLock lock_;
+    bool owns_ = true;
+  };
+
   // A local waiter: a queued take. `waiter` is woken by a grant, an order to drive, and every
-  // change of the session's state; it runs under mutex_ and only schedules the take's next step.
+  // change of the session's state; wake() names it under mutex_, Locked wakes it once mutex_ is
+  // released, and it only schedules the take's next step.
   struct Member {
     std::shared_ptr<Waiter> waiter;
     std::optional<Grant> granted;
@@ -122,12 +152,12 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   // A take's steps (cohort_take.cpp).
   void step(const std::shared_ptr<AsyncTake>& take);
   // begin_drive and finish_take unlock `lock` (the analysis cannot follow a lock passed in).
-  void begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take)
+  void begin_drive(Locked& lock, const std::shared_ptr<AsyncTake>& take)
       DLOCK_REQUIRES(mutex_) DLOCK_NO_THREAD_SAFETY_ANALYSIS;
   void on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired, std::exception_ptr error);
   void on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed);
   void on_take_deadline(const std::shared_ptr<AsyncTake>& take);
-  void finish_take(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
+  void finish_take(Locked& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
                    std::exception_ptr error, const std::shared_ptr<CohortNode>& relist_node = nullptr)
       DLOCK_REQUIRES(mutex_) DLOCK_NO_THREAD_SAFETY_ANALYSIS;
   // Takes `member` out of waiting_ if it is there. Needs mutex_.
@@ -152,7 +182,8 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   void hand_driving_on_locked() DLOCK_REQUIRES(mutex_);
   // release() with mutex_ held.
   void release_locked(const Grant& grant) noexcept DLOCK_REQUIRES(mutex_);
-  void wake(Member& member);
+  // Names `member`'s waiter to be woken once mutex_ is released (Locked). Needs mutex_.
+  void wake(Member& member) DLOCK_REQUIRES(mutex_);
   void linger_locked(const std::shared_ptr<CohortNode>& node) DLOCK_REQUIRES(mutex_);
   // `node` stopped lingering (taken, deleted, or given up): the site need not be kept. Needs mutex_.
   void end_linger_locked(CohortNode& node) DLOCK_REQUIRES(mutex_);
@@ -181,6 +212,7 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   bool relist_in_flight_ DLOCK_GUARDED_BY(mutex_) = false;
   bool relist_again_ DLOCK_GUARDED_BY(mutex_) = false;
   std::uint64_t next_linger_ticket_ DLOCK_GUARDED_BY(mutex_) = 1;
+  std::vector<std::shared_ptr<Waiter>> to_wake_ DLOCK_GUARDED_BY(mutex_);  // by wake(), for Locked
   std::uint64_t child_watch_ = 0;
   std::uint64_t state_listener_ = 0;
 };

@@ -117,7 +117,7 @@ std::optional<Grant> Cohort::take_now() {
   std::shared_ptr<CohortNode> relist_node;
   std::optional<Grant> grant;
   {
-    MutexLock lock(mutex_);
+    Locked lock(*this);
     grant = join_locked(relist_node);
   }
   if (relist_node) relist(relist_node);
@@ -143,7 +143,7 @@ std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point>
         if (c && t) c->on_take_deadline(t);
       });
     });
-    MutexLock lock(mutex_);
+    Locked lock(*this);
     take->deadline_ticket = ticket;
   }
   step(take);
@@ -156,7 +156,7 @@ void Cohort::cancel_take(const std::shared_ptr<Take>& taken, std::exception_ptr 
   const auto take = std::static_pointer_cast<AsyncTake>(taken);
   std::shared_ptr<AcquireOp> op;
   {
-    MutexLock lock(mutex_);
+    Locked lock(*this);
     if (take->phase == AsyncTake::Phase::done || take->cancel) return;
     take->cancel = reason;
     if (take->phase == AsyncTake::Phase::driving) op = take->op;  // null until begin_drive stored it
@@ -170,7 +170,7 @@ void Cohort::cancel_take(const std::shared_ptr<Take>& taken, std::exception_ptr 
 
 void Cohort::on_take_deadline(const std::shared_ptr<AsyncTake>& take) {
   {
-    MutexLock lock(mutex_);
+    Locked lock(*this);
     if (take->phase != AsyncTake::Phase::queued) {
       take->timed_out = true;  // a driving take's acquisition has the same deadline
       return;
@@ -182,7 +182,7 @@ void Cohort::on_take_deadline(const std::shared_ptr<AsyncTake>& take) {
 
 void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
   using Phase = AsyncTake::Phase;
-  UniqueLock lock(mutex_);
+  Locked lock(*this);
   try {
     for (;;) {
       if (take->phase == Phase::deciding) {
@@ -285,7 +285,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
 }
 
 void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed) {
-  UniqueLock lock(mutex_);
+  Locked lock(*this);
   if (take->phase != AsyncTake::Phase::self_checking) return;
   take->self_checked = true;
   take->phase = AsyncTake::Phase::deciding;
@@ -298,7 +298,7 @@ void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const Child
   step(take);
 }
 
-void Cohort::begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take) {
+void Cohort::begin_drive(Locked& lock, const std::shared_ptr<AsyncTake>& take) {
   take->phase = AsyncTake::Phase::driving;
   take->drive_watch = drive_watches_locked();
   const auto watch = take->drive_watch ? DirectoryWatch::On : DirectoryWatch::Off;
@@ -316,7 +316,7 @@ void Cohort::begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& tak
     return on_driven(take, std::nullopt, std::current_exception());
   }
   {
-    MutexLock relock(mutex_);
+    Locked relock(*this);
     take->op = op;
     cancelled = take->cancel;
   }
@@ -327,7 +327,7 @@ void Cohort::begin_drive(UniqueLock& lock, const std::shared_ptr<AsyncTake>& tak
 
 void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired,
                        std::exception_ptr error) {
-  UniqueLock lock(mutex_);
+  Locked lock(*this);
   take->op.reset();
   driving_ = false;
   if (!error && acquired) error = check_fenceable(*client_, dir_, *acquired);
@@ -351,7 +351,7 @@ void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acq
   }
 }
 
-void Cohort::finish_take(UniqueLock& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
+void Cohort::finish_take(Locked& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
                          std::exception_ptr error, const std::shared_ptr<CohortNode>& relist_node) {
   if (take->phase == AsyncTake::Phase::done) return;
   take->phase = AsyncTake::Phase::done;

@@ -32,18 +32,24 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
   StepExecutor executor() {
     return [weak = this->weak_from_this()](std::function<void()> step) {
       if (const auto home = weak.lock()) {
-        MutexLock lock(home->mutex_);
-        home->steps_.push_back(std::move(step));
-        home->cv_.notify_all();
+        {
+          MutexLock lock(home->mutex_);
+          home->steps_.push_back(std::move(step));
+        }
+        // Unlocked: the woken thread does not block on the mutex its waker still holds. `home`
+        // keeps the Home alive to the end of the call.
+        home->cv_.notify_one();
       }
     };
   }
 
   // The operation ended with `result`: run() returns it.
   void complete(Result result) {
+    // Notified under the mutex: the caller may hold no reference (Taker::acquire's `done` has a
+    // plain pointer), and run() may return and free the Home as soon as the mutex is released.
     MutexLock lock(mutex_);
     result_ = std::move(result);
-    cv_.notify_all();
+    cv_.notify_one();
   }
 
   // Runs the steps handed over, on the calling thread, until complete() was called.
