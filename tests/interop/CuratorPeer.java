@@ -316,8 +316,18 @@ public final class CuratorPeer {
     CuratorFramework client = connect(options.get("connect"), options.values.get("auth"));
     if (options.values.containsKey("start-at-ns")) {
       // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, whatever their
-      // start-up costs (a JVM's is the longest), so that they really contend.
-      final long startAt = options.number("start-at-ns", 0, Long.MAX_VALUE);
+      // start-up costs (a JVM's is the longest), so that they really contend. "go": print READY
+      // once connected, then read the instant from stdin as "GO <ns>".
+      long startAt;
+      if (options.get("start-at-ns").equals("go")) {
+        System.out.println("READY");
+        System.out.flush();
+        final String line = new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+        if (line == null || !line.startsWith("GO ")) throw new IllegalArgumentException("--start-at-ns go: expected \"GO <ns>\" on stdin, got " + line);
+        startAt = Long.parseLong(line.substring(3));
+      } else {
+        startAt = options.number("start-at-ns", 0, Long.MAX_VALUE);
+      }
       for (long wait; (wait = startAt - System.nanoTime()) > 0;) Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
     }
     try (Writer log = Files.newBufferedWriter(Path.of(options.get("log")), StandardCharsets.UTF_8,

@@ -4,7 +4,8 @@
 //
 //   dlock_peer run --connect HOST:PORT --path P --lock mutex|read|write --cycles N --threads T
 //                  --client NAME --log FILE [--counter FILE] [--hold-us U] [--ignore-lock]
-//                  [--start-at-ns NS]   (begin the cycles at this CLOCK_MONOTONIC instant)
+//                  [--start-at-ns NS|go]   (begin the cycles at this CLOCK_MONOTONIC instant; go:
+//                                       print READY once connected, then read "GO <NS>" on stdin)
 //                  [--session-timeout-ms MS]   (default 10000)
 //                  [--loss-signal on-suspended|on-lost]   (SessionOptions::loss_signal)
 //                  [--max-passes N] [--max-time-ms MS] [--handoff on|off]   (SessionOptions::handoff)
@@ -72,6 +73,7 @@ struct Options {
   int cycles = 0, threads = 0, hold_us = 0;
   int session_timeout_ms = 10000, attempt_timeout_ms = 0;
   std::int64_t start_at_ns = 0;
+  bool start_on_go = false;  // --start-at-ns go
   bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false;
   bool async = false;  // --async: T coroutines on one io_context thread instead of T threads
   dlock::LossSignal loss_signal = dlock::LossSignal::OnSuspended;
@@ -157,7 +159,13 @@ Options parse(int argc, char** argv) {
   o.log = need("--log");
   if (values.count("--counter")) o.counter = values["--counter"];
   if (values.count("--hold-us")) o.hold_us = positive("--hold-us", values["--hold-us"], 0);
-  if (values.count("--start-at-ns")) o.start_at_ns = std::stoll(values["--start-at-ns"]);
+  if (values.count("--start-at-ns")) {
+    if (values["--start-at-ns"] == "go") {
+      o.start_on_go = true;
+    } else {
+      o.start_at_ns = std::stoll(values["--start-at-ns"]);
+    }
+  }
   if (values.count("--max-passes"))
     o.handoff.max_passes = static_cast<unsigned>(positive("--max-passes", values["--max-passes"], 0));
   if (values.count("--max-time-ms")) {
@@ -363,6 +371,25 @@ struct ThreadLocks {
 // --async: the holds are taken by T coroutines on one thread (LockHandle::async_acquire), sharing
 // one Session. The critical section blocks the thread, as a hold's work would; the others wait
 // without a thread of their own.
+int run_async(const Options& o);
+
+// All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend: the one
+// given, or (go) the one the test sends once every peer said READY (connected), however long a
+// peer took to start.
+void wait_for_start(const Options& o) {
+  std::int64_t start_at = o.start_at_ns;
+  if (o.start_on_go) {
+    std::cout << "READY" << std::endl;
+    std::string line;
+    if (!std::getline(std::cin, line) || !line.starts_with("GO ")) {
+      throw std::runtime_error("--start-at-ns go: expected \"GO <ns>\" on stdin, got \"" + line + "\"");
+    }
+    start_at = std::stoll(line.substr(3));
+  }
+  if (const auto wait = start_at - monotonic_ns(); wait > 0)
+    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+}
+
 int run_async(const Options& o) {
   dlock::SessionOptions options{.connect = o.connect,
                                 .session_timeout = std::chrono::milliseconds(o.session_timeout_ms)};
@@ -372,8 +399,7 @@ int run_async(const Options& o) {
                     : o.lock == "write" ? dlock::LockMode::Write
                                         : dlock::LockMode::Read;
   const std::string mode_name = o.lock == "mutex" ? "exclusive" : o.lock;
-  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0)
-    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  wait_for_start(o);
   HoldLog log(o.log);
   boost::asio::io_context context;
   std::exception_ptr failure;
@@ -408,9 +434,7 @@ int run(const Options& o) {
   if (o.async) return run_async(o);
   SessionSlot slot(o);
   const std::string mode = o.lock == "mutex" ? "exclusive" : o.lock;
-  // All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.
-  if (const auto wait = o.start_at_ns - monotonic_ns(); wait > 0)
-    std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+  wait_for_start(o);
   HoldLog log(o.log);
   std::mutex failure_mutex;
   std::exception_ptr failure;

@@ -6,7 +6,7 @@ Run it with Debian's python3 (the only interpreter that imports kazoo here): the
 path, from scripts/dependencies.list, into the shebang of the copy it runs.
 
   kazoo_peer run   --connect HOST:PORT --path P --lock mutex --cycles N --threads T
-                   --client NAME --log FILE [--counter FILE] [--hold-us U] [--pause-us U] [--start-at-ns NS]
+                   --client NAME --log FILE [--counter FILE] [--hold-us U] [--pause-us U] [--start-at-ns NS|go]
   kazoo_peer hold  --connect HOST:PORT --path P --lock mutex
   kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T
   any of them: [--node-name kazoo|curator]  (nodes `<hex>__lock__<seq>`, or `<hex>-lock-<seq>`
@@ -80,6 +80,11 @@ def _int_at_least(minimum, maximum=None):
     return parse
 
 
+def _start_at(text):
+    """--start-at-ns: a CLOCK_MONOTONIC instant in ns, or "go" (read it from stdin)."""
+    return "go" if text == "go" else _int_at_least(0)(text)
+
+
 def parse_args(argv):
     parser = _Parser(prog="kazoo_peer", add_help=False, allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -104,7 +109,7 @@ def parse_args(argv):
     run.add_argument("--counter")
     run.add_argument("--hold-us", dest="hold_us", type=_int_at_least(0), default=0)
     run.add_argument("--pause-us", dest="pause_us", type=_int_at_least(0), default=0)
-    run.add_argument("--start-at-ns", dest="start_at_ns", type=_int_at_least(0), default=0)
+    run.add_argument("--start-at-ns", dest="start_at_ns", type=_start_at, default=0)
     common("hold")
     probe = common("probe")
     probe.add_argument("--timeout-ms", dest="timeout_ms", required=True, type=_int_at_least(0))
@@ -199,8 +204,16 @@ def command_run(args):
 
     client = connect(args.connect, args.auth)
     try:
-        # All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend.
-        time.sleep(max(0, args.start_at_ns - time.monotonic_ns()) / 1e9)
+        # All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend:
+        # given, or ("go") sent on stdin as "GO <ns>" once every peer said READY.
+        start_at = args.start_at_ns
+        if start_at == "go":
+            print("READY", flush=True)
+            line = sys.stdin.readline()
+            if not line.startswith("GO "):
+                raise ValueError('--start-at-ns go: expected "GO <ns>" on stdin, got %r' % line)
+            start_at = int(line[3:])
+        time.sleep(max(0, start_at - time.monotonic_ns()) / 1e9)
         with open(args.log, "a", encoding="utf-8") as log:
             def worker(index):
                 label = "%s#%d" % (args.client, index)

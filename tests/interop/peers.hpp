@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,10 @@ struct PeerRun {
   std::vector<std::string> extra;  // e.g. {"--node-name", "curator"} or {"--ignore-lock"}
 };
 
+// `start_at`: a CLOCK_MONOTONIC instant in ns, or "go" (the peer prints READY once connected and
+// reads "GO <ns>" on stdin).
 inline ChildProcess start_run(const PeerRun& run, const std::string& path, const std::string& log,
-                              const std::string& counter, int hold_us, std::int64_t start_at_ns) {
+                              const std::string& counter, int hold_us, const std::string& start_at) {
   std::vector<std::string> argv{peer_program(run.peer),
                                 "run",
                                 "--connect",
@@ -54,7 +57,7 @@ inline ChildProcess start_run(const PeerRun& run, const std::string& path, const
                                 "--hold-us",
                                 std::to_string(hold_us),
                                 "--start-at-ns",
-                                std::to_string(start_at_ns)};
+                                start_at};
   argv.insert(argv.end(), run.extra.begin(), run.extra.end());
   return ChildProcess(std::move(argv));
 }
@@ -93,14 +96,20 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us) {
   write_counter(counter, 0);
   std::vector<ChildProcess> children;
   std::vector<std::string> logs;
-  // Time for the slowest peer (a JVM: ~0.4 s here) to start and connect, with a wide margin.
-  const auto start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            (std::chrono::steady_clock::now() + std::chrono::seconds(3)).time_since_epoch())
-                            .count();
+  // Each peer says READY once connected (a JVM may take seconds on a loaded machine); all are then
+  // given one instant a little ahead, so that their cycles really contend.
   for (std::size_t i = 0; i < runs.size(); ++i) {
     logs.push_back(dir + "/holds-" + std::to_string(i) + ".jsonl");
-    children.push_back(start_run(runs[i], test_root(), logs.back(), counter, hold_us, start_at));
+    children.push_back(start_run(runs[i], test_root(), logs.back(), counter, hold_us, "go"));
   }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto ready = children[i].read_line(std::chrono::seconds(60));
+    EXPECT_EQ(ready, std::optional<std::string>("READY")) << runs[i].client << " did not start";
+  }
+  const auto start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            (std::chrono::steady_clock::now() + std::chrono::milliseconds(200)).time_since_epoch())
+                            .count();
+  for (auto& child : children) child.write_line("GO " + std::to_string(start_at));
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto out = children[i].read_all();
     EXPECT_EQ(out, "DONE " + std::to_string(runs[i].threads * runs[i].cycles) + "\n") << runs[i].client;
