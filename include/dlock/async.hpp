@@ -167,6 +167,13 @@ struct NoPrepare {
 //     post signals a condition variable after unlocking its mutex). That wait is as long as the
 //     rest of one post() call, and is skipped when the executor ran the function inside post().
 // tests/server/async_lifetime_test.cpp destroys each context right after its handler ran.
+//
+// Why a template here and not boost::asio::any_completion_handler (which would let the library
+// keep this code out of every caller's build): in Boost 1.81 the executor it erases to,
+// any_completion_executor, has no blocking.never, so boost::asio::post() cannot take it, and a
+// dispatch could run the handler inside the initiating function or on a ZooKeeper thread. 1.82
+// and 1.84 also fixed defects of its assignment, copy and associators. Worth revisiting with a
+// newer Boost.
 template <class T, class Value, class Handler, class Prepare, class Convert>
 class HandlerSink final : public AsyncSink<T> {
  public:
