@@ -150,11 +150,12 @@ LockTree inspect_tree(Session& session, std::string_view base);
 // each listing) and the session's connection; nothing is created.
 //
 // Thread-safety: one thread uses a QueueWatch at a time; like inspect(), not on a thread dlock
-// calls back on. Destroying it removes its watch callback (the server-side watch fires once and
-// is then gone).
+// calls back on. The Session must outlive it. Destroying it removes its watch callback (the
+// server-side watch fires once and is then gone).
 //
-// Errors: next() throws as inspect() does; while the connection is down it keeps waiting (and
-// listing again every second) until its timeout.
+// Errors: next() throws as inspect() does, except for replies the connection lost: while the
+// connection is down it keeps waiting (and listing again every second) until its timeout, which
+// it may overrun by a request's time-out.
 class QueueWatch {
  public:
   // Errors: InvalidPath for a path a Mutex would refuse.
@@ -165,8 +166,8 @@ class QueueWatch {
 
   // The queue, once its contenders (by node name, in order) differ from those the last call
   // returned (the first call returns at once, and a queue that emptied counts as a change); or
-  // nullopt when `timeout` passes first. The queue is read after the change was seen: a contender
-  // that came and went in between is not shown.
+  // nullopt when `timeout` passes first (milliseconds::max(): no limit). The queue is read after
+  // the change was seen: a contender that came and went in between is not shown.
   [[nodiscard]] std::optional<LockQueue> next(std::chrono::milliseconds timeout);
 
  private:

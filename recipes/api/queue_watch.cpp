@@ -1,6 +1,7 @@
 // dlock::QueueWatch: a lock directory's queue, each time its contenders change (dlock/inspect.hpp).
 #include <algorithm>
 
+#include "dlock/error.hpp"
 #include "dlock/inspect.hpp"
 #include "dlock/security.hpp"
 #include "recipes/queue/contender.hpp"
@@ -36,9 +37,31 @@ QueueWatch::QueueWatch(Session& session, std::string path)
 
 QueueWatch::~QueueWatch() { detail::SessionAccess::client(session_)->unwatch_children(watch_id_); }
 
+namespace {
+
+std::vector<std::string> names_of(const LockQueue& queue) {
+  std::vector<std::string> names;
+  names.reserve(queue.contenders.size());
+  for (const auto& c : queue.contenders) names.push_back(c.node);
+  return names;
+}
+
+// A reply the connection lost (inspect() throws it as an Error with the ZooKeeper code).
+bool lost_reply(const Error& e) {
+  return e.code().category() == zookeeper_category() && detail::reply_lost(e.code().value());
+}
+
+}  // namespace
+
 std::optional<LockQueue> QueueWatch::next(std::chrono::milliseconds timeout) {
   const auto& client = detail::SessionAccess::client(session_);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto now = std::chrono::steady_clock::now();
+  const auto limit = std::max(timeout, std::chrono::milliseconds(0));
+  // No overflow for a timeout that means "no limit" (milliseconds::max()).
+  const auto deadline =
+      limit >= std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - now)
+          ? std::chrono::steady_clock::time_point::max()
+          : now + limit;
   for (;;) {
     {
       detail::MutexLock lock(state_->mutex);
@@ -48,22 +71,33 @@ std::optional<LockQueue> QueueWatch::next(std::chrono::milliseconds timeout) {
     client->children(path_, listing.callback(), /*watch=*/true);
     const auto reply = listing.get();
     if (reply.rc == ZOK || reply.rc == ZNONODE) {
-      std::vector<std::string> contenders;
-      for (const auto& c : detail::queue_of(reply.names)) contenders.emplace_back(c.name);
-      if (contenders != shown_) {
-        shown_ = std::move(contenders);
-        return inspect(session_, path_);
+      std::vector<std::string> listed;
+      for (const auto& c : detail::queue_of(reply.names)) listed.emplace_back(c.name);
+      if (listed != shown_) {
+        // What is returned is what inspect() read, so that is what the next change is measured
+        // against: a contender that came between the listing and the read, and went before the
+        // next listing, is a change. A reply the connection lost is listed again, not thrown.
+        try {
+          auto queue = inspect(session_, path_);
+          auto names = names_of(queue);
+          if (names != shown_) {
+            shown_ = std::move(names);
+            return queue;
+          }
+        } catch (const Error& e) {
+          if (!lost_reply(e)) throw;
+        }
       }
     } else if (!detail::reply_lost(reply.rc)) {
       detail::fail(*client, reply.rc, "watching the lock " + detail::printable(path_) + ": listing its children",
                    {kRead, path_});
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return std::nullopt;
+    const auto after = std::chrono::steady_clock::now();
+    if (after >= deadline) return std::nullopt;
     // At most a second: a watch is not re-armed while the connection is down, so list again at
     // least that often.
     detail::UniqueLock lock(state_->mutex);
-    state_->changed.wait_until(lock, std::min(now + std::chrono::seconds(1), deadline),
+    state_->changed.wait_until(lock, std::min(after + std::chrono::seconds(1), deadline),
                                [&]() DLOCK_REQUIRES(state_->mutex) { return state_->event; });
   }
 }

@@ -7,6 +7,7 @@
 #include "recipes/queue/contender.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/test_hooks.hpp"
+#include "src/base/log_bridge.hpp"
 #include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
@@ -239,7 +240,19 @@ void Cohort::Locked::unlock() DLOCK_NO_THREAD_SAFETY_ANALYSIS {
   if (!cohort_.to_wake_.empty()) wakes.swap(cohort_.to_wake_);
   owns_ = false;
   lock_.unlock();
-  for (const auto& waiter : wakes) waiter->wake();
+  for (const auto& waiter : wakes) {
+    // One waiter's failure (a wake schedules a step: it allocates) must not keep the others
+    // asleep, nor escape from ~Locked. The one not woken wakes at its deadline or the session's
+    // next change of state.
+    try {
+      waiter->wake();
+    } catch (...) {
+      try {
+        log(LogLevel::Error, "lock " + cohort_.dir_ + ": could not wake a local waiter (out of memory?)");
+      } catch (...) {  // the log line itself could not be made
+      }
+    }
+  }
 }
 
 void Cohort::linger_locked(const std::shared_ptr<CohortNode>& node) {

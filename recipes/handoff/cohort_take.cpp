@@ -10,9 +10,9 @@
 //                  waited for lost: done (LockLost); deadline or cancel: leaves, done
 //   driving        the ZooKeeper acquisition (AcquireOp) ends: done (granted, timed out, error)
 //
-// A queued take is woken under mutex_ (a grant, an order to drive) or by a session event: its
-// waiter only schedules the next step (at home, or on the task timer), so no step runs under a
-// lock it takes.
+// A queued take is woken once mutex_ is released after a grant or an order to drive (Locked), or
+// by a session event: its waiter only schedules the next step (at home, or on the task timer), so
+// no step runs under a lock it takes.
 #include <algorithm>
 
 #include "dlock/fencing.hpp"

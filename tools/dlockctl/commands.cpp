@@ -16,7 +16,7 @@ std::string printable(std::string_view text) { return dlock::escape_text(text); 
 
 // How long a QueueWatch may still wait before `deadline`.
 std::chrono::milliseconds left_until(std::chrono::steady_clock::time_point deadline) {
-  if (deadline == std::chrono::steady_clock::time_point::max()) return std::chrono::hours(24 * 365);
+  if (deadline == std::chrono::steady_clock::time_point::max()) return std::chrono::milliseconds::max();
   return std::max(std::chrono::milliseconds(0),
                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
 }
