@@ -28,31 +28,27 @@ void drop_elsewhere(T doomed) {
   (void)task_timer::run_at(Clock::now(), [doomed = std::make_shared<T>(std::move(doomed))] {});
 }
 
-std::exception_ptr cancelled_error(const std::string& what) {
-  return std::make_exception_ptr(Error(make_error_code(errc::cancelled), what + ": cancelled"));
+Failure cancelled_failure(const std::string& what) {
+  return Failure(Failure::Kind::Error, make_error_code(errc::cancelled), what + ": cancelled");
 }
 
-// The code of what the blocking call would have thrown; its message goes to the log (at Warning,
-// but for cancellations and time-outs, which are the caller's own doing or ordinary contention).
-std::error_code code_of(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::system_error& e) {  // every dlock exception, with its code
-    const auto code = e.code();
-    const bool quiet = code == make_error_code(errc::cancelled) || code == make_error_code(errc::lock_timeout) ||
-                       code == make_error_code(errc::disconnected);
-    if (!quiet) log(LogLevel::Warn, std::string("asynchronous lock: ").append(e.what()));
-    return code;
-  } catch (const std::bad_alloc&) {
-    return std::make_error_code(std::errc::not_enough_memory);
-  } catch (const std::exception& e) {
-    log(LogLevel::Warn, std::string("asynchronous lock: ").append(e.what()));
-    return std::make_error_code(std::errc::state_not_recoverable);
-  } catch (...) {
-    log(LogLevel::Warn, "asynchronous lock: a non-standard exception");
-    return std::make_error_code(std::errc::state_not_recoverable);
+// The code the handler gets for what the blocking call would have thrown; its message goes to
+// the log (at Warning, but for cancellations and time-outs, which are the caller's own doing or
+// ordinary contention, and for running out of memory, which a log line would only make worse).
+std::error_code code_of(const Failure& failure) {
+  const auto& code = failure.code();
+  const bool quiet = code == make_error_code(errc::cancelled) || code == make_error_code(errc::lock_timeout) ||
+                     code == make_error_code(errc::disconnected) || failure.kind() == Failure::Kind::OutOfMemory;
+  if (!quiet) {
+    log(LogLevel::Warn, failure.kind() == Failure::Kind::Foreign && failure.message().empty()
+                            ? std::string("asynchronous lock: a non-standard exception")
+                            : std::string("asynchronous lock: ").append(failure.message()));
   }
+  return code;
 }
+
+// In a catch block: the code of the exception being handled.
+std::error_code code_of_current() { return code_of(Failure::current()); }
 
 // One LockHandle acquisition.
 class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
@@ -86,7 +82,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
       check_lock_path(path_);
       site = site_of(SessionAccess::client(session_), path_, scope_namespace_);
     } catch (...) {
-      shared_sink->complete(code_of(std::current_exception()), LockHandle());
+      shared_sink->complete(code_of_current(), LockHandle());
       return;
     }
     std::optional<Clock::time_point> deadline;
@@ -96,13 +92,13 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
         start_acquire_held(site_ref, mode_, deadline, owner_,
                            // `self`: the acquisition lives until it completes, for a cancellation slot to reach it.
                            [self = shared_from_this(), mode = mode_, site = std::move(site), shared_sink](
-                               std::optional<HeldLock> held, std::exception_ptr error) mutable {
+                               std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
                              if (held) {
                                shared_sink->complete({}, HandleAccess::make(std::move(site), std::move(*held), mode));
                                return;
                              }
                              drop_elsewhere(std::move(site));
-                             shared_sink->complete(error ? code_of(error) : std::error_code(), LockHandle());
+                             shared_sink->complete(failure ? code_of(*failure) : std::error_code(), LockHandle());
                            });
     bool cancelled = false;
     {
@@ -110,7 +106,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
       take_ = take;
       cancelled = cancelled_;
     }
-    if (cancelled) take.cancel(cancelled_error("lock " + path_));
+    if (cancelled) take.cancel(cancelled_failure("lock " + path_));
   }
 
   void cancel() noexcept override {
@@ -123,7 +119,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
     }
     if (!take.take) return;  // start() cancels it once it has it
     try {
-      take.cancel(cancelled_error("lock " + path_));
+      take.cancel(cancelled_failure("lock " + path_));
     } catch (...) {  // an allocation: the acquisition goes on, as if the cancel came too late
     }
   }
@@ -165,7 +161,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
       keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
       for (const auto& key : keys_) paths_.push_back(service_.path_for(ns_, key));
     } catch (...) {
-      return fail(code_of(std::current_exception()));
+      return fail(code_of_current());
     }
     next(0);
   }
@@ -215,7 +211,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
       try {
         throw scope_timeout(service_.session(), mode_, paths_[i], keys_[i], service_.timeout());
       } catch (...) {
-        return fail(code_of(std::current_exception()));
+        return fail(code_of_current());
       }
     }
     try {
@@ -224,7 +220,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
       const auto holder = service_.holder_token() != 0 ? service_.holder_token() : held_nodes::new_token();
       guards_.push_back(ScopeAccess::make(std::make_shared<ScopeState>(std::move(handle), keys_[i], holder)));
     } catch (...) {
-      return fail(code_of(std::current_exception()));
+      return fail(code_of_current());
     }
     next(i + 1);
   }

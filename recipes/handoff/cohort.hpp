@@ -89,7 +89,7 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   class AsyncTake;
   std::shared_ptr<Take> start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner, TakeDone done,
                                    StepExecutor home = {}) override;
-  void cancel_take(const std::shared_ptr<Take>& take, std::exception_ptr reason) override;
+  void cancel_take(const std::shared_ptr<Take>& take, Failure reason) override;
   void release(const Grant& grant) noexcept override;
   void stop_passing(const Grant& grant) noexcept override;
   std::size_t local_waiters() const override;
@@ -154,11 +154,12 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   // begin_drive and finish_take unlock `lock` (the analysis cannot follow a lock passed in).
   void begin_drive(Locked& lock, const std::shared_ptr<AsyncTake>& take)
       DLOCK_REQUIRES(mutex_) DLOCK_NO_THREAD_SAFETY_ANALYSIS;
-  void on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired, std::exception_ptr error);
+  void on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired,
+                 std::optional<Failure> failure);
   void on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed);
   void on_take_deadline(const std::shared_ptr<AsyncTake>& take);
   void finish_take(Locked& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
-                   std::exception_ptr error, const std::shared_ptr<CohortNode>& relist_node = nullptr)
+                   std::optional<Failure> failure, const std::shared_ptr<CohortNode>& relist_node = nullptr)
       DLOCK_REQUIRES(mutex_) DLOCK_NO_THREAD_SAFETY_ANALYSIS;
   // Takes `member` out of waiting_ if it is there. Needs mutex_.
   void leave_locked(Member& member) DLOCK_REQUIRES(mutex_);

@@ -49,7 +49,7 @@ class Cohort::AsyncTake final : public Taker::Take, public std::enable_shared_fr
   std::uint64_t generation = 0;  // the session it began to wait on as a member
   bool self_checked = false;
   bool timed_out = false;
-  std::exception_ptr cancel;
+  std::optional<Failure> cancel;
   std::shared_ptr<AcquireOp> op;  // while driving
   bool drive_watch = false;
   std::uint64_t deadline_ticket = 0;
@@ -152,7 +152,7 @@ std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point>
 
 void Cohort::resume_take(const std::shared_ptr<AsyncTake>& take) { step(take); }
 
-void Cohort::cancel_take(const std::shared_ptr<Take>& taken, std::exception_ptr reason) {
+void Cohort::cancel_take(const std::shared_ptr<Take>& taken, Failure reason) {
   const auto take = std::static_pointer_cast<AsyncTake>(taken);
   std::shared_ptr<AcquireOp> op;
   {
@@ -189,7 +189,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
         if (take->cancel) return finish_take(lock, take, std::nullopt, take->cancel);
         std::shared_ptr<CohortNode> relist_node;
         if (auto grant = join_locked(relist_node))
-          return finish_take(lock, take, std::move(grant), nullptr, relist_node);
+          return finish_take(lock, take, std::move(grant), std::nullopt, relist_node);
         // A lingering node nobody may take now (the connection is down, or its holds ran out): gone.
         if (current_ && current_->holders == 0) retire_current_locked(true);
         if (!policy_.holds_together && current_ && held_nodes::held_by(current_->name, take->owner) &&
@@ -224,7 +224,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
               /*watch=*/false);
           return;
         }
-        if (take->timed_out || take->deadline_passed()) return finish_take(lock, take, std::nullopt, nullptr);
+        if (take->timed_out || take->deadline_passed()) return finish_take(lock, take, std::nullopt, std::nullopt);
         take->generation = client_->generation();
         waiting_.push_back(&take->member);
         take->phase = Phase::queued;
@@ -235,7 +235,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
       if (member.granted) {
         auto grant = std::exchange(member.granted, std::nullopt);
         // A grant that raced a cancel is completed with: the caller gets the hold, not a leak.
-        return finish_take(lock, take, std::move(grant), nullptr);
+        return finish_take(lock, take, std::move(grant), std::nullopt);
       }
       if (member.failed) {
         throw LockLost(make_error_code(errc::lock_lost),
@@ -265,7 +265,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
       }
       if (take->timed_out || take->deadline_passed()) {
         leave_locked(member);
-        return finish_take(lock, take, std::nullopt, nullptr);
+        return finish_take(lock, take, std::nullopt, std::nullopt);
       }
       // Still waiting: woken again by a grant, an order to drive, or a change of the session.
       client_->add_state_waiter(member.waiter);
@@ -280,7 +280,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
     lock.relock_if_unlocked();
     leave_and_pass_driving_locked(take->member);
     if (auto granted = std::exchange(take->member.granted, std::nullopt)) release_locked(*granted);
-    finish_take(lock, take, std::nullopt, std::current_exception());
+    finish_take(lock, take, std::nullopt, Failure::current());
   }
 }
 
@@ -292,7 +292,7 @@ void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const Child
   try {
     throw_if_holding_a_node_of(listed, take->owner);
   } catch (...) {
-    return finish_take(lock, take, std::nullopt, std::current_exception());
+    return finish_take(lock, take, std::nullopt, Failure::current());
   }
   lock.unlock();
   step(take);
@@ -304,16 +304,16 @@ void Cohort::begin_drive(Locked& lock, const std::shared_ptr<AsyncTake>& take) {
   const auto watch = take->drive_watch ? DirectoryWatch::On : DirectoryWatch::Off;
   lock.unlock();
   std::shared_ptr<AcquireOp> op;
-  std::exception_ptr cancelled;
+  std::optional<Failure> cancelled;
   try {
     // `this`, not a strong reference: see step()'s listing.
     op = AcquireOp::make(
         *client_, dir_, policy_, take->deadline, watch, take->owner,
-        [this, take](AcquireResult result) { on_driven(take, std::move(result.acquired), std::move(result.error)); },
+        [this, take](AcquireResult result) { on_driven(take, std::move(result.acquired), std::move(result.failure)); },
         take->home);
   } catch (...) {
     // Nothing was sent: as a driving acquisition that failed (the next waiter drives).
-    return on_driven(take, std::nullopt, std::current_exception());
+    return on_driven(take, std::nullopt, Failure::current());
   }
   {
     Locked relock(*this);
@@ -321,25 +321,25 @@ void Cohort::begin_drive(Locked& lock, const std::shared_ptr<AsyncTake>& take) {
     cancelled = take->cancel;
   }
   // A cancel that came first stops the operation before it sends anything.
-  if (cancelled) op->cancel(cancelled, /*await_delete=*/true);
+  if (cancelled) op->cancel(*cancelled, /*await_delete=*/true);
   op->start();  // never throws: a failure is its completion
 }
 
 void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acquired> acquired,
-                       std::exception_ptr error) {
+                       std::optional<Failure> failure) {
   Locked lock(*this);
   take->op.reset();
   driving_ = false;
-  if (!error && acquired) error = check_fenceable(*client_, dir_, *acquired);
-  if (error || !acquired) {
+  if (!failure && acquired) failure = check_fenceable(*client_, dir_, *acquired);
+  if (failure || !acquired) {
     hand_driving_on_locked();
-    return finish_take(lock, take, std::nullopt, error);
+    return finish_take(lock, take, std::nullopt, std::move(failure));
   }
   std::shared_ptr<CohortNode> relist_node;
   const std::string node_path = acquired->node;
   try {
     Grant grant = install_driven_locked(*acquired, take->drive_watch, relist_node);
-    finish_take(lock, take, std::move(grant), nullptr, relist_node);
+    finish_take(lock, take, std::move(grant), std::nullopt, relist_node);
   } catch (...) {
     lock.relock_if_unlocked();
     if (!current_ || current_->path != node_path) {
@@ -347,12 +347,12 @@ void Cohort::on_driven(const std::shared_ptr<AsyncTake>& take, std::optional<Acq
       client_->release_node(node_path);
       hand_driving_on_locked();
     }
-    finish_take(lock, take, std::nullopt, std::current_exception());
+    finish_take(lock, take, std::nullopt, Failure::current());
   }
 }
 
 void Cohort::finish_take(Locked& lock, const std::shared_ptr<AsyncTake>& take, std::optional<Grant> grant,
-                         std::exception_ptr error, const std::shared_ptr<CohortNode>& relist_node) {
+                         std::optional<Failure> failure, const std::shared_ptr<CohortNode>& relist_node) {
   if (take->phase == AsyncTake::Phase::done) return;
   take->phase = AsyncTake::Phase::done;
   const auto keep_alive = std::move(take->keep_alive);  // the caller's reference keeps it to the end
@@ -366,13 +366,13 @@ void Cohort::finish_take(Locked& lock, const std::shared_ptr<AsyncTake>& take, s
   if (take->report) {
     if (grant) {
       take->report->granted(*grant);
-    } else if (error) {
-      take->report->failed(error);
+    } else if (failure) {
+      take->report->failed(*failure);
     } else {
       take->report->timed_out();
     }
   }
-  done(std::move(grant), std::move(error));
+  done(std::move(grant), std::move(failure));
 }
 
 }  // namespace dlock::detail

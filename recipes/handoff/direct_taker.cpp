@@ -21,35 +21,35 @@ std::shared_ptr<Taker::Take> DirectTaker::start_take(std::optional<Clock::time_p
   // client thread must not drop the last reference (and destroy the Client on its own thread).
   AcquireOp::Completion finish = [this, report, done = std::move(done)](AcquireResult result) {
     std::optional<Grant> grant;
-    auto error = std::move(result.error);
-    if (!error && result.acquired) error = check_fenceable(*client_, dir_, *result.acquired);
-    if (!error && result.acquired) {
+    auto failure = std::move(result.failure);
+    if (!failure && result.acquired) failure = check_fenceable(*client_, dir_, *result.acquired);
+    if (!failure && result.acquired) {
       grant = Grant{std::move(result.acquired->node), fencing_token_of(result.acquired->czxid),
                     result.acquired->generation, nullptr, GrantSource::ZooKeeper};
     }
     if (report) {
       if (grant) {
         report->granted(*grant);
-      } else if (error) {
-        report->failed(error);
+      } else if (failure) {
+        report->failed(*failure);
       } else {
         report->timed_out();
       }
     }
-    done(std::move(grant), std::move(error));
+    done(std::move(grant), std::move(failure));
   };
   try {
     take->op = AcquireOp::make(*client_, dir_, policy_, deadline, DirectoryWatch::Off, owner, std::move(finish),
                                std::move(home));
   } catch (...) {
-    finish(AcquireResult{std::nullopt, std::current_exception()});  // nothing was sent; make() left it whole
+    finish(AcquireResult{std::nullopt, Failure::current()});  // nothing was sent; make() left it whole
     return take;
   }
   take->op->start();  // never throws: a failure is its completion
   return take;
 }
 
-void DirectTaker::cancel_take(const std::shared_ptr<Take>& take, std::exception_ptr reason) {
+void DirectTaker::cancel_take(const std::shared_ptr<Take>& take, Failure reason) {
   if (const auto& op = static_cast<DirectTake&>(*take).op) op->cancel(std::move(reason), /*await_delete=*/true);
 }
 

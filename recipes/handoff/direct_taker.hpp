@@ -14,7 +14,7 @@ class DirectTaker final : public Taker, public std::enable_shared_from_this<Dire
 
   std::shared_ptr<Take> start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner, TakeDone done,
                                    StepExecutor home = {}) override;
-  void cancel_take(const std::shared_ptr<Take>& take, std::exception_ptr reason) override;
+  void cancel_take(const std::shared_ptr<Take>& take, Failure reason) override;
   void release(const Grant& grant) noexcept override;
   void stop_passing(const Grant&) noexcept override {}
   std::size_t local_waiters() const override { return 0; }

@@ -22,30 +22,20 @@ void AcquireReport::not_granted(const Deadline& deadline) noexcept {
   ended(deadline.abandoned() ? AcquireOutcome::Cancelled : AcquireOutcome::TimedOut, GrantSource::ZooKeeper);
 }
 
-void AcquireReport::failed() noexcept {
-  auto outcome = AcquireOutcome::Error;
-  try {
-    throw;
-  } catch (const LockLost&) {
-    outcome = AcquireOutcome::Lost;
-  } catch (const Error& e) {
-    // The lock object was destroyed under the waiting thread, or an asynchronous call cancelled.
-    if (e.code() == make_error_code(errc::lock_destroyed) || e.code() == make_error_code(errc::cancelled)) {
-      outcome = AcquireOutcome::Cancelled;
-    }
-  } catch (...) {
-  }
-  ended(outcome, GrantSource::ZooKeeper);
-}
+void AcquireReport::failed() noexcept { failed(Failure::current()); }
 
 void AcquireReport::timed_out() noexcept { ended(AcquireOutcome::TimedOut, GrantSource::ZooKeeper); }
 
-void AcquireReport::failed(std::exception_ptr error) noexcept {
-  try {
-    std::rethrow_exception(error);
-  } catch (...) {
-    failed();
+void AcquireReport::failed(const Failure& failure) noexcept {
+  auto outcome = AcquireOutcome::Error;
+  if (failure.kind() == Failure::Kind::LockLost) {
+    outcome = AcquireOutcome::Lost;
+  } else if (failure.code() == make_error_code(errc::lock_destroyed) ||
+             failure.code() == make_error_code(errc::cancelled)) {
+    // The lock object was destroyed under the waiting thread, or an asynchronous call cancelled.
+    outcome = AcquireOutcome::Cancelled;
   }
+  ended(outcome, GrantSource::ZooKeeper);
 }
 
 void AcquireReport::ended(AcquireOutcome outcome, GrantSource source) noexcept {

@@ -6,7 +6,6 @@
 // without metrics pays one branch.
 #pragma once
 
-#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,6 +14,7 @@
 
 #include "dlock/lock_mode.hpp"
 #include "src/base/deadline.hpp"
+#include "src/base/failure.hpp"
 #include "src/session/session_metrics.hpp"
 
 namespace dlock::detail {
@@ -42,9 +42,9 @@ class AcquireReport {
   void not_granted(const Deadline& deadline) noexcept;
   // Threw: the outcome is told by the exception in flight (call it from a catch block).
   void failed() noexcept;
-  // The same for an asynchronous take: timed out, or ended by `error`.
+  // The same for an asynchronous take: timed out, or ended by `failure`.
   void timed_out() noexcept;
-  void failed(std::exception_ptr error) noexcept;
+  void failed(const Failure& failure) noexcept;
 
  private:
   void ended(AcquireOutcome outcome, GrantSource source) noexcept;

@@ -8,21 +8,20 @@
 
 namespace dlock::detail {
 
-std::exception_ptr check_fenceable(Client& client, const std::string& dir, const Acquired& acquired) {
-  if (acquired.czxid <= max_fenced_czxid()) return nullptr;
+std::optional<Failure> check_fenceable(Client& client, const std::string& dir, const Acquired& acquired) {
+  if (acquired.czxid <= max_fenced_czxid()) return std::nullopt;
   client.release_node(acquired.node);
-  return std::make_exception_ptr(
-      Error(make_error_code(errc::token_exhausted),
-            "lock " + dir + ": its node's creation zxid " + std::to_string(acquired.czxid) + " exceeds " +
-                std::to_string(max_fenced_czxid()) +
-                ", the largest whose fencing tokens (czxid * 1024 + pass) fit 64 bits: the ensemble's "
-                "epoch has reached 2^21 leader elections"));
+  return Failure(Failure::Kind::Error, make_error_code(errc::token_exhausted),
+                 "lock " + dir + ": its node's creation zxid " + std::to_string(acquired.czxid) + " exceeds " +
+                     std::to_string(max_fenced_czxid()) +
+                     ", the largest whose fencing tokens (czxid * 1024 + pass) fit 64 bits: the ensemble's "
+                     "epoch has reached 2^21 leader elections");
 }
 
 std::optional<Grant> Taker::acquire(const Deadline& deadline) {
   struct Taken {
     std::optional<Grant> grant;
-    std::exception_ptr error;
+    std::optional<Failure> failure;
   };
   // An abandoned deadline is seen by the stop_callback below, registered once the take exists; one
   // abandoned already need not create a node first.
@@ -32,16 +31,15 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline) {
   auto take = start_take(
       deadline.when(), held_nodes::this_thread_token(),
       // A plain pointer (no allocation for the callable): `done` runs once, before run() returns.
-      [at = home.get()](std::optional<Grant> grant, std::exception_ptr error) {
-        at->complete(Taken{std::move(grant), std::move(error)});
+      [at = home.get()](std::optional<Grant> grant, std::optional<Failure> failure) {
+        at->complete(Taken{std::move(grant), std::move(failure)});
       },
       home->executor());
   Taken taken;
   {
     // Runs at once if the deadline was abandoned already.
-    std::stop_callback on_abandon(deadline.cancel_token(), [this, &take] {
-      cancel_take(take, std::make_exception_ptr(lock_destroyed("lock " + dir_)));
-    });
+    std::stop_callback on_abandon(deadline.cancel_token(),
+                                  [this, &take] { cancel_take(take, Failure::of(lock_destroyed("lock " + dir_))); });
     taken = home->run();
   }
   if (taken.grant && deadline.abandoned()) {
@@ -49,7 +47,7 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline) {
     release(*taken.grant);
     throw lock_destroyed("lock " + dir_);
   }
-  if (taken.error) std::rethrow_exception(std::move(taken.error));
+  if (taken.failure) taken.failure->raise();  // the blocking surface: the failure becomes its exception
   return std::move(taken.grant);
 }
 

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_core.hpp"
 #include "src/base/deadline.hpp"
+#include "src/base/failure.hpp"
 #include "src/session/client.hpp"
 
 namespace dlock::detail {
@@ -42,8 +42,8 @@ struct Grant {
 };
 
 // The node of `acquired` can carry fencing tokens (its czxid is at most max_fenced_czxid()):
-// nullptr. Else the node is given to its delete, and the error is Error(errc::token_exhausted).
-std::exception_ptr check_fenceable(Client& client, const std::string& dir, const Acquired& acquired);
+// nullopt. Else the node is given to its delete, and the failure is Error(errc::token_exhausted).
+std::optional<Failure> check_fenceable(Client& client, const std::string& dir, const Acquired& acquired);
 
 class Taker {
  public:
@@ -52,9 +52,9 @@ class Taker {
    public:
     virtual ~Take() = default;
   };
-  // Called once: with the hold, with nullopt (the deadline passed first), or with the error (what
-  // acquire() would throw; a cancel's reason too).
-  using TakeDone = std::function<void(std::optional<Grant>, std::exception_ptr)>;
+  // Called once: with the hold, with neither (the deadline passed first), or with the failure
+  // (what acquire() would throw; a cancel's reason too).
+  using TakeDone = std::function<void(std::optional<Grant>, std::optional<Failure>)>;
 
   virtual ~Taker() = default;
   Taker(const Taker&) = delete;
@@ -75,7 +75,7 @@ class Taker {
                                            TakeDone done, StepExecutor home = {}) = 0;
   // Ends `take` (one of this Taker's) with `reason` unless it completes first; its node, if any,
   // is deleted first. A grant that raced the cancel is completed with. Any thread.
-  virtual void cancel_take(const std::shared_ptr<Take>& take, std::exception_ptr reason) = 0;
+  virtual void cancel_take(const std::shared_ptr<Take>& take, Failure reason) = 0;
   // Gives back a hold. Never throws; never waits for ZooKeeper.
   virtual void release(const Grant& grant) noexcept = 0;
   // No further local holds on `grant`'s node (a downgrade queued a read node level with it).

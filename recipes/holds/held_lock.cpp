@@ -52,21 +52,21 @@ HeldTake start_acquire_held(LockSite& site, LockMode kind, std::optional<Clock::
   Taker& taker = site.taker(kind);
   auto take = taker.start_take(
       deadline, owner,
-      [tracking, &taker, done = std::move(done)](std::optional<Grant> grant, std::exception_ptr error) {
-        if (!grant) return done(std::nullopt, std::move(error));
+      [tracking, &taker, done = std::move(done)](std::optional<Grant> grant, std::optional<Failure> failure) {
+        if (!grant) return done(std::nullopt, std::move(failure));
         std::optional<HeldLock> held;
         try {
           held = std::move(*tracking).confirm(Grant(*grant), taker.labels());
         } catch (...) {
           taker.release(*grant);  // the copy above left `grant` whole
-          return done(std::nullopt, std::current_exception());
+          return done(std::nullopt, Failure::current());
         }
-        done(std::move(held), nullptr);
+        done(std::move(held), std::nullopt);
       });
   return HeldTake{std::move(take), std::move(weak_taker)};
 }
 
-void HeldTake::cancel(std::exception_ptr reason) const {
+void HeldTake::cancel(Failure reason) const {
   auto alive = taker.lock();
   if (!alive) return;  // the take ended and its site went: nothing to cancel
   alive->cancel_take(take, std::move(reason));

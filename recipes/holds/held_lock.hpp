@@ -11,7 +11,6 @@
 // granted and before the hold is confirmed.
 #pragma once
 
-#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -75,9 +74,9 @@ struct HeldTake {
   std::weak_ptr<Taker> taker;
   // Cancels the take (Taker::cancel_take), if its taker still exists. Any thread: the reference
   // it takes meanwhile is dropped on the task timer's thread, in case it is the last.
-  void cancel(std::exception_ptr reason) const;
+  void cancel(Failure reason) const;
 };
-using HeldDone = std::function<void(std::optional<HeldLock>, std::exception_ptr)>;
+using HeldDone = std::function<void(std::optional<HeldLock>, std::optional<Failure>)>;
 HeldTake start_acquire_held(LockSite& site, LockMode kind, std::optional<Clock::time_point> deadline,
                             std::uint64_t owner, HeldDone done);
 

@@ -43,15 +43,14 @@ AcquireOp::~AcquireOp() = default;
 
 template <class Step>
 void AcquireOp::run(Step&& step) {
-  std::exception_ptr error;
+  std::optional<Failure> failure;
   try {
     step();
   } catch (...) {
-    error = std::current_exception();
+    failure = Failure::current();
   }
-  // Completed outside the handler: the exception is then the completion's alone, and a waiting
-  // thread that rethrows it shares it with nobody still inside a catch block here.
-  if (error) clean_up_and_finish({std::nullopt, std::move(error)});
+  // Completed outside the handler: a step's throw ends here, and travels on as a value.
+  if (failure) clean_up_and_finish({std::nullopt, std::move(failure)});
 }
 
 void AcquireOp::dispatch(std::function<void()> step) {
@@ -75,7 +74,7 @@ void AcquireOp::start() {
   });
 }
 
-void AcquireOp::cancel(std::exception_ptr reason, bool await_delete) {
+void AcquireOp::cancel(Failure reason, bool await_delete) {
   {
     MutexLock lock(mutex_);
     if (completed_ || cancel_) return;
@@ -96,17 +95,17 @@ void AcquireOp::on_deadline() {
     parked_ = false;
     armed_ = 0;
   }
-  run([this] { clean_up_and_finish({std::nullopt, nullptr}); });
+  run([this] { clean_up_and_finish({std::nullopt, std::nullopt}); });
 }
 
 bool AcquireOp::stopping() {
-  std::exception_ptr reason;
+  std::optional<Failure> reason;
   {
     MutexLock lock(mutex_);
     reason = cancel_;
   }
   if (!reason) return false;
-  clean_up_and_finish({std::nullopt, reason});
+  clean_up_and_finish({std::nullopt, std::move(reason)});
   return true;
 }
 
@@ -249,11 +248,11 @@ void AcquireOp::decide(std::vector<std::string> names, std::uint64_t mark) {
     node_.clear();  // committed: no clean-up deletes it
     maybe_created_ = false;
     lost_reply_ = false;
-    finish({std::move(acquired), nullptr});
+    finish({std::move(acquired), std::nullopt});
     return;
   }
   if (deadline_ && Clock::now() >= *deadline_) {
-    clean_up_and_finish({std::nullopt, nullptr});  // try_lock(): "not free" is the answer, no wait
+    clean_up_and_finish({std::nullopt, std::nullopt});  // try_lock(): "not free" is the answer, no wait
     return;
   }
   if (!test_hooks::no_self_wait_check.load()) {

@@ -34,7 +34,6 @@
 #pragma once
 
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,14 +44,15 @@
 #include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_core.hpp"
 #include "src/base/deadline.hpp"
+#include "src/base/failure.hpp"
 #include "src/base/mutex.hpp"
 #include "src/session/client.hpp"
 
 namespace dlock::detail {
 
 struct AcquireResult {
-  std::optional<Acquired> acquired;  // nullopt without `error`: the deadline passed first
-  std::exception_ptr error;
+  std::optional<Acquired> acquired;  // nullopt without `failure`: the deadline passed first
+  std::optional<Failure> failure;
 };
 
 class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
@@ -77,7 +77,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // with `await_delete`, the completion waits for the delete's reply while connected (otherwise,
   // and when the connection is down, the delete is left to Client::release_node's retries).
   // Any thread, any number of times; the first reason counts.
-  void cancel(std::exception_ptr reason, bool await_delete = false);
+  void cancel(Failure reason, bool await_delete = false);
 
   AcquireOp(const AcquireOp&) = delete;
   AcquireOp& operator=(const AcquireOp&) = delete;
@@ -156,7 +156,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::string watched_;
 
   Mutex mutex_;
-  std::exception_ptr cancel_ DLOCK_GUARDED_BY(mutex_);  // a cancel's reason
+  std::optional<Failure> cancel_ DLOCK_GUARDED_BY(mutex_);  // a cancel's reason
   bool await_delete_ DLOCK_GUARDED_BY(mutex_) = false;
   bool timed_out_ DLOCK_GUARDED_BY(mutex_) = false;  // the deadline passed (acted on when parked)
   bool parked_ DLOCK_GUARDED_BY(mutex_) = false;

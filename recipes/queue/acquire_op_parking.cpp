@@ -57,7 +57,7 @@ AcquireOp::Resume AcquireOp::park(std::uint64_t armed) {
     MutexLock lock(mutex_);
     if (armed_ != armed) return Resume::stop;  // cannot happen: only the runner re-arms
     if (cancel_) {
-      stop.error = cancel_;
+      stop.failure = cancel_;
     } else if (early_wake_) {
       armed_ = 0;
       return Resume::now;

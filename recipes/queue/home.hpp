@@ -67,8 +67,9 @@ class Home : public std::enable_shared_from_this<Home<Result>> {
         step();
         lock.lock();
       }
-      // Moved out under the mutex: this thread holds the result's only reference from here on (an
-      // exception_ptr's count lives in the uninstrumented runtime, invisible to ThreadSanitizer).
+      // Moved out under the mutex: this thread holds the result's only reference from here on (a
+      // Failure may keep an exception_ptr, whose count lives in the uninstrumented runtime,
+      // invisible to ThreadSanitizer).
       result = std::move(*result_);
       stale = std::move(steps_);  // the operation has ended: dropped below, unlocked
     }
