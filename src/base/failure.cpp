@@ -6,19 +6,24 @@
 
 namespace dlock::detail {
 
+const std::string& Failure::empty() noexcept {
+  static const std::string none;
+  return none;
+}
+
 Failure Failure::of(const Error& e) noexcept {
+  const auto kind = dynamic_cast<const LockLost*>(&e)        ? Kind::LockLost
+                    : dynamic_cast<const ConnectError*>(&e)  ? Kind::ConnectError
+                    : dynamic_cast<const NotOwner*>(&e)      ? Kind::NotOwner
+                    : dynamic_cast<const InvalidPath*>(&e)   ? Kind::InvalidPath
+                    : dynamic_cast<const WouldDeadlock*>(&e) ? Kind::WouldDeadlock
+                    : dynamic_cast<const InvalidKey*>(&e)    ? Kind::InvalidKey
+                    : dynamic_cast<const LockTimeout*>(&e)   ? Kind::LockTimeout
+                                                             : Kind::Error;
   try {
-    const auto kind = dynamic_cast<const LockLost*>(&e)        ? Kind::LockLost
-                      : dynamic_cast<const ConnectError*>(&e)  ? Kind::ConnectError
-                      : dynamic_cast<const NotOwner*>(&e)      ? Kind::NotOwner
-                      : dynamic_cast<const InvalidPath*>(&e)   ? Kind::InvalidPath
-                      : dynamic_cast<const WouldDeadlock*>(&e) ? Kind::WouldDeadlock
-                      : dynamic_cast<const InvalidKey*>(&e)    ? Kind::InvalidKey
-                      : dynamic_cast<const LockTimeout*>(&e)   ? Kind::LockTimeout
-                                                               : Kind::Error;
     return {kind, e.code(), e.what()};
-  } catch (...) {  // the message could not be copied
-    return {Kind::OutOfMemory, std::make_error_code(std::errc::not_enough_memory), std::string()};
+  } catch (...) {  // no memory for the message: the kind and the code are kept
+    return Failure(kind, e.code());
   }
 }
 
@@ -28,16 +33,24 @@ Failure Failure::current() noexcept {
   } catch (const Error& e) {
     return of(e);
   } catch (const std::bad_alloc&) {
-    return {Kind::OutOfMemory, std::make_error_code(std::errc::not_enough_memory), "out of memory"};
+    return Failure(Kind::OutOfMemory, std::make_error_code(std::errc::not_enough_memory));
   } catch (...) {
-    Failure foreign(Kind::Foreign, std::make_error_code(std::errc::state_not_recoverable), std::string());
+    // Anything else is raised again as itself; a std::system_error (from std::thread, say) keeps
+    // its code for the asynchronous handlers.
+    Failure foreign(Kind::Foreign, std::make_error_code(std::errc::state_not_recoverable));
     foreign.foreign_ = std::current_exception();
     try {
       throw;
+    } catch (const std::system_error& e) {
+      foreign.code_ = e.code();
+      try {
+        foreign.message_ = std::make_shared<const std::string>(e.what());
+      } catch (...) {
+      }
     } catch (const std::exception& e) {
       try {
-        foreign.message_ = e.what();
-      } catch (...) {  // out of memory: the exception itself is kept all the same
+        foreign.message_ = std::make_shared<const std::string>(e.what());
+      } catch (...) {
       }
     } catch (...) {
     }
@@ -48,19 +61,19 @@ Failure Failure::current() noexcept {
 void Failure::raise() const {
   switch (kind_) {
     case Kind::LockLost:
-      throw LockLost(code_, message_);
+      throw LockLost(code_, message());
     case Kind::ConnectError:
-      throw ConnectError(code_, message_);
+      throw ConnectError(code_, message());
     case Kind::NotOwner:
-      throw NotOwner(message_);
+      throw NotOwner(message());
     case Kind::InvalidPath:
-      throw InvalidPath(message_);
+      throw InvalidPath(message());
     case Kind::WouldDeadlock:
-      throw WouldDeadlock(message_);
+      throw WouldDeadlock(message());
     case Kind::InvalidKey:
-      throw InvalidKey(message_);
+      throw InvalidKey(message());
     case Kind::LockTimeout:
-      throw LockTimeout(code_, message_);
+      throw LockTimeout(code_, message());
     case Kind::OutOfMemory:
       throw std::bad_alloc();
     case Kind::Foreign:
@@ -69,7 +82,7 @@ void Failure::raise() const {
     case Kind::Error:
       break;
   }
-  throw Error(code_, message_);
+  throw Error(code_, message());
 }
 
 }  // namespace dlock::detail

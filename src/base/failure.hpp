@@ -7,14 +7,21 @@
 //
 // A Failure keeps what the exception dlock would have thrown says: its type (Kind), its code and
 // its message. An exception that is no dlock error and no std::bad_alloc (from a dependency, say)
-// is kept as it is, and raise() throws it again unchanged.
+// is kept as it is (with its code, if it is a std::system_error), and raise() throws it again
+// unchanged.
 //
-// Thread-safety: a value; copies are independent.
+// Copies never throw (the message is shared, as an exception's is), so a Failure can be passed
+// on, stored under a mutex or copied in a noexcept function as the std::exception_ptr it replaces
+// could. Making one allocates.
+//
+// Thread-safety: a value; copies are independent (the shared message is immutable).
 #pragma once
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 namespace dlock {
 class Error;
@@ -40,7 +47,7 @@ class Failure {
   };
 
   Failure(Kind kind, std::error_code code, std::string message)
-      : kind_(kind), code_(code), message_(std::move(message)) {}
+      : kind_(kind), code_(code), message_(std::make_shared<const std::string>(std::move(message))) {}
 
   // The failure of the exception being handled: call it in a catch block only.
   static Failure current() noexcept;
@@ -49,16 +56,21 @@ class Failure {
 
   Kind kind() const noexcept { return kind_; }
   const std::error_code& code() const noexcept { return code_; }
-  const std::string& message() const noexcept { return message_; }
+  const std::string& message() const noexcept { return message_ ? *message_ : empty(); }
 
   // Throws the exception it stands for: the dlock type of its kind, with its code and message.
   [[noreturn]] void raise() const;
 
  private:
+  Failure(Kind kind, std::error_code code) noexcept : kind_(kind), code_(code) {}
+  static const std::string& empty() noexcept;
+
   Kind kind_;
   std::error_code code_;
-  std::string message_;
-  std::exception_ptr foreign_;  // Kind::Foreign: the exception itself
+  std::shared_ptr<const std::string> message_;  // null: no message (made without memory)
+  std::exception_ptr foreign_;                  // Kind::Foreign: the exception itself
 };
+
+static_assert(std::is_nothrow_copy_constructible_v<Failure> && std::is_nothrow_copy_assignable_v<Failure>);
 
 }  // namespace dlock::detail

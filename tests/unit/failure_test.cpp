@@ -7,8 +7,9 @@
 
 #include <new>
 #include <optional>
-#include <typeinfo>
 #include <stdexcept>
+#include <system_error>
+#include <typeinfo>
 
 #include "dlock/dlock.hpp"
 
@@ -78,6 +79,25 @@ TEST(Failure, OutOfMemoryIsBadAllocAndAForeignExceptionComesBackAsItself) {
     const auto failure = Failure::current();
     EXPECT_EQ(failure.kind(), Failure::Kind::Foreign);
     EXPECT_EQ(failure.message(), "index 7");
+  }
+}
+
+TEST(Failure, AForeignSystemErrorKeepsItsCodeForTheAsynchronousHandlers) {
+  const std::system_error thread_failure(std::make_error_code(std::errc::resource_unavailable_try_again), "thread");
+  try {
+    throw thread_failure;
+  } catch (...) {
+    const auto failure = Failure::current();
+    EXPECT_EQ(failure.kind(), Failure::Kind::Foreign);
+    EXPECT_EQ(failure.code(), std::make_error_code(std::errc::resource_unavailable_try_again));
+    const Failure copy = failure;  // shares the message: a copy never throws
+    EXPECT_EQ(&copy.message(), &failure.message());
+  }
+  try {
+    std::rethrow_exception(round_trip(thread_failure));
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(typeid(e), typeid(std::system_error));
+    EXPECT_EQ(e.code(), thread_failure.code());
   }
 }
 
