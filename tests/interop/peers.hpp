@@ -97,7 +97,9 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us) {
   std::vector<ChildProcess> children;
   std::vector<std::string> logs;
   // Each peer says READY once connected (a JVM may take seconds on a loaded machine); all are then
-  // given one instant a little ahead, so that their cycles really contend.
+  // given one instant 2 s ahead, so that their cycles really contend: a JVM still loads Curator's
+  // lock classes on its first acquire (a few hundred ms), and a short run of another peer would
+  // otherwise be over before Curator's first hold.
   for (std::size_t i = 0; i < runs.size(); ++i) {
     logs.push_back(dir + "/holds-" + std::to_string(i) + ".jsonl");
     children.push_back(start_run(runs[i], test_root(), logs.back(), counter, hold_us, "go"));
@@ -107,7 +109,7 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us) {
     EXPECT_EQ(ready, std::optional<std::string>("READY")) << runs[i].client << " did not start";
   }
   const auto start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            (std::chrono::steady_clock::now() + std::chrono::milliseconds(200)).time_since_epoch())
+                            (std::chrono::steady_clock::now() + std::chrono::seconds(2)).time_since_epoch())
                             .count();
   for (auto& child : children) child.write_line("GO " + std::to_string(start_at));
   for (std::size_t i = 0; i < runs.size(); ++i) {
