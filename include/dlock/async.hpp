@@ -19,6 +19,7 @@
 // async_lock_each the last argument is the token when it is one for the completion signature
 // (boost::asio::completion_token_for), and a key source otherwise:
 //   LockHandle::async_acquire(session, path, mode, token)               void(error_code, LockHandle)
+//     (mode defaults to LockMode::Exclusive, as for the blocking acquire)
 //   LockHandle::async_try_acquire_for(session, path, timeout, mode, token)
 //                                                                        void(error_code, LockHandle)
 //   locks.async_lock(mode, "ns", sources..., token)                     void(error_code, ScopedLock)
@@ -59,8 +60,10 @@
 //
 // Errors are error codes: dlock's (dlock_category(): errc::lock_lost, would_deadlock,
 // invalid_path, invalid_key, lock_timeout, disconnected, not_authorized, ...) and ZooKeeper's
-// (zookeeper_category()), as the blocking call's exception would carry; the exception's message is
-// logged (dlock/log.hpp) at Warning, except for cancellations and time-outs. A time-out is not an
+// (zookeeper_category()), as the blocking call's exception would carry (std::errc's for a failure
+// from the standard library, e.g. not_enough_memory); the exception's message is logged
+// (dlock/log.hpp) at Warning, except for cancellations, time-outs, errc::disconnected and running
+// out of memory. A time-out is not an
 // error for async_try_acquire_for (an empty handle, as try_acquire_for returns); a guard's time-out
 // is errc::lock_timeout (or errc::disconnected when the session had no connection), as the
 // blocking guard's LockTimeout says. On every error the value is empty and nothing is left held

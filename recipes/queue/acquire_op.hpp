@@ -27,8 +27,8 @@
 // main line), acquire_op_parking.cpp (the watch on the predecessor, parking) and
 // acquire_op_recovery.cpp (parents, adoption, waiting for the connection).
 //
-// Completion: exactly once, with the grant, with "timed out", or with an exception (what the
-// blocking acquire() throws; cancel()'s reason). It runs on the thread that ended the operation
+// Completion: exactly once, with the grant, with "timed out", or with a Failure (what the
+// blocking acquire() raises; cancel()'s reason). It runs on the thread that ended the operation
 // (one of the above, or the canceller) with no recipe mutex held, and must not block. After completing, the operation
 // touches the Client no more: its owner keeps the Client alive until then.
 #pragma once

@@ -3,7 +3,7 @@
 // Inside the library an error crosses a completion or a layer as a Failure (an AcquireOp's result,
 // a take's, a held lock's, a cancel's reason), never as an exception in flight. Only the public
 // surface turns it into what its caller expects: the blocking functions throw raise(), the
-// asynchronous ones hand code() to the handler (async_lock.cpp), and metrics read code().
+// asynchronous ones hand code() to the handler (async_lock.cpp), and metrics read kind() and code().
 //
 // A Failure keeps what the exception dlock would have thrown says: its type (Kind), its code and
 // its message. An exception that is no dlock error and no std::bad_alloc (from a dependency, say)
@@ -12,7 +12,8 @@
 //
 // Copies never throw (the message is shared, as an exception's is), so a Failure can be passed
 // on, stored under a mutex or copied in a noexcept function as the std::exception_ptr it replaces
-// could. Making one allocates.
+// could. The public constructor allocates the message; of() and current() never throw and, out
+// of memory, keep the kind and the code only.
 //
 // Thread-safety: a value; copies are independent (the shared message is immutable).
 #pragma once

@@ -5,7 +5,7 @@
 //   curator_peer run   --connect HOST:PORT --path P --lock mutex|read|write --cycles N --threads T
 //                      --client NAME --log FILE [--counter FILE] [--hold-us U]
 //                      [--pause-us U: sleep between a release and the next acquire]
-//                      [--start-at-ns CLOCK_MONOTONIC ns to begin the cycles at]
+//                      [--start-at-ns CLOCK_MONOTONIC ns to begin the cycles at, or go: print READY, read "GO <ns>"]
 //   curator_peer hold  --connect HOST:PORT --path P --lock mutex|read|write
 //   curator_peer probe --connect HOST:PORT --path P --lock mutex|read|write --timeout-ms T
 // Exit codes: 0 success, 1 runtime failure, 2 usage, 3 probe timed out.

@@ -562,7 +562,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "dlock_peer: %s\nusage: dlock_peer run --connect HOST:PORT --path P --lock mutex|read|write "
                  "--cycles N --threads T --client NAME --log FILE [--counter FILE] [--hold-us U] "
-                 "[--ignore-lock] [--start-at-ns NS] [--session-timeout-ms MS] "
+                 "[--ignore-lock] [--start-at-ns NS|go] [--session-timeout-ms MS] "
                  "[--loss-signal on-suspended|on-lost] [--attempt-timeout-ms MS] [--tolerate-loss] "
                  "[--linger] [--stderr FILE]\n"
                  "       dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE] "
