@@ -18,6 +18,8 @@
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
+#include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -44,6 +46,10 @@ enum class errc {
                        // on a node (its ACL; dlock/security.hpp). The message names both.
   cancelled,           // An asynchronous acquisition was cancelled (dlock/async.hpp); its handler
                        // gets asio::error::operation_aborted.
+  stale_token,         // A fenced resource has already seen a newer fencing token than the one
+                       // presented: its holder lost the lock since (StaleFencingToken).
+  database_failed,     // The database behind a fenced resource failed a request (no connection,
+                       // no schema, an aborted transaction); the message is the database's.
 };
 
 const std::error_category& dlock_category() noexcept;
@@ -122,6 +128,31 @@ class LockTimeout : public Error {
  public:
   explicit LockTimeout(const std::string& what) : Error(make_error_code(errc::lock_timeout), what) {}
   LockTimeout(std::error_code code, const std::string& what) : Error(code, what) {}
+};
+
+// A fenced resource (a database row guarded with dlock/postgres/fence.hpp, say) refused a write:
+// it has already seen `newer()`, a fencing token newer than `token()`, for `resource()`. The
+// holder that presented `token()` lost the lock since (its session expired while it was paused,
+// or its node was deleted) and another holder has written: whatever it was about to write must
+// not land. The message names all three. Code: errc::stale_token.
+class StaleFencingToken : public Error {
+ public:
+  StaleFencingToken(std::string resource, std::int64_t token, std::int64_t newer)
+      : Error(make_error_code(errc::stale_token), "resource \"" + resource + "\" refused fencing token " +
+                                                      std::to_string(token) + ": it has already seen the newer token " +
+                                                      std::to_string(newer) +
+                                                      " (this holder lost the lock since; its write must not land)"),
+        resource_(std::make_shared<const std::string>(std::move(resource))),
+        token_(token),
+        newer_(newer) {}
+  const std::string& resource() const noexcept { return *resource_; }
+  std::int64_t token() const noexcept { return token_; }
+  std::int64_t newer() const noexcept { return newer_; }
+
+ private:
+  std::shared_ptr<const std::string> resource_;  // shared: an exception's copy must not throw
+  std::int64_t token_;
+  std::int64_t newer_;
 };
 
 }  // namespace dlock

@@ -38,6 +38,10 @@ class DlockCategory final : public std::error_category {
         return "the session's identity lacks a permission on a lock node";
       case errc::cancelled:
         return "the asynchronous acquisition was cancelled";
+      case errc::stale_token:
+        return "the resource has seen a newer fencing token";
+      case errc::database_failed:
+        return "the fenced resource's database failed the request";
     }
     return "unknown dlock error " + std::to_string(value);
   }

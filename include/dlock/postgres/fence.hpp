@@ -1,0 +1,66 @@
+// dlock/postgres/fence.hpp: fencing enforced by PostgreSQL itself (the optional component
+// `dlock::postgres`, on libpq).
+//
+// A lock's holder can be paused past its session (a GC pause, SIGSTOP, a VM migration): the lock
+// passes to the next holder, and the paused one, when it resumes, still believes it holds and
+// writes. Its fencing token (dlock/fencing.hpp) is older than the next holder's. Fencing the
+// transaction makes the database refuse that write:
+//
+//   dlock::postgres::install_schema(conn);                  // once; idempotent, versioned
+//   ...
+//   PQexec(conn, "BEGIN");
+//   dlock::postgres::fence(conn, "orders/42", handle.fencing_token());   // throws if stale
+//   PQexec(conn, "UPDATE orders SET ... WHERE id = 42");
+//   PQexec(conn, "COMMIT");
+//
+// fence() calls the SQL function dlock_fence(resource, token) inside the caller's transaction. It
+// records the token for the resource (a row of table dlock_fence, locked until the transaction
+// ends) unless a newer token was recorded already; then it raises SQLSTATE DL001, the transaction
+// is aborted, and fence() throws StaleFencingToken (resource, token, the newer token). Two holders
+// that fence the same resource are serialized on that row: the older one, if it comes second,
+// fails once the newer one committed. Any client in any language can call the function the same
+// way (`SELECT dlock_fence($1, $2)`); Curator and kazoo holders compute the token as
+// docs/FENCING.md says.
+//
+// The resource is any text naming what the lock protects; the lock path is a natural choice. It
+// need not exist as a row anywhere.
+//
+// Thread-safety: as the PGconn* (libpq connections are used by one thread at a time).
+//
+// Errors: StaleFencingToken as above; Error (errc::invalid_argument) for a token below 1 or a null
+// connection; Error (errc::database_failed) with libpq's or the server's message for any other
+// failure (no connection, no schema: call install_schema first, a transaction already aborted).
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <cstdint>
+#include <string_view>
+
+#include "dlock/error.hpp"
+
+typedef struct pg_conn PGconn;
+
+namespace dlock::postgres {
+
+// The SQLSTATE dlock_fence() raises for a stale token (class DL: not one of PostgreSQL's).
+inline constexpr std::string_view kStaleTokenSqlstate = "DL001";
+// The schema version install_schema() brings a database to.
+inline constexpr int kSchemaVersion = 1;
+
+// The schema as SQL, for a project that applies it with its own migrations: the tables
+// dlock_schema (one row: the version) and dlock_fence (resource, token, fenced_at) and the
+// function dlock_fence(text, bigint). Idempotent.
+std::string_view schema_sql() noexcept;
+
+// Creates or upgrades the schema in the connection's current schema, in a transaction of its own
+// (so not inside the caller's), serialized against concurrent installers by an advisory lock. A
+// database at kSchemaVersion is left as it is; one at a newer version is refused (Error naming
+// both versions), since this library would not know its rules.
+void install_schema(PGconn* conn);
+
+// Inside the caller's open transaction: records `token` for `resource`, or throws
+// StaleFencingToken (the transaction is then aborted) when a newer token was recorded already.
+void fence(PGconn* conn, std::string_view resource, std::int64_t token);
+
+}  // namespace dlock::postgres

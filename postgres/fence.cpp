@@ -1,0 +1,127 @@
+// dlock::postgres: the fence as a SQL function, and the calls that install and use it
+// (dlock/postgres/fence.hpp).
+#include "dlock/postgres/fence.hpp"
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <string>
+
+namespace dlock::postgres {
+namespace {
+
+// Version 1. The function raises DL001 with the newer token as its DETAIL, so that fence() can
+// name it without a second query (which the aborted transaction would refuse).
+constexpr std::string_view kSchemaV1 = R"sql(
+CREATE TABLE IF NOT EXISTS dlock_schema (
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  version integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dlock_fence (
+  resource text PRIMARY KEY,
+  token bigint NOT NULL,
+  fenced_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE OR REPLACE FUNCTION dlock_fence(p_resource text, p_token bigint) RETURNS void
+LANGUAGE plpgsql AS $fence$
+DECLARE
+  kept bigint;
+BEGIN
+  IF p_resource IS NULL OR p_token IS NULL OR p_token < 1 THEN
+    RAISE EXCEPTION USING ERRCODE = '22023',
+      MESSAGE = format('dlock_fence: resource and a token of at least 1 are needed, got %L and %s',
+                       p_resource, coalesce(p_token::text, 'NULL'));
+  END IF;
+  INSERT INTO dlock_fence AS f (resource, token) VALUES (p_resource, p_token)
+  ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, fenced_at = now()
+    WHERE f.token <= EXCLUDED.token
+  RETURNING f.token INTO kept;
+  IF kept IS NULL THEN
+    SELECT f.token INTO kept FROM dlock_fence AS f WHERE f.resource = p_resource;
+    RAISE EXCEPTION USING ERRCODE = 'DL001',
+      MESSAGE = format('stale fencing token %s for %L: %s was seen', p_token, p_resource, kept),
+      DETAIL = kept::text;
+  END IF;
+END
+$fence$;
+INSERT INTO dlock_schema (version) VALUES (1) ON CONFLICT (only_row) DO UPDATE SET version = 1
+  WHERE dlock_schema.version < 1;
+)sql";
+
+using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+[[noreturn]] void database_failed(const std::string& what, PGconn* conn, const PGresult* result) {
+  std::string message = result != nullptr ? PQresultErrorMessage(result) : "";
+  if (message.empty() && conn != nullptr) message = PQerrorMessage(conn);
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  throw Error(make_error_code(errc::database_failed), what + ": " + (message.empty() ? "no reply" : message));
+}
+
+void check_connection(PGconn* conn, const char* what) {
+  if (conn == nullptr) throw Error(make_error_code(errc::invalid_argument), std::string(what) + ": the connection is null");
+}
+
+// Runs `sql` (no parameters); throws unless it succeeded.
+void run(PGconn* conn, const std::string& what, const char* sql) {
+  Result result(PQexec(conn, sql), &PQclear);
+  const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) database_failed(what, conn, result.get());
+}
+
+}  // namespace
+
+std::string_view schema_sql() noexcept { return kSchemaV1; }
+
+void install_schema(PGconn* conn) {
+  check_connection(conn, "installing dlock's fence schema");
+  const std::string what = "installing dlock's fence schema";
+  run(conn, what, "BEGIN");
+  try {
+    // One installer at a time (the key: "dlock" in ASCII); released with the transaction.
+    run(conn, what, "SELECT pg_advisory_xact_lock(1684829035)");
+    Result found(PQexec(conn, "SELECT version FROM dlock_schema"), &PQclear);
+    if (found && PQresultStatus(found.get()) == PGRES_TUPLES_OK && PQntuples(found.get()) == 1) {
+      const int version = std::stoi(PQgetvalue(found.get(), 0, 0));
+      if (version > kSchemaVersion) {
+        throw Error(make_error_code(errc::database_failed),
+                    what + ": the database is at schema version " + std::to_string(version) +
+                        ", newer than this library's " + std::to_string(kSchemaVersion));
+      }
+    } else if (!found || PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
+      // No table yet: that statement aborted the transaction; start again without it.
+      run(conn, what, "ROLLBACK");
+      run(conn, what, "BEGIN");
+      run(conn, what, "SELECT pg_advisory_xact_lock(1684829035)");
+    }
+    run(conn, what, std::string(kSchemaV1).c_str());
+    run(conn, what, "COMMIT");
+  } catch (...) {
+    Result rollback(PQexec(conn, "ROLLBACK"), &PQclear);
+    throw;
+  }
+}
+
+void fence(PGconn* conn, std::string_view resource, std::int64_t token) {
+  check_connection(conn, "fencing");
+  const std::string what = "fencing \"" + std::string(resource) + "\" with token " + std::to_string(token);
+  if (token < 1) throw Error(make_error_code(errc::invalid_argument), what + ": a fencing token is at least 1");
+  const std::string resource_text(resource);
+  const std::string token_text = std::to_string(token);
+  const char* values[] = {resource_text.c_str(), token_text.c_str()};
+  Result result(PQexecParams(conn, "SELECT dlock_fence($1::text, $2::bigint)", 2, nullptr, values, nullptr, nullptr, 0),
+                &PQclear);
+  if (result && PQresultStatus(result.get()) == PGRES_TUPLES_OK) return;
+  const char* sqlstate = result ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
+  if (sqlstate != nullptr && kStaleTokenSqlstate == sqlstate) {
+    const char* detail = PQresultErrorField(result.get(), PG_DIAG_MESSAGE_DETAIL);
+    std::int64_t newer = 0;
+    try {
+      newer = detail != nullptr ? std::stoll(detail) : 0;
+    } catch (...) {  // not ours: the token stays unknown (0)
+    }
+    throw StaleFencingToken(resource_text, token, newer);
+  }
+  database_failed(what, conn, result.get());
+}
+
+}  // namespace dlock::postgres
