@@ -58,7 +58,8 @@ using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
 }
 
 void check_connection(PGconn* conn, const char* what) {
-  if (conn == nullptr) throw Error(make_error_code(errc::invalid_argument), std::string(what) + ": the connection is null");
+  if (conn == nullptr)
+    throw Error(make_error_code(errc::invalid_argument), std::string(what) + ": the connection is null");
 }
 
 // Runs `sql` (no parameters); throws unless it succeeded.
