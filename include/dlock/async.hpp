@@ -153,7 +153,8 @@ struct NoPrepare {
 
 // Delivers a result to an Asio handler: posted to the handler's associated executor, the
 // cancellation slot cleared there first, `prepare` run there right before the handler, `convert`
-// turning the acquisition's value into the handler's.
+// turning the acquisition's value into the handler's (or, for a Convert with kCarriesError, into
+// the handler's error and value: a BatchLock request's exception_ptr and result).
 //
 // The completing thread is one of dlock's (a ZooKeeper completion thread, the task timer) and the
 // application may destroy the handler's execution context as soon as the handler has run. So
@@ -192,12 +193,20 @@ class HandlerSink final : public AsyncSink<T> {
         state->work.reset();  // this function itself is the context's work while it runs
         auto slot = boost::asio::get_associated_cancellation_slot(state->handler);
         if (slot.is_connected()) slot.clear();
-        auto error = handler_error(ec);
-        Value result = state->convert(std::move(value));
-        state->prepare(error, result);
-        auto handler = std::move(state->handler);
-        state.reset();
-        std::move(handler)(error, std::move(result));
+        if constexpr (requires { Convert::kCarriesError; }) {  // the value brings its own error
+          (void)ec;
+          auto [error, result] = state->convert(std::move(value));
+          auto handler = std::move(state->handler);
+          state.reset();
+          std::move(handler)(std::move(error), std::move(result));
+        } else {
+          auto error = handler_error(ec);
+          Value result = state->convert(std::move(value));
+          state->prepare(error, result);
+          auto handler = std::move(state->handler);
+          state.reset();
+          std::move(handler)(error, std::move(result));
+        }
       });
     }  // post_to and post()'s own copies are gone
     handshake->posted.store(true);

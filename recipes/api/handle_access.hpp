@@ -7,6 +7,7 @@
 #include "dlock/lock_handle.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/held_lock.hpp"
+#include "src/base/deadline.hpp"
 
 namespace dlock::detail {
 
@@ -17,6 +18,9 @@ struct HandleAccess {
   static std::shared_ptr<LockSite> site(const LockHandle& handle);
   // node_still_owned (held_lock.hpp) for a held handle's node; empty for an empty handle.
   static std::function<bool()> still_owned(const LockHandle& handle);
+  // LockHandle::acquire with a deadline (which may carry a cancellation): empty once it passed
+  // or was abandoned.
+  static LockHandle take(Session& session, std::string path, LockMode mode, const Deadline& deadline);
 };
 
 }  // namespace dlock::detail

@@ -33,6 +33,10 @@ std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
   return handle.state_ ? handle.state_->site : nullptr;
 }
 
+LockHandle HandleAccess::take(Session& session, std::string path, LockMode mode, const Deadline& deadline) {
+  return LockHandle::take(session, std::move(path), mode, deadline);
+}
+
 std::function<bool()> HandleAccess::still_owned(const LockHandle& handle) {
   if (!handle.state_) return {};
   return node_still_owned(*handle.state_->site->client, handle.state_->grant.generation);

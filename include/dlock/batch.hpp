@@ -1,0 +1,253 @@
+// dlock/batch.hpp: combining. Whoever holds a hot lock serves the requests queued behind it.
+//
+// A lock held per request pays, per request, one hand-over of the lock and one COMMIT of the
+// transaction it guards: a hot row behind any per-request lock (the database's own included) is
+// capped by that. A BatchLock gathers the requests of one process that wait for the same lock;
+// the first of them to hold the lock runs up to `max_batch` of them in one call of your handler,
+// which sees them all, so it runs one transaction (one COMMIT) for the batch; then the lock
+// passes on. (Flat combining, Hendler et al. 2010; hot-row group update in flash-sale databases.)
+//
+//   struct Draw { std::int64_t user; };
+//   struct Prize { std::optional<std::int64_t> id; };
+//   dlock::BatchLock<Draw, Prize> pool(session, "/locks/pool/7", [&](auto& batch) {
+//     Transaction tx(db);                              // one transaction for the whole batch
+//     tx.fence("pool/7", batch.fencing_token());       // one fencing token per batch
+//     for (std::size_t i = 0; i < batch.size(); ++i) batch.set_result(i, draw_one(tx, batch.request(i)));
+//     tx.commit();
+//   });
+//   Prize prize = pool.submit(Draw{user});             // from any thread; blocks until served
+//
+// Contract.
+//   * Every request is served at most once, in exactly one batch, and its submitter gets what the
+//     handler set for it: `set_result(i, value)` or `fail(i, exception)`. A request the handler
+//     left without either fails with std::logic_error. If the handler throws, every request of the
+//     batch fails with that exception (what it set is dropped: its transaction did not commit).
+//     One request's failure is not its batch-mates' unless the handler says so (a savepoint per
+//     request keeps the others' writes: dlock/postgres/ gives one).
+//   * A batch runs while the lock is held: exclusive against every other holder of the path in
+//     any process (other BatchLocks, Mutexes, LockHandles, Curator and kazoo clients), in the wire
+//     format of a Mutex (mode Exclusive) or a SharedMutex's writer (mode Write). Each process
+//     combines its own submitters; between processes the lock's queue orders them as it does any
+//     holder, so other clients get their turn between batches.
+//   * Requests are served in the order submitted (FIFO within the process). A submitter that is
+//     not chosen to run a batch sends nothing to ZooKeeper: it waits for its result.
+//   * The runner is one of the submitters: the oldest request whose submitter waits when the
+//     lock is free to be taken. A blocking submitter runs the handler on its own thread; for
+//     asynchronous submitters (async_submit) the handler runs on a thread of the BatchLock's own.
+//     While one batch runs, the next runner already queues for the lock, so with local hand-off
+//     (dlock/handoff.hpp, the default) the lock passes to it without a ZooKeeper request.
+//   * With nothing queued a request runs alone, at the cost of one lock use (`max_linger` 0).
+//
+// Errors (thrown by submit, passed to asynchronous handlers as an exception_ptr):
+//   what the handler set with fail(), or threw; `LockTimeout` (naming the path and the timeout)
+//   when the request was not served in time, in which case it never ran; and, when its own
+//   submitter was the runner, the lock's errors (LockLost, WouldDeadlock, Error) before it ran.
+//   Requests served in a batch before the runner failed to take the lock are unaffected.
+//
+// Don't submit on a path your thread already holds through a Mutex, a LockHandle or a guard:
+// another submitter may be the runner and wait for the lock your thread holds.
+//
+// Thread-safety: submit and async_submit may be called by any number of threads at once. The
+// handler is called by one thread at a time. Destroy the BatchLock only once no blocking submit
+// is in progress; asynchronous requests still queued then complete with operation_aborted.
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dlock/lock_handle.hpp"
+#include "dlock/lock_mode.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock {
+
+struct BatchOptions {
+  // The most requests one batch serves; at least 1. Default: 64.
+  std::size_t max_batch = 64;
+  // How long a runner that holds the lock waits for more requests to join a batch of fewer than
+  // max_batch. Default: 0 (it serves what is queued at once).
+  std::chrono::microseconds max_linger{0};
+  // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
+  // Exclusive.
+  LockMode mode = LockMode::Exclusive;
+};
+
+namespace detail {
+
+// One submitted request, as the combining core sees it (BatchLock's typed request derives).
+class BatchItem {
+ public:
+  virtual ~BatchItem() = default;
+};
+
+// The combining core (recipes/batch/combiner.cpp): the queue of requests, the choice of runner,
+// the lock, the batches. Knows nothing of the requests' types.
+class Combiner {
+ public:
+  // Runs one batch while `hold` holds the lock. Must not throw (BatchLock's catches).
+  using RunBatch = std::function<void(std::span<BatchItem* const> items, const LockHandle& hold)>;
+  // Throws Error (errc::invalid_argument) for max_batch 0 or a mode other than Exclusive/Write,
+  // InvalidPath for a bad path.
+  static std::shared_ptr<Combiner> make(Session& session, std::string path, BatchOptions options, RunBatch run);
+  virtual ~Combiner() = default;
+
+  // Blocks until `item` ran in a batch; throws, without having run it, on a timeout or when this
+  // thread, as the runner, could not take the lock.
+  virtual void submit(BatchItem& item, std::optional<std::chrono::milliseconds> timeout) = 0;
+  // Queues `item`; `done(never_ran)` is called once, on any thread (inside this call when the
+  // core is shut down), never under the core's mutex: a null `never_ran` when the item ran in a
+  // batch. Returns a ticket for cancel() (0 if `done` ran already).
+  virtual std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done) = 0;
+  // If the ticket's request has not begun running, it never will: its `done(why)` is called.
+  virtual void cancel(std::uint64_t ticket, std::exception_ptr why) noexcept = 0;
+  // Ends the asynchronous requests still queued with `why` and stops the core's thread.
+  virtual void shutdown(std::exception_ptr why) noexcept = 0;
+  virtual const std::string& path() const noexcept = 0;
+  virtual Session& session() const noexcept = 0;
+};
+
+}  // namespace detail
+
+template <class Request, class Result>
+class BatchLock {
+ public:
+  // What the handler gets: the requests of one batch, the hold that serves them.
+  class Batch;
+  using Handler = std::function<void(Batch&)>;
+
+  // `path` follows Mutex's rules. Throws InvalidPath, Error (errc::invalid_argument) for bad
+  // options or an empty handler. The Session must outlive the BatchLock.
+  BatchLock(Session& session, std::string path, Handler handler, BatchOptions options = {})
+      : handler_(std::make_shared<Handler>(std::move(handler))) {
+    if (!*handler_) throw Error(make_error_code(errc::invalid_argument), "BatchLock on " + path + ": an empty handler");
+    core_ = detail::Combiner::make(session, std::move(path), options,
+                                   [handler = handler_](std::span<detail::BatchItem* const> items,
+                                                        const LockHandle& hold) { run(*handler, items, hold); });
+  }
+  ~BatchLock();
+  BatchLock(const BatchLock&) = delete;
+  BatchLock& operator=(const BatchLock&) = delete;
+
+  // Blocks until the request was served; returns its result or throws its failure (above).
+  Result submit(Request request) { return submit_impl(std::move(request), std::nullopt); }
+  // The same, giving up after `timeout` (LockTimeout) if the request has not begun running by
+  // then; once it runs, it completes with its batch.
+  Result submit(Request request, std::chrono::milliseconds timeout) { return submit_impl(std::move(request), timeout); }
+
+  // The same without blocking a thread, for Boost.Asio completion tokens. Completion signature
+  // `void(std::exception_ptr, Result)` (so `co_await` rethrows a request's own failure); Result
+  // must be default-constructible for the failures. Cancellation (the handler's cancellation
+  // slot, any type) ends a request that has not begun running with operation_aborted (a
+  // boost::system::system_error). Defined in dlock/async_batch.hpp: include it to call it.
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_submit(Request request, CompletionToken&& token = CompletionToken());
+
+  const std::string& path() const noexcept { return core_->path(); }
+
+ private:
+  struct Item final : detail::BatchItem {
+    explicit Item(Request r) : request(std::move(r)) {}
+    Request request;
+    std::optional<Result> result;
+    std::exception_ptr error;
+  };
+
+  static void run(const Handler& handler, std::span<detail::BatchItem* const> items, const LockHandle& hold) noexcept;
+  Result submit_impl(Request request, std::optional<std::chrono::milliseconds> timeout) {
+    Item item(std::move(request));
+    core_->submit(item, timeout);
+    if (item.error) std::rethrow_exception(item.error);
+    return std::move(*item.result);
+  }
+
+  std::shared_ptr<Handler> handler_;
+  std::shared_ptr<detail::Combiner> core_;
+};
+
+template <class Request, class Result>
+class BatchLock<Request, Result>::Batch {
+ public:
+  std::size_t size() const noexcept { return items_.size(); }
+  // The i-th request (0 <= i < size(), in the order submitted). Throws std::out_of_range.
+  const Request& request(std::size_t i) const { return item(i).request; }
+  // The i-th request's result; replaces a result or failure set before.
+  void set_result(std::size_t i, Result result) {
+    item(i).result = std::move(result);
+    item(i).error = nullptr;
+  }
+  // The i-th request fails with `error` (a null one is a std::invalid_argument); replaces a result
+  // set before.
+  void fail(std::size_t i, std::exception_ptr error) {
+    item(i).result.reset();
+    item(i).error = error ? error : std::make_exception_ptr(std::invalid_argument("Batch::fail: a null exception"));
+  }
+  // Whether the i-th request has a result or a failure yet.
+  bool settled(std::size_t i) const { return item(i).result.has_value() || item(i).error != nullptr; }
+
+  // The hold's fencing token (dlock/fencing.hpp): one per batch, larger than every earlier
+  // holder's of the path.
+  std::int64_t fencing_token() const { return hold_.fencing_token(); }
+  // Requested when the lock is lost while the batch runs (Mutex::stop_token describes when).
+  std::stop_token stop_token() const noexcept { return hold_.stop_token(); }
+  const std::string& path() const noexcept { return hold_.path(); }
+
+ private:
+  friend class BatchLock;
+  Batch(std::span<detail::BatchItem* const> items, const LockHandle& hold) : items_(items), hold_(hold) {}
+  Item& item(std::size_t i) const {
+    if (i >= items_.size()) {
+      throw std::out_of_range("Batch: request " + std::to_string(i) + " of a batch of " +
+                              std::to_string(items_.size()));
+    }
+    return static_cast<Item&>(*items_[i]);
+  }
+  std::span<detail::BatchItem* const> items_;
+  const LockHandle& hold_;
+};
+
+template <class Request, class Result>
+BatchLock<Request, Result>::~BatchLock() {
+  core_->shutdown(std::make_exception_ptr(
+      Error(std::make_error_code(std::errc::operation_canceled), "BatchLock on " + core_->path() + " destroyed")));
+}
+
+template <class Request, class Result>
+void BatchLock<Request, Result>::run(const Handler& handler, std::span<detail::BatchItem* const> items,
+                                     const LockHandle& hold) noexcept {
+  Batch batch(items, hold);
+  std::exception_ptr thrown;
+  try {
+    handler(batch);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    Item& item = static_cast<Item&>(*items[i]);
+    if (thrown) {
+      item.result.reset();
+      item.error = thrown;
+    } else if (!item.result && !item.error) {
+      try {
+        throw std::logic_error("BatchLock on " + hold.path() + ": the handler returned without a result for request " +
+                               std::to_string(i) + " of a batch of " + std::to_string(items.size()));
+      } catch (...) {  // the logic_error, or bad_alloc while naming it
+        item.error = std::current_exception();
+      }
+    }
+  }
+}
+
+}  // namespace dlock

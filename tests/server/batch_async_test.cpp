@@ -1,0 +1,193 @@
+// BatchLock::async_submit (dlock/async_batch.hpp): results and failures reach the handler on its
+// executor; asynchronous and blocking submitters share batches; a cancelled request that had not
+// begun running never runs; requests queued when the BatchLock goes complete with an error.
+#include "dlock/async_batch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <future>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+using Doubler = BatchLock<int, int>;
+
+Doubler::Handler doubling(std::atomic<int>& served) {
+  return [&served](Doubler::Batch& batch) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (batch.request(i) < 0) {
+        batch.fail(i, std::make_exception_ptr(std::invalid_argument("negative")));
+      } else {
+        batch.set_result(i, batch.request(i) * 2);
+      }
+      served.fetch_add(1);
+    }
+  };
+}
+
+TEST(BatchAsync, ResultsAndFailuresReachTheHandlersOnTheirExecutor) {
+  Session session(session_options());
+  std::atomic<int> served{0};
+  Doubler doubler(session, test_root(), doubling(served));
+  asio::io_context io;
+  std::vector<int> results;
+  int failures = 0;
+  bool wrong_thread = false;
+  const auto io_thread_check = [&] { wrong_thread = wrong_thread || !io.get_executor().running_in_this_thread(); };
+  for (int i = -2; i < 20; ++i) {
+    doubler.async_submit(i, asio::bind_executor(io, [&, i](std::exception_ptr error, int result) {
+                           io_thread_check();
+                           if (error) {
+                             failures += i < 0 ? 1 : 100;
+                           } else {
+                             results.push_back(result - i * 2);
+                           }
+                         }));
+  }
+  io.run();
+  EXPECT_EQ(results, std::vector<int>(20, 0)) << "a result differs from its request's";
+  EXPECT_EQ(failures, 2);
+  EXPECT_FALSE(wrong_thread);
+  EXPECT_EQ(served.load(), 22);
+}
+
+TEST(BatchAsync, CoAwaitReturnsTheResultAndRethrowsTheFailure) {
+  // Not `co_await async_submit(x)` (the deferred default): Boost 1.81's awaitable cannot resume a
+  // deferred operation whose signature is void(exception_ptr, T) (it tests the struct, not the
+  // pointer, in awaitable_async_op_handler::resume); async_batch.hpp says so.
+  Session session(session_options());
+  std::atomic<int> served{0};
+  Doubler doubler(session, test_root(), doubling(served));
+  asio::io_context io;
+  int result = 0;
+  int tuple_result = 0;
+  bool threw = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        result = co_await doubler.async_submit(21, asio::use_awaitable);
+        try {
+          co_await doubler.async_submit(-1, asio::use_awaitable);
+        } catch (const std::invalid_argument&) {
+          threw = true;
+        }
+        auto [error, value] = co_await doubler.async_submit(5, asio::as_tuple(asio::use_awaitable));
+        if (!error) tuple_result = value;
+      },
+      asio::detached);
+  io.run();
+  EXPECT_EQ(result, 42);
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(tuple_result, 10);
+}
+
+TEST(BatchAsync, BlockingAndAsynchronousSubmittersShareBatches) {
+  Session session(session_options());
+  std::atomic<int> served{0};
+  std::atomic<int> mixed{0};
+  Doubler doubler(session, test_root(), [&](Doubler::Batch& batch) {
+    bool async = false;
+    bool blocking = false;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      (batch.request(i) >= 1000 ? async : blocking) = true;
+      batch.set_result(i, batch.request(i) * 2);
+      served.fetch_add(1);
+    }
+    if (async && blocking) mixed.fetch_add(1);
+    std::this_thread::sleep_for(500us);
+  });
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::thread io_thread([&] { io.run(); });
+  std::vector<std::future<int>> futures;
+  std::vector<std::thread> blocking;
+  for (int t = 0; t < 4; ++t) {
+    blocking.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) EXPECT_EQ(doubler.submit(t * 100 + i), (t * 100 + i) * 2);
+    });
+  }
+  for (int i = 0; i < 100; ++i) {
+    futures.push_back(doubler.async_submit(1000 + i, asio::bind_executor(io, asio::use_future)));
+  }
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(futures[i].get(), (1000 + i) * 2);
+  for (auto& thread : blocking) thread.join();
+  work.reset();
+  io_thread.join();
+  EXPECT_EQ(served.load(), 200);
+  EXPECT_GT(mixed.load(), 0) << "no batch had both kinds of submitter";
+}
+
+TEST(BatchAsync, ACancelledQueuedRequestNeverRuns) {
+  Session session(session_options());
+  Session other(session_options());
+  auto held = LockHandle::acquire(other, test_root());
+  std::atomic<int> served{0};
+  Doubler doubler(session, test_root(), doubling(served));
+  asio::io_context io;
+  asio::cancellation_signal first_cancel;
+  asio::cancellation_signal second_cancel;
+  std::exception_ptr first_error;
+  std::exception_ptr second_error;
+  // The first is the runner (the core's thread waits for the lock for it), the second is queued.
+  doubler.async_submit(
+      1, asio::bind_cancellation_slot(first_cancel.slot(),
+                                      asio::bind_executor(io, [&](std::exception_ptr e, int) { first_error = e; })));
+  doubler.async_submit(
+      2, asio::bind_cancellation_slot(second_cancel.slot(),
+                                      asio::bind_executor(io, [&](std::exception_ptr e, int) { second_error = e; })));
+  std::this_thread::sleep_for(100ms);
+  second_cancel.emit(asio::cancellation_type::terminal);
+  first_cancel.emit(asio::cancellation_type::terminal);
+  io.run();
+  ASSERT_TRUE(first_error);
+  ASSERT_TRUE(second_error);
+  for (const auto& error : {first_error, second_error}) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const boost::system::system_error& e) {
+      EXPECT_EQ(e.code(), asio::error::operation_aborted);
+    }
+  }
+  held.release();
+  EXPECT_EQ(doubler.submit(3, 5s), 6) << "a cancelled runner passed its role on";
+  EXPECT_EQ(served.load(), 1) << "a cancelled request ran";
+}
+
+TEST(BatchAsync, RequestsQueuedWhenTheBatchLockGoesCompleteWithAnError) {
+  Session session(session_options());
+  Session other(session_options());
+  auto held = LockHandle::acquire(other, test_root());
+  std::atomic<int> served{0};
+  asio::io_context io;
+  int errors = 0;
+  {
+    Doubler doubler(session, test_root(), doubling(served));
+    for (int i = 0; i < 3; ++i) {
+      doubler.async_submit(i, asio::bind_executor(io, [&](std::exception_ptr e, int) { errors += e ? 1 : 0; }));
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  io.run();
+  EXPECT_EQ(errors, 3);
+  EXPECT_EQ(served.load(), 0);
+}
+
+}  // namespace
+}  // namespace dlock::testing
