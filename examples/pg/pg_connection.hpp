@@ -58,6 +58,9 @@ class PgConnection {
   // health check, where no transaction can be open. Throws PgError if the server is unreachable.
   void ensure_connected();
 
+  // The libpq connection, for calls that take one (dlock::postgres::fence).
+  PGconn* native() const noexcept { return conn_.get(); }
+
  private:
   std::unique_ptr<PGconn, decltype(&PQfinish)> conn_;
 };

@@ -11,7 +11,7 @@ using dlock_examples::PgTransaction;
 Drawer::Drawer(Variant variant, const dlock::LockService* locks, std::string instance, std::chrono::microseconds think,
                std::uint64_t seed)
     : variant_(variant), locks_(locks), instance_(std::move(instance)), think_(think), random_(seed) {
-  if ((variant == Variant::dlock || variant == Variant::dlock_nohandoff) && locks == nullptr) {
+  if (uses_dlock(variant) && locks == nullptr) {
     throw std::invalid_argument("Drawer: variant " + std::string(to_string(variant)) + " needs a LockService");
   }
 }
@@ -33,6 +33,8 @@ DrawResult Drawer::draw(const DrawRequest& req, PgConnection& db) {
         tx.commit();
         return {attempt.prize, retries};
       }
+    case Variant::dlock_batch:  // served by BatchDrawer, never here
+      throw std::logic_error("Drawer: dlock-batch draws through a BatchDrawer");
     case Variant::dlock_nohandoff:
     case Variant::dlock: {
       PgTransaction tx(db);

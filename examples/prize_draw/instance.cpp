@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "batch_draw.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/scope.hpp"
 #include "draw.hpp"
@@ -17,18 +18,23 @@
 namespace prize_draw {
 
 int run_instance(const InstanceOptions& options) {
-  const bool uses_dlock = options.variant == Variant::dlock || options.variant == Variant::dlock_nohandoff;
+  const bool takes_lock = uses_dlock(options.variant);
   const auto metrics = std::make_shared<dlock::MetricsRegistry>();
   std::optional<dlock::Session> session;
   std::optional<dlock::LockService> locks;
-  if (uses_dlock) {
+  if (takes_lock) {
     // The lock family is the scope namespace, "pool": its grants tell local hand-offs from
     // ZooKeeper acquisitions.
     dlock::SessionOptions session_options{.connect = options.zk, .metrics = {.sink = metrics}};
     session_options.handoff = options.handoff;
-    session_options.handoff.local = options.variant == Variant::dlock;
+    session_options.handoff.local = options.variant != Variant::dlock_nohandoff;
     session.emplace(session_options);
     locks.emplace(*session, "/prize-draw", std::chrono::seconds(60));
+  }
+  std::optional<BatchDrawer> batch_drawer;
+  if (options.variant == Variant::dlock_batch) {
+    batch_drawer.emplace(*session, *locks, options.pool, options.db, options.name, options.think,
+                         std::hash<std::string>{}(options.name));
   }
   std::vector<std::unique_ptr<dlock_examples::PgConnection>> connections;
   for (int t = 0; t < options.threads; ++t) {
@@ -42,8 +48,10 @@ int run_instance(const InstanceOptions& options) {
   std::atomic<long long> draws{0}, errors{0}, retries{0};
   std::mutex first_error_mutex;
   std::string first_error;
+  std::vector<std::vector<std::int64_t>> latencies(options.threads);  // microseconds, per thread
   std::vector<std::thread> workers;
   for (int t = 0; t < options.threads; ++t) {
+    latencies[t].reserve(options.draws);
     workers.emplace_back([&, t] {
       Drawer drawer(options.variant, locks ? &*locks : nullptr, options.name, options.think,
                     std::hash<std::string>{}(options.name) + static_cast<std::uint64_t>(t));
@@ -52,7 +60,14 @@ int run_instance(const InstanceOptions& options) {
         const DrawRequest req{.pool = options.pool,
                               .user = (std::int64_t{options.index} << 40) + (std::int64_t{t} << 24) + i};
         try {
-          retries += drawer.draw(req, *connections[t]).retries;
+          const auto start = std::chrono::steady_clock::now();
+          if (batch_drawer) {
+            batch_drawer->draw(req);
+          } else {
+            retries += drawer.draw(req, *connections[t]).retries;
+          }
+          latencies[t].push_back(
+              std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
           ++draws;
         } catch (const std::exception& e) {
           if (errors++ == 0) {
@@ -71,7 +86,15 @@ int run_instance(const InstanceOptions& options) {
   std::cout << "result draws=" << draws << " errors=" << errors << " retries=" << retries << " requests=" << requests
             << " local_grants=" << (pool_lock ? pool_lock->granted_via(dlock::GrantSource::Local) : 0)
             << " zookeeper_grants=" << (pool_lock ? pool_lock->granted_via(dlock::GrantSource::ZooKeeper) : 0)
-            << std::endl;
+            << " batches=" << (batch_drawer ? batch_drawer->batches() : 0) << " latency_us=";
+  const char* separator = "";
+  for (const auto& of_thread : latencies) {
+    for (const auto us : of_thread) {
+      std::cout << separator << us;
+      separator = ",";
+    }
+  }
+  std::cout << std::endl;
   return errors == 0 ? 0 : 1;
 }
 

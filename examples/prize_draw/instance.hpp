@@ -5,6 +5,7 @@
 // "ready" once connected, waits for a line "go", draws, and prints one line
 //   result draws=<n> errors=<n> retries=<n> requests=<ZooKeeper requests sent while drawing>
 //          local_grants=<n> zookeeper_grants=<n>   (the pool lock's grants, from dlock's metrics)
+//          batches=<n> (dlock-batch: batches served) latency_us=<each draw's latency, comma-separated>
 // and exits 0 (1 if a draw failed; the first error goes to stderr).
 #pragma once
 

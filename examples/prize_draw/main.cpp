@@ -1,9 +1,9 @@
 // The prize draw: a pool of prizes in PostgreSQL, several instances drawing at once for many
-// users, and the same draws guarded five ways (README.md). One run compares them on the same
+// users, and the same draws guarded six ways (README.md). One run compares them on the same
 // pool and prints draws per second and prizes oversold.
 //
 //   prize_draw [--instances 3] [--threads 8] [--draws 200] [--prizes 10] [--think-us 0]
-//              [--variants none,for-update,optimistic,dlock-nohandoff,dlock]
+//              [--variants none,for-update,optimistic,dlock-nohandoff,dlock,dlock-batch]
 //              [--max-passes 8] [--max-time-ms 10] [--zk host:port] [--db conninfo] [--pg-fsync] [--check]
 //
 // Without --zk / --db it starts its own ZooKeeper and PostgreSQL 15 (Debian's packages) on free
@@ -11,6 +11,7 @@
 // every COMMIT waits for the disk, as in production). Each instance is this program run again with
 // --instance-of. --check exits 1 unless every guarded variant oversold nothing (and failed no
 // draw) and the unguarded one oversold something (the control: the race is really there).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/postgres/fence.hpp"
 #include "dlock/testing/postgres.hpp"
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/server.hpp"
@@ -51,6 +53,8 @@ struct Outcome {
   Variant variant{};
   long long draws = 0, errors = 0, retries = 0, requests = 0;
   long long local_grants = 0, zookeeper_grants = 0;  // of the pool lock (dlock's metrics)
+  long long batches = 0;                             // dlock-batch: batches served
+  std::vector<std::int64_t> latencies_us;            // every draw's, all instances
   double seconds = 0;
   PoolTally pool;
 };
@@ -60,6 +64,24 @@ long long field(const std::string& line, const std::string& key) {
   const auto at = line.find(" " + key + "=");
   if (at == std::string::npos) throw std::runtime_error("no " + key + " in \"" + line + "\"");
   return std::stoll(line.substr(at + key.size() + 2));
+}
+
+// "key=1,2,3" of a result line (the last field).
+void append_list(const std::string& line, const std::string& key, std::vector<std::int64_t>& to) {
+  const auto at = line.find(" " + key + "=");
+  if (at == std::string::npos) throw std::runtime_error("no " + key + " in a result line");
+  std::stringstream list(line.substr(at + key.size() + 2));
+  for (std::string value; std::getline(list, value, ',');) {
+    if (!value.empty()) to.push_back(std::stoll(value));
+  }
+}
+
+// The q-quantile (0..1) of `values` in milliseconds; 0 for none.
+double quantile_ms(std::vector<std::int64_t> values, double q) {
+  if (values.empty()) return 0;
+  const auto at = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1));
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(at), values.end());
+  return static_cast<double>(values[at]) / 1000.0;
 }
 
 Outcome run_variant(const Plan& plan, Variant variant, dlock_examples::PgConnection& db) {
@@ -92,6 +114,8 @@ Outcome run_variant(const Plan& plan, Variant variant, dlock_examples::PgConnect
     outcome.requests += field(*line, "requests");
     outcome.local_grants += field(*line, "local_grants");
     outcome.zookeeper_grants += field(*line, "zookeeper_grants");
+    outcome.batches += field(*line, "batches");
+    append_list(*line, "latency_us", outcome.latencies_us);
   }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& instance : instances) instance.wait();
@@ -106,16 +130,21 @@ void print_table(const Plan& plan, const std::vector<Outcome>& outcomes) {
       plan.instances, plan.threads, plan.draws, plan.prizes, static_cast<long long>(plan.think.count()),
       plan.handoff.max_passes, static_cast<long long>(plan.handoff.max_time.count()));
   std::printf(
-      "| variant | draws/s | draws | seconds | prizes awarded | oversold | lost stock writes | retries | "
-      "ZooKeeper requests per draw | locks passed locally |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "| variant | draws/s | draws | seconds | prizes awarded | oversold | lost stock writes | unfenced | retries | "
+      "ZooKeeper requests per draw | locks passed locally | draws per batch | p50 ms | p99 ms |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& o : outcomes) {
     const long long grants = o.local_grants + o.zookeeper_grants;
     const std::string local = grants > 0 ? std::to_string(o.local_grants * 100 / grants) + " %" : std::string("-");
-    std::printf("| %s | %.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %.3f | %s |\n",
+    const std::string per_batch =
+        o.batches > 0 ? std::to_string(static_cast<double>(o.draws) / static_cast<double>(o.batches)).substr(0, 4)
+                      : std::string("-");
+    std::printf("| %s | %.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %lld | %.3f | %s | %s | %.2f | %.2f |\n",
                 std::string(to_string(o.variant)).c_str(), static_cast<double>(o.draws) / o.seconds, o.draws, o.seconds,
                 static_cast<long long>(o.pool.awarded), static_cast<long long>(o.pool.oversold),
-                static_cast<long long>(o.pool.lost_writes), o.retries,
-                o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0, local.c_str());
+                static_cast<long long>(o.pool.lost_writes), static_cast<long long>(o.pool.unfenced), o.retries,
+                o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0, local.c_str(),
+                per_batch.c_str(), quantile_ms(o.latencies_us, 0.5), quantile_ms(o.latencies_us, 0.99));
   }
   std::fflush(stdout);
 }
@@ -147,6 +176,13 @@ std::vector<std::string> problems_of(const std::vector<Outcome>& outcomes) {
     if (o.variant == Variant::dlock_nohandoff && o.local_grants != 0) {
       problems.push_back(name + ": " + std::to_string(o.local_grants) + " pool locks passed locally with hand-off off");
     }
+    if (uses_dlock(o.variant) && o.pool.unfenced != 0) {
+      problems.push_back(name + ": " + std::to_string(o.pool.unfenced) + " draws recorded without a fencing token");
+    }
+    if (o.variant == Variant::dlock_batch && (o.batches == 0 || o.batches > o.draws)) {
+      problems.push_back(name + ": " + std::to_string(o.batches) + " batches served " + std::to_string(o.draws) +
+                         " draws");
+    }
     if (!guards_stock(o.variant) && o.pool.oversold == 0) {
       problems.push_back(name + ": the unguarded control oversold nothing, so this run cannot show a guard working");
     }
@@ -163,12 +199,12 @@ int compare(const Options& options) {
   plan.think = std::chrono::microseconds(options.integer("--think-us", 0, 0, 10'000'000));
   plan.handoff.max_passes = static_cast<unsigned>(options.integer("--max-passes", 8, 1, 1'000'000));
   plan.handoff.max_time = std::chrono::milliseconds(options.integer("--max-time-ms", 10, 0, 3'600'000));
-  std::stringstream list(options.text("--variants", "none,for-update,optimistic,dlock-nohandoff,dlock"));
+  std::stringstream list(options.text("--variants", "none,for-update,optimistic,dlock-nohandoff,dlock,dlock-batch"));
   for (std::string name; std::getline(list, name, ',');) {
     const auto variant = parse_variant(name);
     if (!variant) {
       throw std::invalid_argument("--variants: unknown variant \"" + name +
-                                  "\" (expected none, for-update, optimistic, dlock-nohandoff or dlock)");
+                                  "\" (expected none, for-update, optimistic, dlock-nohandoff, dlock or dlock-batch)");
     }
     plan.variants.push_back(*variant);
   }
@@ -189,6 +225,7 @@ int compare(const Options& options) {
   }
   dlock_examples::PgConnection db(plan.db);
   create_schema(db);
+  dlock::postgres::install_schema(db.native());  // the fence dlock-batch's transactions call
   std::vector<Outcome> outcomes;
   for (const auto variant : plan.variants) outcomes.push_back(run_variant(plan, variant, db));
   print_table(plan, outcomes);

@@ -29,6 +29,7 @@ PoolTally tally(PgConnection& db, std::int64_t pool) {
   const std::string p = std::to_string(pool);
   PoolTally t;
   t.draws = db.exec("SELECT count(*) FROM draw WHERE pool = $1", {p}).int64(0, 0);
+  t.unfenced = db.exec("SELECT count(*) FROM draw WHERE pool = $1 AND fence IS NULL", {p}).int64(0, 0);
   const auto per_prize = db.exec(
       "SELECT coalesce(sum(awarded), 0), coalesce(sum(stock), 0), "
       "coalesce(sum(greatest(0, awarded - initial_stock)), 0), "

@@ -25,6 +25,7 @@ struct PoolTally {
   std::int64_t stock_left = 0;   // sum of the prizes' stock now
   std::int64_t oversold = 0;     // sum over prizes of max(0, draws naming it - its initial stock)
   std::int64_t lost_writes = 0;  // sum over prizes of |initial - stock now - draws naming it|
+  std::int64_t unfenced = 0;     // draws recorded without a fencing token
 };
 PoolTally tally(dlock_examples::PgConnection& db, std::int64_t pool);
 

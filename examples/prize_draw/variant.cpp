@@ -14,13 +14,16 @@ std::string_view to_string(Variant variant) noexcept {
       return "dlock-nohandoff";
     case Variant::dlock:
       return "dlock";
+    case Variant::dlock_batch:
+      return "dlock-batch";
   }
   return "?";
 }
 
 const std::vector<Variant>& all_variants() {
-  static const std::vector<Variant> all{Variant::none, Variant::for_update, Variant::optimistic,
-                                        Variant::dlock_nohandoff, Variant::dlock};
+  static const std::vector<Variant> all{Variant::none,       Variant::for_update,
+                                        Variant::optimistic, Variant::dlock_nohandoff,
+                                        Variant::dlock,      Variant::dlock_batch};
   return all;
 }
 
@@ -32,5 +35,9 @@ std::optional<Variant> parse_variant(std::string_view text) noexcept {
 }
 
 bool guards_stock(Variant variant) noexcept { return variant != Variant::none; }
+
+bool uses_dlock(Variant variant) noexcept {
+  return variant == Variant::dlock || variant == Variant::dlock_nohandoff || variant == Variant::dlock_batch;
+}
 
 }  // namespace prize_draw

@@ -13,6 +13,8 @@ enum class Variant {
   optimistic,       // a version column: UPDATE ... WHERE version = $read, retried on conflict
   dlock_nohandoff,  // DLOCK_SCOPE bound to the transaction, a ZooKeeper node per draw
   dlock,            // DLOCK_SCOPE bound to the transaction, local hand-off on (the default)
+  dlock_batch,      // a BatchLock: the holder serves every queued draw of its instance in one
+                    // transaction, fenced in PostgreSQL (batch_draw.hpp)
 };
 
 std::string_view to_string(Variant variant) noexcept;
@@ -22,5 +24,7 @@ std::optional<Variant> parse_variant(std::string_view text) noexcept;
 const std::vector<Variant>& all_variants();
 // Whether the variant is meant to keep the stock right (all but `none`).
 bool guards_stock(Variant variant) noexcept;
+// Whether the variant takes the pool's lock through dlock (and records a fencing token per draw).
+bool uses_dlock(Variant variant) noexcept;
 
 }  // namespace prize_draw

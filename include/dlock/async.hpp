@@ -193,7 +193,7 @@ class HandlerSink final : public AsyncSink<T> {
         state->work.reset();  // this function itself is the context's work while it runs
         auto slot = boost::asio::get_associated_cancellation_slot(state->handler);
         if (slot.is_connected()) slot.clear();
-        if constexpr (requires { Convert::kCarriesError; }) {  // the value brings its own error
+        if constexpr (requires { requires Convert::kCarriesError; }) {  // the value brings its own error
           (void)ec;
           auto [error, result] = state->convert(std::move(value));
           auto handler = std::move(state->handler);

@@ -23,33 +23,46 @@
 //     left without either fails with std::logic_error. If the handler throws, every request of the
 //     batch fails with that exception (what it set is dropped: its transaction did not commit).
 //     One request's failure is not its batch-mates' unless the handler says so (a savepoint per
-//     request keeps the others' writes: dlock/postgres/ gives one).
+//     request keeps the others' writes).
 //   * A batch runs while the lock is held: exclusive against every other holder of the path in
 //     any process (other BatchLocks, Mutexes, LockHandles, Curator and kazoo clients), in the wire
-//     format of a Mutex (mode Exclusive) or a SharedMutex's writer (mode Write). Each process
-//     combines its own submitters; between processes the lock's queue orders them as it does any
-//     holder, so other clients get their turn between batches.
-//   * Requests are served in the order submitted (FIFO within the process). A submitter that is
-//     not chosen to run a batch sends nothing to ZooKeeper: it waits for its result.
-//   * The runner is one of the submitters: the oldest request whose submitter waits when the
-//     lock is free to be taken. A blocking submitter runs the handler on its own thread; for
-//     asynchronous submitters (async_submit) the handler runs on a thread of the BatchLock's own.
-//     While one batch runs, the next runner already queues for the lock, so with local hand-off
-//     (dlock/handoff.hpp, the default) the lock passes to it without a ZooKeeper request.
+//     format of a Mutex (mode Exclusive) or a SharedMutex's writer (mode Write). Each BatchLock
+//     combines its own submitters (two BatchLocks on one path in a process take turns like two
+//     holders); between processes the lock's queue orders them as it does any holder, so other
+//     clients get their turn between batches (with hand-off, as dlock/handoff.hpp bounds it).
+//   * One handler call at a time per BatchLock. Requests are served in the order submitted. A
+//     submitter that is not chosen to run a batch sends nothing to ZooKeeper: it waits.
+//   * The runner is the submitter of the oldest waiting request when the lock is to be taken. A
+//     blocking submitter runs the handler on its own thread; for an asynchronous one
+//     (async_submit) a thread of the BatchLock's own (started at the first async_submit) waits
+//     for the lock and runs the handler. Either serves both kinds of request in one batch.
+//   * Results are delivered as soon as the handler returned, before the lock is released: the
+//     lock is then kept up to `pass_wait` (on another thread of the BatchLock's own) for the next
+//     runner of this process to queue for it, so that local hand-off passes it on without a
+//     ZooKeeper request. The next runner is chosen before a batch runs when requests are left
+//     over, so it waits for the lock meanwhile.
 //   * With nothing queued a request runs alone, at the cost of one lock use (`max_linger` 0).
+//   * If the lock is lost while a batch runs (the session expired), the handler still returns
+//     what it set: check `Batch::stop_token()` before committing, and fence the resource with
+//     `Batch::fencing_token()` so that a stale batch's writes are refused there.
 //
 // Errors (thrown by submit, passed to asynchronous handlers as an exception_ptr):
 //   what the handler set with fail(), or threw; `LockTimeout` (naming the path and the timeout)
-//   when the request was not served in time, in which case it never ran; and, when its own
-//   submitter was the runner, the lock's errors (LockLost, WouldDeadlock, Error) before it ran.
-//   Requests served in a batch before the runner failed to take the lock are unaffected.
+//   when submit's timeout passed before the request began running, in which case it never runs;
+//   when the request's own submitter was the runner and could not take the lock, the lock's
+//   errors (LockLost, Error) without running it (requests that were not the runner's wait for
+//   the next runner); `WouldDeadlock` for a submit from inside the handler of the same
+//   BatchLock (it would wait for the batch that runs it); Error (errc::lock_destroyed) for an
+//   asynchronous request still queued when the BatchLock is destroyed.
 //
-// Don't submit on a path your thread already holds through a Mutex, a LockHandle or a guard:
-// another submitter may be the runner and wait for the lock your thread holds.
+// Don't wait inside the handler for a request of the same BatchLock (an async_submit's future),
+// and don't submit on a path your thread holds through a Mutex, a LockHandle or a guard: the
+// runner would wait for a lock that waits for it.
 //
-// Thread-safety: submit and async_submit may be called by any number of threads at once. The
-// handler is called by one thread at a time. Destroy the BatchLock only once no blocking submit
-// is in progress; asynchronous requests still queued then complete with operation_aborted.
+// Thread-safety: submit and async_submit may be called by any number of threads at once.
+// Destroy the BatchLock only once no blocking submit is in progress; its destructor waits for a
+// batch that its own thread runs (so the handler must not wait for the destroying thread), and
+// asynchronous requests still queued then complete with errc::lock_destroyed.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -78,8 +91,15 @@ struct BatchOptions {
   // The most requests one batch serves; at least 1. Default: 64.
   std::size_t max_batch = 64;
   // How long a runner that holds the lock waits for more requests to join a batch of fewer than
-  // max_batch. Default: 0 (it serves what is queued at once).
+  // max_batch (the lock is held meanwhile). Must not be negative. Default: 0 (it serves what is
+  // queued at once).
   std::chrono::microseconds max_linger{0};
+  // After a batch, how long the runner keeps the lock for a next request of this process to
+  // queue for it, so that local hand-off passes the lock on without a ZooKeeper request (the
+  // submitters just served often come back at once). The results are delivered before this wait.
+  // Other clients' turns come as hand-off allows (dlock/handoff.hpp: max_passes, max_time).
+  // Must not be negative; 0: release at once. Default: 200 us.
+  std::chrono::microseconds pass_wait{200};
   // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
   // Exclusive.
   LockMode mode = LockMode::Exclusive;
@@ -220,8 +240,14 @@ class BatchLock<Request, Result>::Batch {
 
 template <class Request, class Result>
 BatchLock<Request, Result>::~BatchLock() {
-  core_->shutdown(std::make_exception_ptr(
-      Error(std::make_error_code(std::errc::operation_canceled), "BatchLock on " + core_->path() + " destroyed")));
+  std::exception_ptr why;
+  try {
+    why = std::make_exception_ptr(Error(make_error_code(errc::lock_destroyed),
+                                        "BatchLock on " + core_->path() + " destroyed before serving this request"));
+  } catch (...) {  // bad_alloc while naming it
+    why = std::current_exception();
+  }
+  core_->shutdown(why);
 }
 
 template <class Request, class Result>

@@ -1,118 +1,56 @@
-// The combining core behind dlock::BatchLock (dlock/batch.hpp): one queue of requests per
-// BatchLock, one runner at a time chosen among their submitters, one lock use per batch.
-//
-// The algorithm, written once for both kinds of submitter:
+// The combining algorithm behind dlock::BatchLock (dlock/batch.hpp), written once for both kinds
+// of submitter:
 //   * A request joins the queue. If no runner is chosen, the oldest queued request's submitter
 //     becomes it (a blocking submitter on its own thread; an asynchronous one through the core's
-//     thread, which acts for it).
+//     worker thread, which acts for it).
 //   * The runner takes the lock (a LockHandle: the lock's queue and local hand-off as for any
 //     holder), then takes up to max_batch requests from the front (its own among them: it was
 //     the oldest when chosen, and only a runner takes requests), and chooses the next runner among
-//     those left before it runs the batch, so that the next one queues for the lock meanwhile and
-//     hand-off can pass the lock to it without a ZooKeeper request.
-//   * After the batch the runner releases the lock and settles each request of the batch.
+//     those left before it runs the batch, so that the next one queues for the lock meanwhile.
+//   * After the batch the runner settles each request of it, then hands the lock over
+//     (combiner_threads.cpp): kept up to pass_wait for a next runner of this process to queue for
+//     it (the submitters just served often come back at once), so hand-off passes it locally.
 //   * A runner that cannot take the lock (timeout, cancel, error) settles only its own request
 //     with that failure and passes the role on to the oldest one left.
 // Invariant: `runner_` names a queued request exactly when the queue is not empty.
-#include <condition_variable>
-#include <deque>
-#include <thread>
+#include <algorithm>
+#include <vector>
 
-#include "dlock/batch.hpp"
 #include "dlock/error.hpp"
+#include "dlock/steady_deadline.hpp"
 #include "recipes/api/handle_access.hpp"
-#include "src/base/deadline.hpp"
-#include "src/base/mutex.hpp"
+#include "recipes/batch/combiner_impl.hpp"
 #include "src/base/path.hpp"
 
 namespace dlock::detail {
 namespace {
 
-// A blocking submitter waiting in submit(), on its own stack; guarded by the core's mutex.
-struct ThreadWaiter {
-  CondVar wake;
-  bool runner = false;
-  bool settled = false;
-  std::exception_ptr never_ran;
-};
+// The core whose handler this thread runs now: a submit from inside it would wait for itself.
+thread_local const Combiner* running_handler_of = nullptr;
 
-struct Entry {
-  BatchItem* item = nullptr;
-  std::uint64_t ticket = 0;
-  ThreadWaiter* thread = nullptr;                // a blocking submitter, or
-  std::function<void(std::exception_ptr)> done;  // an asynchronous one
-};
-
-class CombinerImpl final : public Combiner, public std::enable_shared_from_this<CombinerImpl> {
- public:
-  CombinerImpl(Session& session, std::string path, BatchOptions options, RunBatch run)
-      : session_(session), path_(std::move(path)), options_(options), run_(std::move(run)) {}
-  ~CombinerImpl() override { stop_worker(); }
-
-  void submit(BatchItem& item, std::optional<std::chrono::milliseconds> timeout) override;
-  std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done) override;
-  void cancel(std::uint64_t ticket, std::exception_ptr why) noexcept override;
-  void shutdown(std::exception_ptr why) noexcept override;
-  const std::string& path() const noexcept override { return path_; }
-  Session& session() const noexcept override { return session_; }
-
- private:
-  // Settlements of asynchronous requests, run once the mutex is released (a done() may drop the
-  // last reference to an operation that keeps this core alive).
-  using Settlements = std::vector<std::function<void()>>;
-
-  std::uint64_t enqueue(Entry entry, Settlements& later) DLOCK_REQUIRES(mutex_);
-  // The runner's part: take the lock, serve a batch, or give up (`timeout` names the wait).
-  void serve(std::uint64_t ticket, const Deadline& deadline, std::chrono::milliseconds timeout);
-  void give_up(std::uint64_t ticket, std::exception_ptr why);
-  void run_batch(LockHandle hold);
-  // Chooses the oldest queued request's submitter as the runner, if there is none.
-  void choose_runner(Settlements& later) DLOCK_REQUIRES(mutex_);
-  void settle(Entry& entry, std::exception_ptr never_ran, Settlements& later) DLOCK_REQUIRES(mutex_);
-  std::deque<Entry>::iterator find(std::uint64_t ticket) DLOCK_REQUIRES(mutex_);
-  static void run_all(Settlements& later) noexcept;
-  void worker_loop(std::stop_token stop);
-  void stop_worker() noexcept;
-  std::exception_ptr timeout_error(std::chrono::milliseconds timeout) const;
-
-  Session& session_;
-  const std::string path_;
-  const BatchOptions options_;
-  const RunBatch run_;
-
-  Mutex mutex_;
-  std::deque<Entry> queue_ DLOCK_GUARDED_BY(mutex_);
-  std::optional<std::uint64_t> runner_ DLOCK_GUARDED_BY(mutex_);
-  std::uint64_t next_ticket_ DLOCK_GUARDED_BY(mutex_) = 1;
-  bool lingering_ DLOCK_GUARDED_BY(mutex_) = false;
-  CondVar joined_;  // a request joined while the runner lingers
-  bool shut_down_ DLOCK_GUARDED_BY(mutex_) = false;
-  std::exception_ptr shutdown_reason_ DLOCK_GUARDED_BY(mutex_);
-
-  // The thread that runs for asynchronous submitters: `for_ticket_` is the request it is to
-  // serve, `serving_` the one it serves now (its wait abandoned by `serving_stop_`).
-  CondVar worker_wake_;
-  std::optional<std::uint64_t> for_ticket_ DLOCK_GUARDED_BY(mutex_);
-  std::optional<std::uint64_t> serving_ DLOCK_GUARDED_BY(mutex_);
-  std::stop_source serving_stop_ DLOCK_GUARDED_BY(mutex_);
-  std::exception_ptr abandon_reason_ DLOCK_GUARDED_BY(mutex_);
-  std::jthread worker_ DLOCK_GUARDED_BY(mutex_);
-};
-
-std::deque<Entry>::iterator CombinerImpl::find(std::uint64_t ticket) {
-  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-    if (it->ticket == ticket) return it;
+std::exception_ptr timeout_error(const std::string& path, std::chrono::milliseconds timeout) noexcept {
+  try {
+    return std::make_exception_ptr(
+        LockTimeout("batch request on " + path + " not served within " + std::to_string(timeout.count()) + " ms"));
+  } catch (...) {  // bad_alloc while naming it
+    return std::current_exception();
   }
-  return queue_.end();
 }
 
-std::uint64_t CombinerImpl::enqueue(Entry entry, Settlements& later) {
-  entry.ticket = next_ticket_++;
-  queue_.push_back(std::move(entry));
-  const auto ticket = queue_.back().ticket;
-  if (lingering_) joined_.notify_one();
-  choose_runner(later);
-  return ticket;
+}  // namespace
+
+CombinerImpl::Queue::iterator CombinerImpl::find(std::uint64_t ticket) {
+  return std::find_if(queue_.begin(), queue_.end(), [ticket](const Entry& entry) { return entry.ticket == ticket; });
+}
+
+std::uint64_t CombinerImpl::enqueue(Entry entry) {
+  entry.ticket = next_ticket_;
+  queue_.push_back(std::move(entry));  // the only allocation; nothing changed if it throws
+  ++next_ticket_;
+  if (waiting_for_joiners_ > 0) joined_.notify_all();
+  Settlements none;  // while the core runs, choose_runner settles nothing
+  choose_runner(none);
+  return queue_.back().ticket;
 }
 
 void CombinerImpl::choose_runner(Settlements& later) {
@@ -122,46 +60,48 @@ void CombinerImpl::choose_runner(Settlements& later) {
       runner_ = oldest.ticket;
       oldest.thread->runner = true;
       oldest.thread->wake.notify_one();
-    } else if (!shut_down_) {
+    } else if (!shut_down_ && worker_.joinable()) {  // submit_async started it
       runner_ = oldest.ticket;
       for_ticket_ = oldest.ticket;
-      if (!worker_.joinable()) {
-        worker_ = std::jthread([this](std::stop_token stop) { worker_loop(std::move(stop)); });
-      }
       worker_wake_.notify_one();
     } else {  // nobody will act for it any more
-      settle(oldest, shutdown_reason_, later);
-      queue_.pop_front();
+      settle(queue_, queue_.begin(), shutdown_reason_, later);
     }
   }
 }
 
-void CombinerImpl::settle(Entry& entry, std::exception_ptr never_ran, Settlements& later) {
-  if (entry.thread != nullptr) {
-    entry.thread->settled = true;
-    entry.thread->never_ran = std::move(never_ran);
-    entry.thread->wake.notify_one();
-  } else if (entry.done) {
-    later.push_back([done = std::move(entry.done), never_ran = std::move(never_ran)] { done(never_ran); });
+void CombinerImpl::settle(Queue& from, Queue::iterator it, std::exception_ptr never_ran, Settlements& later) {
+  if (it->thread != nullptr) {
+    it->thread->settled = true;
+    it->thread->never_ran = std::move(never_ran);
+    it->thread->wake.notify_one();
+    from.erase(it);
+  } else {
+    it->never_ran = std::move(never_ran);
+    later.splice(later.end(), from, it);
   }
 }
 
 void CombinerImpl::run_all(Settlements& later) noexcept {
-  for (auto& settlement : later) settlement();
+  for (auto& entry : later) {
+    try {
+      if (entry.done) entry.done(entry.never_ran);
+    } catch (...) {  // a sink's complete() only posts; nothing to do about a failure to
+    }
+  }
   later.clear();
 }
 
-std::exception_ptr CombinerImpl::timeout_error(std::chrono::milliseconds timeout) const {
-  return std::make_exception_ptr(
-      LockTimeout("batch request on " + path_ + " not served within " + std::to_string(timeout.count()) + " ms"));
-}
-
 void CombinerImpl::submit(BatchItem& item, std::optional<std::chrono::milliseconds> timeout) {
+  if (running_handler_of == this) {
+    throw WouldDeadlock("BatchLock on " + path_ +
+                        ": submit from inside its own handler would wait for the batch that is running it");
+  }
   const Deadline deadline = timeout ? Deadline::in(*timeout) : Deadline::never();
   ThreadWaiter me;
-  Settlements later;
   UniqueLock lock(mutex_);
-  const auto ticket = enqueue(Entry{&item, 0, &me, {}}, later);
+  const auto ticket = enqueue(Entry{&item, 0, &me, {}, {}});
+  const auto woken = [&]() DLOCK_REQUIRES(mutex_) { return me.settled || me.runner; };
   while (!me.settled) {
     if (me.runner) {
       me.runner = false;
@@ -170,18 +110,18 @@ void CombinerImpl::submit(BatchItem& item, std::optional<std::chrono::millisecon
       lock.lock();
       continue;
     }
-    const bool woken = deadline.when()
-                           ? me.wake.wait_until(lock, *deadline.when(), [&] { return me.settled || me.runner; })
-                           : (me.wake.wait(lock, [&] { return me.settled || me.runner; }), true);
-    if (woken) continue;
+    if (!deadline.when()) {
+      me.wake.wait(lock, woken);
+      continue;
+    }
+    if (me.wake.wait_until(lock, *deadline.when(), woken)) continue;
     const auto it = find(ticket);
     if (it == queue_.end()) {  // it runs in a batch now: it completes with the batch
-      me.wake.wait(lock, [&] { return me.settled; });
+      me.wake.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return me.settled; });
       break;
     }
-    if (runner_ == ticket) continue;  // chosen as it timed out: it gives up as the runner
-    queue_.erase(it);
-    throw LockTimeout("batch request on " + path_ + " not served within " + std::to_string(timeout->count()) + " ms");
+    queue_.erase(it);  // not the runner: that one was woken
+    std::rethrow_exception(timeout_error(path_, *timeout));
   }
   if (me.never_ran) std::rethrow_exception(me.never_ran);
 }
@@ -192,16 +132,17 @@ std::uint64_t CombinerImpl::submit_async(BatchItem& item, std::function<void(std
   {
     MutexLock lock(mutex_);
     if (shut_down_) {
-      later.push_back([done = std::move(done), why = shutdown_reason_] { done(why); });
+      later.push_back(Entry{&item, 0, nullptr, std::move(done), shutdown_reason_});
     } else {
-      ticket = enqueue(Entry{&item, 0, nullptr, std::move(done)}, later);
+      ensure_worker();  // before anything changes: a thread that cannot start fails this call only
+      ticket = enqueue(Entry{&item, 0, nullptr, std::move(done), {}});
     }
   }
   run_all(later);
   return ticket;
 }
 
-void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::chrono::milliseconds timeout) {
+void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::chrono::milliseconds timeout) noexcept {
   LockHandle hold;
   std::exception_ptr failed;
   try {
@@ -214,78 +155,66 @@ void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::ch
       MutexLock lock(mutex_);
       failed = abandon_reason_;
     } else if (!failed) {
-      failed = timeout_error(timeout);
+      failed = timeout_error(path_, timeout);
     }
     return give_up(ticket, failed);
   }
   run_batch(std::move(hold));  // granted, even if cancelled since: too late, it runs
 }
 
-void CombinerImpl::give_up(std::uint64_t ticket, std::exception_ptr why) {
+void CombinerImpl::give_up(std::uint64_t ticket, std::exception_ptr why) noexcept {
   Settlements later;
   {
     MutexLock lock(mutex_);
     if (runner_ == ticket) runner_.reset();
-    if (const auto it = find(ticket); it != queue_.end()) {
-      settle(*it, std::move(why), later);
-      queue_.erase(it);
-    }
+    if (const auto it = find(ticket); it != queue_.end()) settle(queue_, it, std::move(why), later);
     choose_runner(later);
   }
   run_all(later);
 }
 
-void CombinerImpl::run_batch(LockHandle hold) {
-  std::vector<Entry> batch;
+void CombinerImpl::run_batch(LockHandle hold) noexcept {
+  Queue batch;
   Settlements later;
   {
     UniqueLock lock(mutex_);
+    // One handler call at a time: after a session loss the next runner can hold a new node while
+    // the previous batch still runs.
+    batch_ended_.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return !batch_running_; });
+    batch_running_ = true;
     if (options_.max_linger.count() > 0 && queue_.size() < options_.max_batch) {
-      lingering_ = true;
-      joined_.wait_until(lock, Clock::now() + options_.max_linger,
+      ++waiting_for_joiners_;
+      joined_.wait_until(lock, steady_deadline_after(options_.max_linger),
                          [&]() DLOCK_REQUIRES(mutex_) { return queue_.size() >= options_.max_batch || shut_down_; });
-      lingering_ = false;
+      --waiting_for_joiners_;
     }
-    const std::size_t n = std::min(options_.max_batch, queue_.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
+    const auto n = static_cast<std::ptrdiff_t>(std::min(options_.max_batch, queue_.size()));
+    batch.splice(batch.end(), queue_, queue_.begin(), std::next(queue_.begin(), n));
     runner_.reset();       // the runner's own request was the oldest: it is in the batch
     choose_runner(later);  // before the batch runs, so the next runner queues for the lock now
   }
   run_all(later);
-  std::vector<BatchItem*> items;
-  items.reserve(batch.size());
-  for (const auto& entry : batch) items.push_back(entry.item);
-  run_(items, hold);
-  if (hold) hold.release();  // never throws: the delete is retried in the background
+  std::exception_ptr failed;
+  try {
+    std::vector<BatchItem*> items;
+    items.reserve(batch.size());
+    for (const auto& entry : batch) items.push_back(entry.item);
+    running_handler_of = this;
+    run_(items, hold);
+  } catch (...) {  // no room for the items' list: the batch did not run
+    failed = std::current_exception();
+  }
+  running_handler_of = nullptr;
+  // The results first: the batch has committed, and its submitters may come back while the lock
+  // is still held, so that the next batch gets it from this one locally.
   {
     MutexLock lock(mutex_);
-    for (auto& entry : batch) settle(entry, nullptr, later);
+    while (!batch.empty()) settle(batch, batch.begin(), failed, later);
+    batch_running_ = false;
+    batch_ended_.notify_all();
   }
   run_all(later);
-}
-
-void CombinerImpl::worker_loop(std::stop_token stop) {
-  for (;;) {
-    std::uint64_t ticket = 0;
-    std::stop_token abandon;
-    {
-      UniqueLock lock(mutex_);
-      worker_wake_.wait(lock,
-                        [&]() DLOCK_REQUIRES(mutex_) { return for_ticket_.has_value() || stop.stop_requested(); });
-      if (!for_ticket_) return;
-      ticket = *for_ticket_;
-      for_ticket_.reset();
-      serving_ = ticket;
-      serving_stop_ = std::stop_source();
-      abandon = serving_stop_.get_token();
-    }
-    serve(ticket, Deadline::never().abandoned_by(abandon), std::chrono::milliseconds(0));
-    MutexLock lock(mutex_);
-    serving_.reset();
-  }
+  hand_over(std::move(hold));
 }
 
 void CombinerImpl::cancel(std::uint64_t ticket, std::exception_ptr why) noexcept {
@@ -294,15 +223,14 @@ void CombinerImpl::cancel(std::uint64_t ticket, std::exception_ptr why) noexcept
     MutexLock lock(mutex_);
     const auto it = find(ticket);
     if (it == queue_.end()) return;  // running in a batch, or settled
-    if (serving_ == ticket) {        // the core's thread waits for the lock on its behalf
+    if (serving_ == ticket) {        // the worker waits for the lock on its behalf
       abandon_reason_ = std::move(why);
       serving_stop_.request_stop();
       return;
     }
     if (for_ticket_ == ticket) for_ticket_.reset();
     if (runner_ == ticket) runner_.reset();
-    settle(*it, std::move(why), later);
-    queue_.erase(it);
+    settle(queue_, it, std::move(why), later);
     choose_runner(later);
   }
   run_all(later);
@@ -316,15 +244,14 @@ void CombinerImpl::shutdown(std::exception_ptr why) noexcept {
     shutdown_reason_ = why;
     joined_.notify_all();
     for (auto it = queue_.begin(); it != queue_.end();) {
+      const auto next = std::next(it);
       if (it->thread == nullptr && it->ticket != serving_) {
         if (runner_ == it->ticket) runner_.reset();
-        settle(*it, why, later);
-        it = queue_.erase(it);
-      } else {
-        ++it;
+        if (for_ticket_ == it->ticket) for_ticket_.reset();
+        settle(queue_, it, why, later);
       }
+      it = next;
     }
-    for_ticket_.reset();
     if (serving_) {
       abandon_reason_ = why;
       serving_stop_.request_stop();
@@ -332,37 +259,23 @@ void CombinerImpl::shutdown(std::exception_ptr why) noexcept {
     choose_runner(later);
   }
   run_all(later);
-  stop_worker();
+  stop_threads();
 }
-
-void CombinerImpl::stop_worker() noexcept {
-  std::jthread worker;
-  {
-    MutexLock lock(mutex_);
-    worker = std::move(worker_);
-    worker.request_stop();
-    worker_wake_.notify_all();
-  }
-  if (worker.joinable() && worker.get_id() != std::this_thread::get_id()) worker.join();
-  if (worker.joinable()) worker.detach();  // the last reference was dropped on the thread itself
-}
-
-}  // namespace
 
 std::shared_ptr<Combiner> Combiner::make(Session& session, std::string path, BatchOptions options, RunBatch run) {
   check_lock_path(path);
-  if (options.max_batch == 0) {
-    throw Error(make_error_code(errc::invalid_argument), "BatchLock on " + path + ": max_batch is 0; it is at least 1");
-  }
+  const auto refuse = [&](const std::string& what) {
+    throw Error(make_error_code(errc::invalid_argument), "BatchLock on " + path + ": " + what);
+  };
+  if (options.max_batch == 0) refuse("max_batch is 0; it is at least 1");
   if (options.mode != LockMode::Exclusive && options.mode != LockMode::Write) {
-    throw Error(make_error_code(errc::invalid_argument), "BatchLock on " + path + ": mode " +
-                                                             std::string(to_string(options.mode)) +
-                                                             " cannot serve a batch; it is Exclusive or Write");
+    refuse("mode " + std::string(to_string(options.mode)) + " cannot serve a batch; it is Exclusive or Write");
   }
   if (options.max_linger.count() < 0) {
-    throw Error(make_error_code(errc::invalid_argument), "BatchLock on " + path + ": max_linger is " +
-                                                             std::to_string(options.max_linger.count()) +
-                                                             " us; it is at least 0");
+    refuse("max_linger is " + std::to_string(options.max_linger.count()) + " us; it is at least 0");
+  }
+  if (options.pass_wait.count() < 0) {
+    refuse("pass_wait is " + std::to_string(options.pass_wait.count()) + " us; it is at least 0");
   }
   return std::make_shared<CombinerImpl>(session, std::move(path), options, std::move(run));
 }

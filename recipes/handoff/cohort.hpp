@@ -93,6 +93,7 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   void release(const Grant& grant) noexcept override;
   void stop_passing(const Grant& grant) noexcept override;
   std::size_t local_waiters() const override;
+  bool passes_locally() const noexcept override { return true; }
   void detach_site() noexcept override;
   std::optional<Grant> take_now() override;
 

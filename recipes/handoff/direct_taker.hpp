@@ -18,6 +18,7 @@ class DirectTaker final : public Taker, public std::enable_shared_from_this<Dire
   void release(const Grant& grant) noexcept override;
   void stop_passing(const Grant&) noexcept override {}
   std::size_t local_waiters() const override { return 0; }
+  bool passes_locally() const noexcept override { return false; }
 };
 
 }  // namespace dlock::detail

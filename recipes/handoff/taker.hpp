@@ -83,6 +83,8 @@ class Taker {
   // Holders of this process waiting for this lock (not counting one that drives a ZooKeeper
   // acquisition).
   virtual std::size_t local_waiters() const = 0;
+  // Whether holds of this process pass the lock to each other locally (a Cohort).
+  virtual bool passes_locally() const noexcept = 0;
   // The owning site is being destroyed: no further calls back to it.
   virtual void detach_site() noexcept {}
   // A hold granted at once, without starting a take (a Cohort's node that may be joined now), or

@@ -254,6 +254,39 @@ TEST(Batch, AQueuedRequestTimesOutWithoutRunningAndLeavesNoNode) {
   EXPECT_EQ(doubler.submit(4, 5s), 4) << "the next runner after a timed-out one serves";
 }
 
+TEST(Batch, ASubmitFromInsideTheHandlerIsRefusedNotADeadlock) {
+  Session session(session_options());
+  Doubler* self = nullptr;
+  Doubler doubler(session, test_root(), [&](Doubler::Batch& batch) {
+    try {
+      (void)self->submit(0, 1s);
+      batch.set_result(0, 1);
+    } catch (const WouldDeadlock&) {
+      batch.set_result(0, 2);
+    }
+  });
+  self = &doubler;
+  EXPECT_EQ(doubler.submit(1), 2);
+}
+
+TEST(Batch, MaxLingerGathersLaterRequestsIntoTheBatch) {
+  Session session(session_options());
+  std::vector<std::size_t> sizes;
+  Doubler doubler(
+      session, test_root(),
+      [&](Doubler::Batch& batch) {
+        sizes.push_back(batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i) batch.set_result(i, 0);
+      },
+      BatchOptions{.max_batch = 4, .max_linger = std::chrono::seconds(5)});
+  std::vector<std::future<int>> results;
+  results.push_back(std::async(std::launch::async, [&] { return doubler.submit(0); }));
+  std::this_thread::sleep_for(50ms);  // the first holds the lock, lingering
+  for (int i = 1; i < 4; ++i) results.push_back(std::async(std::launch::async, [&] { return doubler.submit(0); }));
+  for (auto& result : results) result.get();
+  EXPECT_EQ(sizes, std::vector<std::size_t>{4}) << "the linger did not wait for the batch to fill";
+}
+
 TEST(Batch, BadOptionsAreNamed) {
   Session session(session_options());
   const auto handler = [](Doubler::Batch&) {};
@@ -268,6 +301,12 @@ TEST(Batch, BadOptionsAreNamed) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Exclusive or Write"), std::string::npos) << e.what();
+  }
+  try {
+    Doubler bad(session, test_root(), handler, BatchOptions{.pass_wait = std::chrono::microseconds(-1)});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pass_wait is -1 us"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Doubler(session, "no-slash", handler), InvalidPath);
   EXPECT_THROW(Doubler(session, test_root(), Doubler::Handler()), Error);

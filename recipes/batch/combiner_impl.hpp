@@ -1,0 +1,117 @@
+// Internal: the combining core behind dlock::BatchLock (dlock/batch.hpp). combiner.cpp has the
+// algorithm (the queue, the runner, the batch), combiner_threads.cpp the core's two threads (one
+// acts as runner for asynchronous submitters, one keeps a served batch's lock for the next runner).
+//
+// No allocation happens between taking a request off the queue and settling it: requests move
+// between lists by splicing, and each carries room for its outcome, so a failure to allocate
+// cannot strand a request half-way (its submitter would wait for ever).
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <list>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "dlock/batch.hpp"
+#include "src/base/deadline.hpp"
+#include "src/base/mutex.hpp"
+
+namespace dlock::detail {
+
+// A blocking submitter waiting in submit(), on its own stack; guarded by the core's mutex.
+struct ThreadWaiter {
+  CondVar wake;
+  bool runner = false;
+  bool settled = false;
+  std::exception_ptr never_ran;
+};
+
+struct Entry {
+  BatchItem* item = nullptr;
+  std::uint64_t ticket = 0;
+  ThreadWaiter* thread = nullptr;                // a blocking submitter, or
+  std::function<void(std::exception_ptr)> done;  // an asynchronous one,
+  std::exception_ptr never_ran;                  // with its outcome until done() is called
+};
+
+class CombinerImpl final : public Combiner, public std::enable_shared_from_this<CombinerImpl> {
+ public:
+  CombinerImpl(Session& session, std::string path, BatchOptions options, RunBatch run)
+      : session_(session), path_(std::move(path)), options_(options), run_(std::move(run)) {}
+  ~CombinerImpl() override { stop_threads(); }
+
+  void submit(BatchItem& item, std::optional<std::chrono::milliseconds> timeout) override;
+  std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done) override;
+  void cancel(std::uint64_t ticket, std::exception_ptr why) noexcept override;
+  void shutdown(std::exception_ptr why) noexcept override;
+  const std::string& path() const noexcept override { return path_; }
+  Session& session() const noexcept override { return session_; }
+
+ private:
+  using Queue = std::list<Entry>;
+  // Asynchronous requests settled under the mutex, whose done() runs once it is released (a done()
+  // may drop the last reference to an operation that keeps this core alive).
+  using Settlements = std::list<Entry>;
+
+  // combiner.cpp
+  std::uint64_t enqueue(Entry entry) DLOCK_REQUIRES(mutex_);
+  // Chooses the oldest queued request's submitter as the runner, if there is none.
+  void choose_runner(Settlements& later) DLOCK_REQUIRES(mutex_);
+  // Removes `it` from `from` with its outcome: a blocking submitter is woken, an asynchronous one
+  // moves to `later`.
+  void settle(Queue& from, Queue::iterator it, std::exception_ptr never_ran, Settlements& later) DLOCK_REQUIRES(mutex_);
+  Queue::iterator find(std::uint64_t ticket) DLOCK_REQUIRES(mutex_);
+  static void run_all(Settlements& later) noexcept;
+  // The runner's part: take the lock, serve a batch, or give up (`timeout` names the wait).
+  void serve(std::uint64_t ticket, const Deadline& deadline, std::chrono::milliseconds timeout) noexcept;
+  void give_up(std::uint64_t ticket, std::exception_ptr why) noexcept;
+  void run_batch(LockHandle hold) noexcept;
+
+  // combiner_threads.cpp
+  // Starts the thread that runs for asynchronous submitters, if it is not running.
+  void ensure_worker() DLOCK_REQUIRES(mutex_);
+  void worker_loop(std::stop_token stop) noexcept;
+  // Releases the lock, on the releaser thread after up to pass_wait for the next runner to queue
+  // for it, when holds of this process pass the lock locally.
+  void hand_over(LockHandle hold) noexcept;
+  void releaser_loop(std::stop_token stop) noexcept;
+  void stop_threads() noexcept;
+
+  Session& session_;
+  const std::string path_;
+  const BatchOptions options_;
+  const RunBatch run_;
+
+  Mutex mutex_;
+  Queue queue_ DLOCK_GUARDED_BY(mutex_);
+  std::optional<std::uint64_t> runner_ DLOCK_GUARDED_BY(mutex_);
+  std::uint64_t next_ticket_ DLOCK_GUARDED_BY(mutex_) = 1;
+  int waiting_for_joiners_ DLOCK_GUARDED_BY(mutex_) = 0;  // max_linger and pass_wait waits
+  CondVar joined_;                                        // a request joined the queue
+  bool batch_running_ DLOCK_GUARDED_BY(mutex_) = false;   // one handler call at a time
+  CondVar batch_ended_;
+  bool shut_down_ DLOCK_GUARDED_BY(mutex_) = false;
+  std::exception_ptr shutdown_reason_ DLOCK_GUARDED_BY(mutex_);
+
+  // The thread that runs for asynchronous submitters: `for_ticket_` is the request it is to
+  // serve, `serving_` the one it serves now (its wait abandoned by `serving_stop_`, for
+  // `abandon_reason_`).
+  CondVar worker_wake_;
+  std::optional<std::uint64_t> for_ticket_ DLOCK_GUARDED_BY(mutex_);
+  std::optional<std::uint64_t> serving_ DLOCK_GUARDED_BY(mutex_);
+  std::stop_source serving_stop_ DLOCK_GUARDED_BY(mutex_);
+  std::exception_ptr abandon_reason_ DLOCK_GUARDED_BY(mutex_);
+  std::jthread worker_ DLOCK_GUARDED_BY(mutex_);
+
+  // The thread that keeps a served batch's lock for the next runner (hand_over).
+  CondVar releaser_wake_;
+  std::optional<LockHandle> to_release_ DLOCK_GUARDED_BY(mutex_);
+  std::jthread releaser_ DLOCK_GUARDED_BY(mutex_);
+};
+
+}  // namespace dlock::detail
