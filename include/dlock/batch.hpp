@@ -36,11 +36,12 @@
 //     blocking submitter runs the handler on its own thread; for an asynchronous one
 //     (async_submit) a thread of the BatchLock's own (started at the first async_submit) waits
 //     for the lock and runs the handler. Either serves both kinds of request in one batch.
-//   * Results are delivered as soon as the handler returned, before the lock is released: the
-//     lock is then kept up to `pass_wait` (on another thread of the BatchLock's own) for the next
-//     runner of this process to queue for it, so that local hand-off passes it on without a
-//     ZooKeeper request. The next runner is chosen before a batch runs when requests are left
-//     over, so it waits for the lock meanwhile.
+//   * Results are delivered as soon as the handler returned, before the lock is released. The
+//     lock then goes to a thread of the BatchLock's own, which keeps it up to `pass_wait` until
+//     the next runner of this process waits for it, so that local hand-off passes it on without a
+//     ZooKeeper request (with hand-off off, it is released at once). When requests are left over,
+//     the next runner is chosen before the batch runs, and a blocking one queues for the lock
+//     meanwhile (an asynchronous one once the BatchLock's thread is free).
 //   * With nothing queued a request runs alone, at the cost of one lock use (`max_linger` 0).
 //   * If the lock is lost while a batch runs (the session expired), the handler still returns
 //     what it set: check `Batch::stop_token()` before committing, and fence the resource with
@@ -50,10 +51,11 @@
 //   what the handler set with fail(), or threw; `LockTimeout` (naming the path and the timeout)
 //   when submit's timeout passed before the request began running, in which case it never runs;
 //   when the request's own submitter was the runner and could not take the lock, the lock's
-//   errors (LockLost, Error) without running it (requests that were not the runner's wait for
-//   the next runner); `WouldDeadlock` for a submit from inside the handler of the same
-//   BatchLock (it would wait for the batch that runs it); Error (errc::lock_destroyed) for an
-//   asynchronous request still queued when the BatchLock is destroyed.
+//   errors (LockLost, WouldDeadlock, Error) without running it (requests that were not the
+//   runner's wait for the next runner); `WouldDeadlock` for a submit from inside a handler of the
+//   same BatchLock running on this thread (it would wait for the batch that runs it); Error
+//   (errc::lock_destroyed) for an asynchronous request still queued when the BatchLock is
+//   destroyed.
 //
 // Don't wait inside the handler for a request of the same BatchLock (an async_submit's future),
 // and don't submit on a path your thread holds through a Mutex, a LockHandle or a guard: the
@@ -94,11 +96,12 @@ struct BatchOptions {
   // max_batch (the lock is held meanwhile). Must not be negative. Default: 0 (it serves what is
   // queued at once).
   std::chrono::microseconds max_linger{0};
-  // After a batch, how long the runner keeps the lock for a next request of this process to
-  // queue for it, so that local hand-off passes the lock on without a ZooKeeper request (the
-  // submitters just served often come back at once). The results are delivered before this wait.
-  // Other clients' turns come as hand-off allows (dlock/handoff.hpp: max_passes, max_time).
-  // Must not be negative; 0: release at once. Default: 200 us.
+  // After a batch, how long the lock is kept for a next request of this process to queue for it,
+  // so that local hand-off passes the lock on without a ZooKeeper request
+  // (the submitters just served often come back at once). The results are delivered before this
+  // wait. Other clients' turns come as hand-off allows (dlock/handoff.hpp: max_passes, max_time),
+  // each hand-over later by up to this much. Ignored without hand-off. Must not be negative;
+  // 0: release at once. Default: 200 us.
   std::chrono::microseconds pass_wait{200};
   // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
   // Exclusive.
@@ -133,7 +136,7 @@ class Combiner {
   virtual std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done) = 0;
   // If the ticket's request has not begun running, it never will: its `done(why)` is called.
   virtual void cancel(std::uint64_t ticket, std::exception_ptr why) noexcept = 0;
-  // Ends the asynchronous requests still queued with `why` and stops the core's thread.
+  // Ends the asynchronous requests still queued with `why` and stops the core's threads.
   virtual void shutdown(std::exception_ptr why) noexcept = 0;
   virtual const std::string& path() const noexcept = 0;
   virtual Session& session() const noexcept = 0;

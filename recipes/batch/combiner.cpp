@@ -14,6 +14,7 @@
 //     with that failure and passes the role on to the oldest one left.
 // Invariant: `runner_` names a queued request exactly when the queue is not empty.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "dlock/error.hpp"
@@ -25,8 +26,20 @@
 namespace dlock::detail {
 namespace {
 
-// The core whose handler this thread runs now: a submit from inside it would wait for itself.
-thread_local const Combiner* running_handler_of = nullptr;
+// The cores whose handlers this thread is running now, innermost first (a handler may submit to
+// another BatchLock and run that one's batch here): a submit to any of them would wait for itself.
+struct RunningHandler {
+  const Combiner* core;
+  const RunningHandler* outer;
+};
+thread_local const RunningHandler* running_handlers = nullptr;
+
+bool runs_handler_of(const Combiner* core) noexcept {
+  for (const auto* frame = running_handlers; frame != nullptr; frame = frame->outer) {
+    if (frame->core == core) return true;
+  }
+  return false;
+}
 
 std::exception_ptr timeout_error(const std::string& path, std::chrono::milliseconds timeout) noexcept {
   try {
@@ -93,10 +106,11 @@ void CombinerImpl::run_all(Settlements& later) noexcept {
 }
 
 void CombinerImpl::submit(BatchItem& item, std::optional<std::chrono::milliseconds> timeout) {
-  if (running_handler_of == this) {
+  if (runs_handler_of(this)) {
     throw WouldDeadlock("BatchLock on " + path_ +
                         ": submit from inside its own handler would wait for the batch that is running it");
   }
+  const auto keep_alive = shared_from_this();  // a handler run here may destroy the BatchLock
   const Deadline deadline = timeout ? Deadline::in(*timeout) : Deadline::never();
   ThreadWaiter me;
   UniqueLock lock(mutex_);
@@ -199,12 +213,13 @@ void CombinerImpl::run_batch(LockHandle hold) noexcept {
     std::vector<BatchItem*> items;
     items.reserve(batch.size());
     for (const auto& entry : batch) items.push_back(entry.item);
-    running_handler_of = this;
-    run_(items, hold);
+    const RunningHandler frame{this, running_handlers};
+    running_handlers = &frame;
+    run_(items, hold);  // noexcept
+    running_handlers = frame.outer;
   } catch (...) {  // no room for the items' list: the batch did not run
     failed = std::current_exception();
   }
-  running_handler_of = nullptr;
   // The results first: the batch has committed, and its submitters may come back while the lock
   // is still held, so that the next batch gets it from this one locally.
   {

@@ -9,6 +9,7 @@
 // Each thread holds a reference to the core, so a handler that destroys its BatchLock (which
 // shuts the core down and detaches the thread it runs on) leaves the core alive until the thread
 // has returned.
+#include "dlock/steady_deadline.hpp"
 #include "recipes/api/handle_access.hpp"
 #include "recipes/batch/combiner_impl.hpp"
 #include "recipes/handoff/lock_site.hpp"
@@ -32,12 +33,12 @@ void CombinerImpl::worker_loop(std::stop_token stop) noexcept {
       if (!for_ticket_) return;
       ticket = *for_ticket_;
       for_ticket_.reset();
+      serving_ = ticket;
       try {
         if (serving_stop_.stop_requested()) serving_stop_ = std::stop_source();  // one per cancellation
+        abandon = serving_stop_.get_token();
       } catch (...) {  // no room for a new one: this request cannot be cancelled while it waits
       }
-      serving_ = ticket;
-      abandon = serving_stop_.get_token();
     }
     serve(ticket, Deadline::never().abandoned_by(abandon), std::chrono::milliseconds(0));
     MutexLock lock(mutex_);
@@ -47,7 +48,11 @@ void CombinerImpl::worker_loop(std::stop_token stop) noexcept {
 
 void CombinerImpl::hand_over(LockHandle hold) noexcept {
   const auto site = HandleAccess::site(hold);
+  // A Session without hand-off has no local pass to wait for. (With a waiter of this process
+  // queued already, the releaser releases as soon as it runs: meanwhile the requests of the batch
+  // just served come back, and the next batch takes them too.)
   if (options_.pass_wait.count() > 0 && site && site->taker(options_.mode).passes_locally()) {
+    std::optional<LockHandle> previous;  // released below, outside the mutex
     MutexLock lock(mutex_);
     if (!shut_down_) {
       try {
@@ -55,7 +60,8 @@ void CombinerImpl::hand_over(LockHandle hold) noexcept {
           releaser_ =
               std::jthread([self = shared_from_this()](std::stop_token stop) { self->releaser_loop(std::move(stop)); });
         }
-        to_release_ = std::move(hold);  // the previous one was released before this hold was granted
+        previous.swap(to_release_);  // normally empty: the previous hold went before this one was granted
+        to_release_ = std::move(hold);
         releaser_wake_.notify_one();
         return;
       } catch (...) {  // no thread: released here, at once
@@ -75,7 +81,13 @@ void CombinerImpl::releaser_loop(std::stop_token stop) noexcept {
       if (!to_release_) return;
       hold = std::move(*to_release_);
       to_release_.reset();
-      const auto until = Clock::now() + options_.pass_wait;
+      const auto until = steady_deadline_after(options_.pass_wait);
+      Taker& taker = HandleAccess::site(hold)->taker(options_.mode);
+      if (taker.local_waiters() > 0) {  // a holder of this process waits: the release passes to it
+        lock.unlock();
+        hold.release();
+        continue;
+      }
       ++waiting_for_joiners_;
       joined_.wait_until(lock, until, [&]() DLOCK_REQUIRES(mutex_) {
         return runner_.has_value() || shut_down_ || stop.stop_requested();
@@ -83,9 +95,15 @@ void CombinerImpl::releaser_loop(std::stop_token stop) noexcept {
       --waiting_for_joiners_;
       if (runner_ && !shut_down_) {
         lock.unlock();
-        // The runner is on its way to the lock: its wait is queued within microseconds.
-        Taker& taker = HandleAccess::site(hold)->taker(options_.mode);
-        while (taker.local_waiters() == 0 && Clock::now() < until && !stop.stop_requested()) std::this_thread::yield();
+        // The runner is on its way to the lock: its wait is usually queued within microseconds
+        // (later when it must list the directory first, as a thread holding other locks does).
+        for (int polls = 0; taker.local_waiters() == 0 && Clock::now() < until && !stop.stop_requested(); ++polls) {
+          if (polls < 64) {
+            std::this_thread::yield();
+          } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+          }
+        }
       }
     }
     hold.release();  // never throws: the delete is retried in the background

@@ -269,6 +269,23 @@ TEST(Batch, ASubmitFromInsideTheHandlerIsRefusedNotADeadlock) {
   EXPECT_EQ(doubler.submit(1), 2);
 }
 
+TEST(Batch, ASubmitBackToAnOuterBatchLockFromANestedHandlerIsRefused) {
+  Session session(session_options());
+  Doubler* outer = nullptr;
+  Doubler inner(session, test_root() + "/inner", [&](Doubler::Batch& batch) {
+    try {
+      (void)outer->submit(0, 1s);  // X's handler -> Y.submit -> Y's handler -> X.submit
+      batch.set_result(0, 1);
+    } catch (const WouldDeadlock&) {
+      batch.set_result(0, 2);
+    }
+  });
+  Doubler doubler(session, test_root() + "/outer",
+                  [&](Doubler::Batch& batch) { batch.set_result(0, inner.submit(0)); });
+  outer = &doubler;
+  EXPECT_EQ(doubler.submit(1), 2);
+}
+
 TEST(Batch, MaxLingerGathersLaterRequestsIntoTheBatch) {
   Session session(session_options());
   std::vector<std::size_t> sizes;
