@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "postgres/libpq_error.hpp"
+
 namespace dlock::postgres {
 namespace {
 
@@ -48,23 +50,15 @@ INSERT INTO dlock_schema (version) VALUES (1) ON CONFLICT (only_row) DO UPDATE S
   WHERE dlock_schema.version < 1;
 )sql";
 
-using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+using OwnedResult = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
 [[noreturn]] void database_failed(const std::string& what, PGconn* conn, const PGresult* result) {
-  std::string message = result != nullptr ? PQresultErrorMessage(result) : "";
-  if (message.empty() && conn != nullptr) message = PQerrorMessage(conn);
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  throw Error(make_error_code(errc::database_failed), what + ": " + (message.empty() ? "no reply" : message));
-}
-
-void check_connection(PGconn* conn, const char* what) {
-  if (conn == nullptr)
-    throw Error(make_error_code(errc::invalid_argument), std::string(what) + ": the connection is null");
+  throw detail::database_error(what, conn, result);
 }
 
 // Runs `sql` (no parameters); throws unless it succeeded.
 void run(PGconn* conn, const std::string& what, const char* sql) {
-  Result result(PQexec(conn, sql), &PQclear);
+  OwnedResult result(PQexec(conn, sql), &PQclear);
   const auto status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) database_failed(what, conn, result.get());
 }
@@ -74,19 +68,19 @@ void run(PGconn* conn, const std::string& what, const char* sql) {
 std::string_view schema_sql() noexcept { return kSchemaV1; }
 
 void install_schema(PGconn* conn) {
-  check_connection(conn, "installing dlock's fence schema");
+  detail::check_connection(conn, "installing dlock's fence schema");
   const std::string what = "installing dlock's fence schema";
   run(conn, what, "BEGIN");
   try {
     // One installer at a time (the key: "dlock" in ASCII); released with the transaction.
     run(conn, what, "SELECT pg_advisory_xact_lock(1684829035)");
-    Result found(PQexec(conn, "SELECT version FROM dlock_schema"), &PQclear);
+    OwnedResult found(PQexec(conn, "SELECT version FROM dlock_schema"), &PQclear);
     if (found && PQresultStatus(found.get()) == PGRES_TUPLES_OK && PQntuples(found.get()) == 1) {
       const int version = std::stoi(PQgetvalue(found.get(), 0, 0));
       if (version > kSchemaVersion) {
-        throw Error(make_error_code(errc::database_failed),
-                    what + ": the database is at schema version " + std::to_string(version) +
-                        ", newer than this library's " + std::to_string(kSchemaVersion));
+        throw DatabaseError(what + ": the database is at schema version " + std::to_string(version) +
+                                ", newer than this library's " + std::to_string(kSchemaVersion),
+                            "");
       }
     } else if (!found || PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
       // No table yet: that statement aborted the transaction; start again without it.
@@ -97,20 +91,21 @@ void install_schema(PGconn* conn) {
     run(conn, what, std::string(kSchemaV1).c_str());
     run(conn, what, "COMMIT");
   } catch (...) {
-    Result rollback(PQexec(conn, "ROLLBACK"), &PQclear);
+    OwnedResult rollback(PQexec(conn, "ROLLBACK"), &PQclear);
     throw;
   }
 }
 
 void fence(PGconn* conn, std::string_view resource, std::int64_t token) {
-  check_connection(conn, "fencing");
+  detail::check_connection(conn, "fencing");
   const std::string what = "fencing \"" + std::string(resource) + "\" with token " + std::to_string(token);
   if (token < 1) throw Error(make_error_code(errc::invalid_argument), what + ": a fencing token is at least 1");
   const std::string resource_text(resource);
   const std::string token_text = std::to_string(token);
   const char* values[] = {resource_text.c_str(), token_text.c_str()};
-  Result result(PQexecParams(conn, "SELECT dlock_fence($1::text, $2::bigint)", 2, nullptr, values, nullptr, nullptr, 0),
-                &PQclear);
+  OwnedResult result(
+      PQexecParams(conn, "SELECT dlock_fence($1::text, $2::bigint)", 2, nullptr, values, nullptr, nullptr, 0),
+      &PQclear);
   if (result && PQresultStatus(result.get()) == PGRES_TUPLES_OK) return;
   const char* sqlstate = result ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
   if (sqlstate != nullptr && kStaleTokenSqlstate == sqlstate) {

@@ -4,7 +4,7 @@ namespace account_service::store {
 
 namespace {
 
-std::optional<std::int64_t> first_id(const PgResult& result) {
+std::optional<std::int64_t> first_id(const dlock::postgres::Result& result) {
   if (result.rows() == 0) return std::nullopt;
   return result.int64(0, 0);
 }

@@ -52,7 +52,7 @@ class LoginHandler {
       : locks_(locks), mode_(mode), instance_(std::move(instance)), fencing_(fencing), fence_wait_(fence_wait) {}
 
   // Runs inside the caller's transaction, which the caller commits after this returns (as a
-  // framework's @Transactional would). Throws dlock::LockTimeout, dlock::Error, PgError, StaleLock.
+  // framework's @Transactional would). Throws dlock::LockTimeout, dlock::Error (DatabaseError among them), StaleLock.
   LoginResult login(const LoginRequest& req, PgTransaction& tx) const;
 
   // The same under a lock the caller took already (`lock`, on <base>/login/<uid>, for instance with

@@ -28,8 +28,9 @@
 // Thread-safety: as the PGconn* (libpq connections are used by one thread at a time).
 //
 // Errors: StaleFencingToken as above; Error (errc::invalid_argument) for a token below 1 or a null
-// connection; Error (errc::database_failed) with libpq's or the server's message for any other
-// failure (no connection, no schema: call install_schema first, a transaction already aborted).
+// connection; DatabaseError (errc::database_failed, dlock/postgres/database_error.hpp) with libpq's
+// or the server's message and SQLSTATE for any other failure (no connection, no schema: call
+// install_schema first, a transaction already aborted).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -38,6 +39,7 @@
 #include <string_view>
 
 #include "dlock/error.hpp"
+#include "dlock/postgres/database_error.hpp"
 
 typedef struct pg_conn PGconn;
 
