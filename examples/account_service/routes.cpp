@@ -162,7 +162,7 @@ HttpResponse Routes::commit_login(const HttpRequest& request, PgTransaction& tx,
 HttpResponse Routes::login_failure(const HttpRequest& request, std::int64_t uid, std::exception_ptr error) const {
   try {
     std::rethrow_exception(error);
-  } catch (const StaleLock& e) {
+  } catch (const dlock::StaleFencingToken& e) {
     // This instance stalled while holding the lock and another took it over.
     return retry_later(request, e.what());
   } catch (const dlock::LockTimeout& e) {

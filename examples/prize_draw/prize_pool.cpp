@@ -1,10 +1,15 @@
 #include "prize_pool.hpp"
 
+#include "dlock/postgres/fence.hpp"
+
 namespace prize_draw {
 
 using dlock_examples::PgConnection;
 
 void create_schema(PgConnection& db) {
+  // dlock_fence: the dlock variants' guards are bound to a dlock::postgres::Transaction, which
+  // fences them by itself.
+  dlock::postgres::install_schema(db.native());
   db.exec(
       "CREATE TABLE IF NOT EXISTS prize (id bigserial PRIMARY KEY, pool bigint NOT NULL, name text NOT NULL, "
       "initial_stock integer NOT NULL, stock integer NOT NULL, version bigint NOT NULL DEFAULT 0)");
