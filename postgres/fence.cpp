@@ -4,17 +4,23 @@
 
 #include <libpq-fe.h>
 
+#include <charconv>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "postgres/libpq_error.hpp"
 
 namespace dlock::postgres {
 namespace {
 
-// Version 1. The function raises DL001 with the newer token as its DETAIL, so that fence() can
-// name it without a second query (which the aborted transaction would refuse).
-constexpr std::string_view kSchemaV1 = R"sql(
+// Version 2. The function raises DL001 with the newer token as its DETAIL, so that fence() can
+// name it without a second query (which the aborted transaction would refuse), and, since version
+// 2, at a fixed place in its message ("dlock_fence: newer token <n> ..."): clients that see only
+// the message (libpqxx 6.4's sql_error, a terse libpq verbosity) read it there. Version 1 had the
+// same tables and a message without that form; running this script upgrades it (CREATE OR
+// REPLACE, then the version).
+constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS dlock_schema (
   only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
   version integer NOT NULL
@@ -41,13 +47,14 @@ BEGIN
   IF kept IS NULL THEN
     SELECT f.token INTO kept FROM dlock_fence AS f WHERE f.resource = p_resource;
     RAISE EXCEPTION USING ERRCODE = 'DL001',
-      MESSAGE = format('stale fencing token %s for %L: %s was seen', p_token, p_resource, kept),
+      MESSAGE = format('dlock_fence: newer token %s recorded for %L; stale token %s refused', kept, p_resource,
+                       p_token),
       DETAIL = kept::text;
   END IF;
 END
 $fence$;
-INSERT INTO dlock_schema (version) VALUES (1) ON CONFLICT (only_row) DO UPDATE SET version = 1
-  WHERE dlock_schema.version < 1;
+INSERT INTO dlock_schema (version) VALUES (2) ON CONFLICT (only_row) DO UPDATE SET version = 2
+  WHERE dlock_schema.version < 2;
 )sql";
 
 using OwnedResult = std::unique_ptr<PGresult, decltype(&PQclear)>;
@@ -65,7 +72,17 @@ void run(PGconn* conn, const std::string& what, const char* sql) {
 
 }  // namespace
 
-std::string_view schema_sql() noexcept { return kSchemaV1; }
+std::string_view schema_sql() noexcept { return kSchema; }
+
+std::int64_t newer_token_in(std::string_view message) noexcept {
+  constexpr std::string_view kPrefix = "dlock_fence: newer token ";
+  const auto at = message.find(kPrefix);
+  if (at == std::string_view::npos) return 0;
+  const char* first = message.data() + at + kPrefix.size();
+  std::int64_t token = 0;
+  const auto [end, ec] = std::from_chars(first, message.data() + message.size(), token);
+  return ec == std::errc() && end != first ? token : 0;
+}
 
 void install_schema(PGconn* conn) {
   detail::check_connection(conn, "installing dlock's fence schema");
@@ -73,7 +90,7 @@ void install_schema(PGconn* conn) {
   run(conn, what, "BEGIN");
   try {
     // One installer at a time (the key: "dlock" in ASCII); released with the transaction.
-    run(conn, what, "SELECT pg_advisory_xact_lock(1684829035)");
+    run(conn, what, ("SELECT pg_advisory_xact_lock(" + std::to_string(kInstallLockKey) + ")").c_str());
     OwnedResult found(PQexec(conn, "SELECT version FROM dlock_schema"), &PQclear);
     if (found && PQresultStatus(found.get()) == PGRES_TUPLES_OK && PQntuples(found.get()) == 1) {
       const int version = std::stoi(PQgetvalue(found.get(), 0, 0));
@@ -86,9 +103,9 @@ void install_schema(PGconn* conn) {
       // No table yet: that statement aborted the transaction; start again without it.
       run(conn, what, "ROLLBACK");
       run(conn, what, "BEGIN");
-      run(conn, what, "SELECT pg_advisory_xact_lock(1684829035)");
+      run(conn, what, ("SELECT pg_advisory_xact_lock(" + std::to_string(kInstallLockKey) + ")").c_str());
     }
-    run(conn, what, std::string(kSchemaV1).c_str());
+    run(conn, what, std::string(kSchema).c_str());
     run(conn, what, "COMMIT");
   } catch (...) {
     OwnedResult rollback(PQexec(conn, "ROLLBACK"), &PQclear);
@@ -110,11 +127,13 @@ void fence(PGconn* conn, std::string_view resource, std::int64_t token) {
   const char* sqlstate = result ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
   if (sqlstate != nullptr && kStaleTokenSqlstate == sqlstate) {
     const char* detail = PQresultErrorField(result.get(), PG_DIAG_MESSAGE_DETAIL);
+    const char* message = PQresultErrorField(result.get(), PG_DIAG_MESSAGE_PRIMARY);
     std::int64_t newer = 0;
     try {
       newer = detail != nullptr ? std::stoll(detail) : 0;
-    } catch (...) {  // not ours: the token stays unknown (0)
+    } catch (...) {  // not ours: try the message
     }
+    if (newer == 0 && message != nullptr) newer = newer_token_in(message);
     throw StaleFencingToken(resource_text, token, newer);
   }
   database_failed(what, conn, result.get());

@@ -47,8 +47,13 @@ namespace dlock::postgres {
 
 // The SQLSTATE dlock_fence() raises for a stale token (class DL: not one of PostgreSQL's).
 inline constexpr std::string_view kStaleTokenSqlstate = "DL001";
-// The schema version install_schema() brings a database to.
-inline constexpr int kSchemaVersion = 1;
+// The schema version install_schema() brings a database to. Version 2 (this library) changed only
+// the function's error message (the newer token at a fixed place, for newer_token_in); a database
+// at version 1 is upgraded by install_schema().
+inline constexpr int kSchemaVersion = 2;
+// The advisory lock (pg_advisory_xact_lock) installers take, so that concurrent installs run one
+// at a time: "dlock" in ASCII.
+inline constexpr std::int64_t kInstallLockKey = 1684829035;
 
 // The schema as SQL, for a project that applies it with its own migrations: the tables
 // dlock_schema (one row: the version) and dlock_fence (resource, token, fenced_at) and the
@@ -60,6 +65,11 @@ std::string_view schema_sql() noexcept;
 // database at kSchemaVersion is left as it is; one at a newer version is refused (Error naming
 // both versions), since this library would not know its rules.
 void install_schema(PGconn* conn);
+
+// The newer token in the message of dlock_fence's DL001 error ("dlock_fence: newer token <n> ..."),
+// or 0 when the message has none: for clients that see the message but not the DETAIL field
+// (dlock/postgres/pqxx.hpp).
+std::int64_t newer_token_in(std::string_view message) noexcept;
 
 // Inside the caller's open transaction: records `token` for `resource`, or throws
 // StaleFencingToken (the transaction is then aborted) when a newer token was recorded already.
