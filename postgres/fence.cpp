@@ -113,6 +113,24 @@ void install_schema(PGconn* conn) {
   }
 }
 
+bool reset_fence(PGconn* conn, std::string_view resource) {
+  detail::check_connection(conn, "resetting a fence");
+  const std::string resource_text(resource);
+  const char* values[] = {resource_text.c_str()};
+  OwnedResult result(
+      PQexecParams(conn, "DELETE FROM dlock_fence WHERE resource = $1", 1, nullptr, values, nullptr, nullptr, 0),
+      &PQclear);
+  if (!result || PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+    database_failed("resetting the fence of \"" + resource_text + "\"", conn, result.get());
+  }
+  return std::string_view(PQcmdTuples(result.get())) != "0";
+}
+
+void reset_all_fences(PGconn* conn) {
+  detail::check_connection(conn, "resetting every fence");
+  run(conn, "resetting every fence", "TRUNCATE dlock_fence");
+}
+
 void fence(PGconn* conn, std::string_view resource, std::int64_t token) {
   detail::check_connection(conn, "fencing");
   const std::string what = "fencing \"" + std::string(resource) + "\" with token " + std::to_string(token);

@@ -284,12 +284,13 @@ boost::system::error_code current_fence_error();
 template <Transaction Tx>
 struct BindTo {
   Tx* tx;
+  Session* session;
   template <class Guards>
   void operator()(boost::system::error_code& ec, Guards& guards) const {
     if (ec) return;
     guards.release_after(*tx);
     try {
-      fence_guards(*tx, guards);
+      fence_guards(*tx, *session, guards);
     } catch (...) {
       ec = current_fence_error();
       guards = Guards();
@@ -391,7 +392,8 @@ auto LockService::Bound<Tx>::async_lock(LockMode mode, std::string_view ns,
   return detail::with_token<void(boost::system::error_code, ScopedLock)>(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
-            service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));
+            service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_, &service_.session()},
+            std::forward<decltype(token)>(token));
       },
       std::forward<SourcesAndToken>(sources_and_token)...);
 }
@@ -403,7 +405,8 @@ auto LockService::Bound<Tx>::async_lock_each(LockMode mode, std::string_view ns,
   return detail::with_token<void(boost::system::error_code, ScopedLocks)>(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
-            service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));
+            service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_, &service_.session()},
+            std::forward<decltype(token)>(token));
       },
       std::forward<SourcesAndToken>(sources_and_token)...);
 }

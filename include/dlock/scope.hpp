@@ -288,17 +288,28 @@ class LockService {
 };
 
 namespace detail {
+// After the resource refused `guard`'s token: whether the guard's node still holds on the server
+// (dlock::inspect). If it does, the resource's newer token is from another ZooKeeper history:
+// throws FenceAheadOfEnsemble. Otherwise (its session expired, or the check failed) throws
+// `refused`: this holder lost its lock.
+[[noreturn]] void refused_fence(Session& session, const ScopedLock& guard, const StaleFencingToken& refused);
+
 // Bound's fence: `tx.fence(path, token)` for a guard that excludes (Exclusive, Write), when Tx is a
 // FencedTransaction; nothing otherwise.
 template <class Tx>
-void fence_guards(Tx& tx, const ScopedLock& guard) {
+void fence_guards(Tx& tx, Session& session, const ScopedLock& guard) {
   if constexpr (FencedTransaction<Tx>) {
-    if (guard.mode() != LockMode::Read) tx.fence(guard.path(), guard.fencing_token());
+    if (guard.mode() == LockMode::Read) return;
+    try {
+      tx.fence(guard.path(), guard.fencing_token());
+    } catch (const StaleFencingToken& refused) {
+      refused_fence(session, guard, refused);
+    }
   }
 }
 template <class Tx>
-void fence_guards(Tx& tx, const ScopedLocks& guards) {
-  for (const ScopedLock& guard : guards.locks()) fence_guards(tx, guard);  // canonical order
+void fence_guards(Tx& tx, Session& session, const ScopedLocks& guards) {
+  for (const ScopedLock& guard : guards.locks()) fence_guards(tx, session, guard);  // canonical order
 }
 }  // namespace detail
 
@@ -317,7 +328,10 @@ void fence_guards(Tx& tx, const ScopedLocks& guards) {
 // in their canonical order, as they were locked. Read guards are not fenced: readers hold together,
 // each with a token of its own, and must not refuse one another. When fence throws, the guard is
 // already bound: it is released when the transaction ends (roll it back; its destructor does),
-// and the exception leaves the function.
+// and the exception leaves the function. A refused token whose guard, checked on the server right
+// after, still holds is no stale holder: the resource remembers a token of another ZooKeeper
+// history (the ensemble was replaced, zxids started over); that is FenceAheadOfEnsemble, which
+// names the recovery, instead of StaleFencingToken.
 template <Transaction Tx>
 class LockService::Bound {
  public:
@@ -336,14 +350,14 @@ class LockService::Bound {
   [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guard = service_.lock(mode, ns, sources...);
     guard.release_after(*tx_);
-    detail::fence_guards(*tx_, guard);
+    detail::fence_guards(*tx_, service_.session(), guard);
     return guard;
   }
   template <class... Sources>
   [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guards = service_.lock_each(mode, ns, sources...);
     guards.release_after(*tx_);
-    detail::fence_guards(*tx_, guards);
+    detail::fence_guards(*tx_, service_.session(), guards);
     return guards;
   }
 
@@ -352,13 +366,13 @@ class LockService::Bound {
   [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const {
     auto guard = service_.lock_key(mode, ns, std::move(key));
     guard.release_after(*tx_);
-    detail::fence_guards(*tx_, guard);
+    detail::fence_guards(*tx_, service_.session(), guard);
     return guard;
   }
   [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
     auto guards = service_.lock_keys(mode, ns, std::move(keys));
     guards.release_after(*tx_);
-    detail::fence_guards(*tx_, guards);
+    detail::fence_guards(*tx_, service_.session(), guards);
     return guards;
   }
 

@@ -75,4 +75,14 @@ std::int64_t newer_token_in(std::string_view message) noexcept;
 // StaleFencingToken (the transaction is then aborted) when a newer token was recorded already.
 void fence(PGconn* conn, std::string_view resource, std::int64_t token);
 
+// Forgets the token recorded for `resource` (its dlock_fence row), in a statement of its own (or
+// inside the caller's transaction, if one is open): the next fence of `resource` records whatever
+// token it presents. The recovery after an ensemble replacement (FenceAheadOfEnsemble,
+// docs/FENCING.md): run it only once no holder of the old ensemble can write any more, since
+// until the next fence the resource refuses nobody. Returns whether a token was recorded.
+bool reset_fence(PGconn* conn, std::string_view resource);
+// Forgets every recorded token (TRUNCATE dlock_fence), with the same caveat: after replacing the
+// ensemble, once the old one's holders are gone.
+void reset_all_fences(PGconn* conn);
+
 }  // namespace dlock::postgres

@@ -84,6 +84,12 @@ inline void install_schema(pqxx::connection_base& conn) {
   }
 }
 
+// reset_fence and reset_all_fences of dlock/postgres/fence.hpp, inside `tx` (commit it).
+inline bool reset_fence(pqxx::transaction_base& tx, std::string_view resource) {
+  return tx.exec_params("DELETE FROM dlock_fence WHERE resource = $1", std::string(resource)).affected_rows() > 0;
+}
+inline void reset_all_fences(pqxx::transaction_base& tx) { tx.exec("TRUNCATE dlock_fence"); }
+
 // A pqxx::work that dlock's scoped locks bind to and fence through (it meets
 // dlock::FencedTransaction): `locks.bound_to(tx)` keeps each lock until this transaction has
 // committed or aborted, and fences each exclusive or write guard in it (dlock/scope.hpp).
