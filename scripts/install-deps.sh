@@ -14,6 +14,7 @@ packages=(
   python3-prometheus-client        # its text-format parser checks dlock's /metrics exposition in the tests
   libboost1.81-dev                 # Boost.PFR / Describe (key builder), Beast (example service)
   libpq-dev postgresql             # the example service's database
+  libpqxx-dev                      # dlock/postgres/pqxx.hpp and its test
   gnuplot-nox                      # benchmark chart
   openssl                          # docs/SECURITY.md's digest command (its snippet is run)
   clang-14 libclang-rt-14-dev      # tests/fuzz: libFuzzer (libclang_rt.fuzzer is only recommended by clang-14)

@@ -4,7 +4,7 @@ namespace account_service::store {
 
 namespace {
 
-std::optional<std::int64_t> first_id(const PgResult& result) {
+std::optional<std::int64_t> first_id(const dlock::postgres::Result& result) {
   if (result.rows() == 0) return std::nullopt;
   return result.int64(0, 0);
 }
@@ -29,21 +29,9 @@ void create_schema(PgTransaction& tx) {
       " created_by text NOT NULL,"
       " fencing_token bigint,"
       " created_at timestamptz NOT NULL DEFAULT now())");
-  tx.exec("CREATE TABLE IF NOT EXISTS lock_fence (key text PRIMARY KEY, token bigint NOT NULL)");
   // Plain (non-unique) indexes: lookups by uid stay fast, duplicates stay possible.
   tx.exec("CREATE INDEX IF NOT EXISTS app_user_uid ON app_user (uid)");
   tx.exec("CREATE INDEX IF NOT EXISTS app_account_uid ON app_account (uid)");
-}
-
-std::optional<std::int64_t> fence(PgTransaction& tx, const std::string& key, std::int64_t token) {
-  // Inserts the key, or raises its token (or keeps it: the same hold); a newer token already there
-  // leaves the row as it is, and the statement returns no row.
-  const auto written = tx.exec(
-      "INSERT INTO lock_fence (key, token) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE "
-      "SET token = EXCLUDED.token WHERE lock_fence.token <= EXCLUDED.token RETURNING token",
-      {key, std::to_string(token)});
-  if (written.rows() == 1) return std::nullopt;
-  return first_id(tx.exec("SELECT token FROM lock_fence WHERE key = $1", {key}));
 }
 
 std::optional<std::int64_t> find_user(PgTransaction& tx, std::int64_t uid) {

@@ -3,8 +3,8 @@
 //   app_user    (id bigserial, uid bigint, created_at timestamptz)
 //   app_account (id bigserial, uid bigint, user_id bigint, created_by text, fencing_token bigint,
 //                created_at timestamptz)
-//   lock_fence  (key text PRIMARY KEY, token bigint): per lock key, the newest fencing token that
-//                wrote under it (see fence below)
+// and dlock::postgres's dlock_fence (installed by main.cpp): per lock path, the newest fencing
+// token that wrote under it.
 //
 // The issue calls the first table "user"; that is a reserved word in PostgreSQL, hence app_user.
 // There is deliberately NO unique constraint on uid: the lock is what keeps a uid from being
@@ -24,16 +24,6 @@ namespace account_service::store {
 // find a table missing and one then fails on a catalog unique index, so callers serialize it
 // (main.cpp holds a dlock lock bound to the transaction).
 void create_schema(PgTransaction& tx);
-
-// The database's half of fencing: records `token` as the newest for `key` (or finds it there
-// already: the same hold writing again) and returns nullopt; or, when a newer token has written
-// already, changes nothing and returns that token. Call it first in the transaction (READ
-// COMMITTED): its row stays locked until COMMIT, so a holder whose lock was taken over while it
-// stalled either is refused here, or has fenced before the newer holder and makes that holder
-// wait here until it commits (the newer holder then reads what it wrote). Either way two holders
-// never both decide on what they read. Tokens are only comparable within one ZooKeeper ensemble's
-// history: empty lock_fence when the ensemble is replaced by a new one (zxids start over).
-std::optional<std::int64_t> fence(PgTransaction& tx, const std::string& key, std::int64_t token);
 
 // The oldest row for uid (the lowest id), if any.
 std::optional<std::int64_t> find_user(PgTransaction& tx, std::int64_t uid);

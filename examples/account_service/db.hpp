@@ -1,5 +1,5 @@
 // The PostgreSQL connection and transaction this service uses (examples/pg, shared with the
-// prize draw).
+// prize draw; the transaction is dlock::postgres::Transaction).
 #pragma once
 
 #include "pg_connection.hpp"
@@ -7,9 +7,8 @@
 
 namespace account_service {
 
+using dlock::postgres::DatabaseError;
 using dlock_examples::PgConnection;
-using dlock_examples::PgError;
-using dlock_examples::PgResult;
 using dlock_examples::PgTransaction;
 
 }  // namespace account_service

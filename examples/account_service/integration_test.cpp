@@ -7,8 +7,9 @@
 // The stalled instance is the hard part. It paused mid-login, holding uids' locks with inserts
 // not yet committed; its session expires, the other instances take the locks over and create the
 // users; then it wakes up and commits. Only the database can refuse that late write: the service
-// fences every write with the lock's token (store::fence). The negative control runs the same
-// scenario with --fencing off and must find duplicates, or the test could not tell.
+// fences every write with the lock's token (its bound lock fences the transaction:
+// dlock::postgres). The negative control runs the same scenario with --fencing off and must find
+// duplicates, or the test could not tell.
 #include <gtest/gtest.h>
 #include <signal.h>
 

@@ -10,8 +10,16 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
   // The three modes differ only in how the handler declares its lock.
   switch (mode_) {
     case LockRelease::after_commit: {  // the fix: released by tx's completion hook, after COMMIT
-      DLOCK_SCOPE_AS(lock, locks_.bound_to(tx), "login", req);
-      return login_locked(req, tx, lock);
+      if (fencing_) {
+        wait_for_fence_no_longer_than_for_the_lock(tx);
+        // Bound to a dlock::postgres::Transaction, the guard fences <base>/login/<uid> with its
+        // token by itself, as the transaction's first statement (see login_locked for why first).
+        DLOCK_SCOPE_AS(lock, locks_.bound_to(tx), "login", req);
+        return login_by_uid(req, tx, &lock);
+      }
+      Unfenced unfenced{tx};  // --fencing off: bound, but the database is not told the token
+      DLOCK_SCOPE_AS(lock, locks_.bound_to(unfenced), "login", req);
+      return login_by_uid(req, tx, &lock);
     }
     case LockRelease::before_commit: {  // the story's bug: released right here, before COMMIT
       DLOCK_SCOPE_AS(lock, locks_, "login", req);
@@ -26,17 +34,20 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
 LoginResult LoginHandler::login_locked(const LoginRequest& req, PgTransaction& tx,
                                        const dlock::ScopedLock& lock) const {
   if (fencing_) {
-    // A stalled older holder may keep the fence row locked until it commits: wait for it no
-    // longer than for the lock itself (then 503, SQLSTATE 55P03).
-    tx.exec("SET LOCAL lock_timeout = " + std::to_string(fence_wait_.count()));
-    // First, before reading: see store::fence for why the order matters.
-    if (const auto newer = store::fence(tx, "login/" + std::to_string(*req.uid), lock.fencing_token())) {
-      throw StaleLock("a newer holder of the lock on uid " + std::to_string(*req.uid) + " (fencing token " +
-                      std::to_string(*newer) + ") has written; nothing was written under this one (token " +
-                      std::to_string(lock.fencing_token()) + "), retry");
-    }
+    wait_for_fence_no_longer_than_for_the_lock(tx);
+    // First, before reading (READ COMMITTED): the fence's row stays locked until COMMIT, so of two
+    // holders of one uid's lock (a stalled one whose session expired, and the next) either the
+    // newer refused the older here (StaleFencingToken), or the older fenced first and the newer
+    // waits here until the older commits, then reads what it wrote.
+    tx.fence(lock.path(), lock.fencing_token());
   }
   return login_by_uid(req, tx, &lock);
+}
+
+void LoginHandler::wait_for_fence_no_longer_than_for_the_lock(PgTransaction& tx) const {
+  // A stalled older holder may keep the fence row locked until it commits: wait for it no longer
+  // than for the lock itself (then 503, SQLSTATE 55P03).
+  tx.exec("SET LOCAL lock_timeout = " + std::to_string(fence_wait_.count()));
 }
 
 LoginResult LoginHandler::login_by_uid(const LoginRequest& req, PgTransaction& tx,

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
@@ -32,19 +33,20 @@ struct LoginResult {
   std::stop_token lock_lost{};
 };
 
-// A newer holder of the uid's lock has written already (this one's lock was taken over while it
-// stalled): nothing may be written under the old one. The transaction must roll back; a retry
-// takes the lock again.
-class StaleLock : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+// The transaction seen as one that cannot fence: what --fencing off binds the lock to, so that the
+// stall of integration_test.cpp shows what fencing prevents.
+struct Unfenced {
+  PgTransaction& tx;
+  void on_complete(std::function<void()> hook) { tx.on_complete(std::move(hook)); }
 };
+static_assert(dlock::Transaction<Unfenced> && !dlock::FencedTransaction<Unfenced>);
 
 class LoginHandler {
  public:
   // `fencing`: with LockRelease::after_commit, fence every write with the lock's token in the
-  // database (store::fence), so a stalled instance that lost its lock cannot write after the next
-  // holder. Ignored in the other modes, which exist to show the bugs.
+  // database (dlock::postgres fence, by the bound guard itself), so a stalled instance that lost
+  // its lock cannot write after the next holder. Ignored in the other modes, which exist to show
+  // the bugs.
   // `fence_wait`: how long the fence waits for an older holder's row lock (PostgreSQL's
   // lock_timeout); the lock timeout is the natural choice.
   LoginHandler(const dlock::LockService& locks, LockRelease mode, std::string instance, bool fencing = true,
@@ -52,7 +54,9 @@ class LoginHandler {
       : locks_(locks), mode_(mode), instance_(std::move(instance)), fencing_(fencing), fence_wait_(fence_wait) {}
 
   // Runs inside the caller's transaction, which the caller commits after this returns (as a
-  // framework's @Transactional would). Throws dlock::LockTimeout, dlock::Error, PgError, StaleLock.
+  // framework's @Transactional would). Throws dlock::LockTimeout, dlock::StaleFencingToken (a newer holder of the uid's
+  // lock has written: this one's lock was taken over while it stalled; nothing was written, retry), dlock::Error
+  // (DatabaseError among them).
   LoginResult login(const LoginRequest& req, PgTransaction& tx) const;
 
   // The same under a lock the caller took already (`lock`, on <base>/login/<uid>, for instance with
@@ -62,6 +66,7 @@ class LoginHandler {
   const dlock::LockService& locks() const noexcept { return locks_; }
 
  private:
+  void wait_for_fence_no_longer_than_for_the_lock(PgTransaction& tx) const;
   // `lock` is the lock held for req.uid, or null without one.
   LoginResult login_by_uid(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock* lock) const;
   dlock::LockService locks_;

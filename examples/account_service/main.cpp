@@ -18,6 +18,7 @@
 #include "config.hpp"
 #include "db.hpp"
 #include "dlock/metrics_registry.hpp"
+#include "dlock/postgres/fence.hpp"
 #include "dlock/scope.hpp"
 #include "dlock/session.hpp"
 #include "http_server.hpp"
@@ -39,6 +40,9 @@ std::string default_instance(unsigned short port) {
 // missing, one fails on a catalog index). The cure is the one the login handler uses: a lock
 // released only after the transaction that creates the tables has committed.
 void create_schema(PgConnection& db, const dlock::LockService& locks) {
+  // dlock_fence, which the login's bound lock fences in (its own transaction, serialized by an
+  // advisory lock: safe with every instance starting at once).
+  dlock::postgres::install_schema(db.native());
   PgTransaction tx(db);
   DLOCK_SCOPE(locks.bound_to(tx), "schema", "account_service");
   store::create_schema(tx);

@@ -162,7 +162,7 @@ HttpResponse Routes::commit_login(const HttpRequest& request, PgTransaction& tx,
 HttpResponse Routes::login_failure(const HttpRequest& request, std::int64_t uid, std::exception_ptr error) const {
   try {
     std::rethrow_exception(error);
-  } catch (const StaleLock& e) {
+  } catch (const dlock::StaleFencingToken& e) {
     // This instance stalled while holding the lock and another took it over.
     return retry_later(request, e.what());
   } catch (const dlock::LockTimeout& e) {
@@ -187,10 +187,10 @@ HttpResponse Routes::login_failure(const HttpRequest& request, std::int64_t uid,
   } catch (const std::exception& e) {
     // The fence waited out its lock_timeout behind a stalled older holder (SQLSTATE 55P03,
     // lock_not_available): like a lock timeout.
-    if (const auto* pg = dynamic_cast<const PgError*>(&e); pg != nullptr && pg->sqlstate() == "55P03") {
+    if (const auto* pg = dynamic_cast<const DatabaseError*>(&e); pg != nullptr && pg->sqlstate() == "55P03") {
       return retry_later(request, e.what());
     }
-    // PgError, dlock::Error, ...: the transaction rolled back (its destructor ran) and its
+    // DatabaseError, dlock::Error, ...: the transaction rolled back (its destructor ran) and its
     // locks are released.
     std::cerr << "account_service[" << options_.instance << "]: login of uid " << uid << " failed: " << e.what()
               << std::endl;

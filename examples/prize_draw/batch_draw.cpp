@@ -3,7 +3,6 @@
 #include <thread>
 #include <vector>
 
-#include "dlock/postgres/fence.hpp"
 #include "pg_transaction.hpp"
 
 namespace prize_draw {
@@ -41,7 +40,7 @@ void BatchDrawer::serve(Lock::Batch& batch) {
   const std::string pool = std::to_string(pool_);
   dlock_examples::PgTransaction tx(db_);
   // A holder paused past its session would find a newer token here, and its whole batch fails.
-  dlock::postgres::fence(db_.native(), resource_, batch.fencing_token());
+  tx.fence(resource_, batch.fencing_token());
   const auto in_stock = tx.exec("SELECT id, stock FROM prize WHERE pool = $1 AND stock > 0 ORDER BY id", {pool});
   std::vector<std::int64_t> ids, stock;
   for (int row = 0; row < in_stock.rows(); ++row) {

@@ -35,7 +35,7 @@ class Drawer {
   Drawer(Variant variant, const dlock::LockService* locks, std::string instance, std::chrono::microseconds think,
          std::uint64_t seed);
 
-  // Draws once on `db`. Throws dlock_examples::PgError, dlock::LockTimeout, dlock::Error.
+  // Draws once on `db`. Throws dlock::postgres::DatabaseError, dlock::LockTimeout, dlock::Error.
   DrawResult draw(const DrawRequest& req, dlock_examples::PgConnection& db);
 
  private:

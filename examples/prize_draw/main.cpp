@@ -23,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include "dlock/postgres/fence.hpp"
 #include "dlock/testing/postgres.hpp"
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/server.hpp"
@@ -225,7 +224,6 @@ int compare(const Options& options) {
   }
   dlock_examples::PgConnection db(plan.db);
   create_schema(db);
-  dlock::postgres::install_schema(db.native());  // the fence dlock-batch's transactions call
   std::vector<Outcome> outcomes;
   for (const auto variant : plan.variants) outcomes.push_back(run_variant(plan, variant, db));
   print_table(plan, outcomes);

@@ -1,10 +1,15 @@
 #include "prize_pool.hpp"
 
+#include "dlock/postgres/fence.hpp"
+
 namespace prize_draw {
 
 using dlock_examples::PgConnection;
 
 void create_schema(PgConnection& db) {
+  // dlock_fence: the dlock variants' guards are bound to a dlock::postgres::Transaction, which
+  // fences them by itself.
+  dlock::postgres::install_schema(db.native());
   db.exec(
       "CREATE TABLE IF NOT EXISTS prize (id bigserial PRIMARY KEY, pool bigint NOT NULL, name text NOT NULL, "
       "initial_stock integer NOT NULL, stock integer NOT NULL, version bigint NOT NULL DEFAULT 0)");
@@ -18,6 +23,9 @@ void create_schema(PgConnection& db) {
 void restock(PgConnection& db, std::int64_t pool, int prizes, int stock_each) {
   const std::string p = std::to_string(pool);
   db.exec("DELETE FROM draw WHERE pool = $1", {p});
+  // The tokens of an earlier run's ZooKeeper: this run may use a new one, whose tokens start over
+  // (nobody holds the pool's lock between runs).
+  dlock::postgres::reset_all_fences(db.native());
   db.exec("DELETE FROM prize WHERE pool = $1", {p});
   db.exec(
       "INSERT INTO prize (pool, name, initial_stock, stock) "

@@ -26,7 +26,11 @@
 //   locks.async_lock_each(mode, "ns", sources..., token)                void(error_code, ScopedLocks)
 //   locks.async_lock_key(mode, "ns", key, token), locks.async_lock_keys(mode, "ns", keys, token)
 // where `locks` is a LockService or its views `with_timeout` and `holder`; a `bound_to(tx)` view
-// has async_lock and async_lock_each.
+// has async_lock and async_lock_each. A bound view binds the guards to the transaction on the
+// handler's executor right before the handler runs, and fences them there when the transaction
+// can fence (dlock/scope.hpp: a call to the database, blocking that thread like every statement
+// of the transaction); a fence that fails completes the operation with its error (errc::stale_token
+// for a stale token) and an empty value, the bound guards being released when the transaction ends.
 //
 // Macros for coroutines of type boost::asio::awaitable<T> (each declares a guard that lives to the
 // end of the enclosing scope, as DLOCK_SCOPE does; they co_await with use_awaitable, so an error
@@ -278,12 +282,28 @@ struct AllGuards {
   ScopedLocks operator()(std::vector<ScopedLock> guards) const { return ScopedLocks(std::move(guards)); }
 };
 
+// In a catch block: the handler's code for the exception a bound guard's fence threw (its own
+// code for a std::system_error, such as StaleFencingToken's errc::stale_token); its message goes to
+// the log at Warning, as a failed acquisition's does.
+boost::system::error_code current_fence_error();
+
+// Binds the guards to the transaction, then fences them as LockService::Bound does; a fence that
+// throws turns into the handler's error, with empty guards (the bound ones are released when the
+// transaction ends).
 template <Transaction Tx>
 struct BindTo {
   Tx* tx;
+  Session* session;
   template <class Guards>
-  void operator()(const boost::system::error_code& ec, Guards& guards) const {
-    if (!ec) guards.release_after(*tx);
+  void operator()(boost::system::error_code& ec, Guards& guards) const {
+    if (ec) return;
+    guards.release_after(*tx);
+    try {
+      fence_guards(*tx, *session, guards);
+    } catch (...) {
+      ec = current_fence_error();
+      guards = Guards();
+    }
   }
 };
 
@@ -381,7 +401,8 @@ auto LockService::Bound<Tx>::async_lock(LockMode mode, std::string_view ns,
   return detail::with_token<void(boost::system::error_code, ScopedLock)>(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
-            service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));
+            service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_, &service_.session()},
+            std::forward<decltype(token)>(token));
       },
       std::forward<SourcesAndToken>(sources_and_token)...);
 }
@@ -393,7 +414,8 @@ auto LockService::Bound<Tx>::async_lock_each(LockMode mode, std::string_view ns,
   return detail::with_token<void(boost::system::error_code, ScopedLocks)>(
       [&](auto&& token, const auto&... sources) {
         return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
-            service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_}, std::forward<decltype(token)>(token));
+            service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_, &service_.session()},
+            std::forward<decltype(token)>(token));
       },
       std::forward<SourcesAndToken>(sources_and_token)...);
 }

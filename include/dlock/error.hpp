@@ -28,28 +28,31 @@ namespace dlock {
 
 // Conditions of dlock's own; the values of `dlock_category()`.
 enum class errc {
-  connect_failed = 1,  // The ensemble could not be reached or the connect string is malformed.
-  lock_lost,           // The hold's node went with an expired session (re-entry, downgrade), or
-                       // vanished while waiting. (An acquisition on a Lost or Closed session
-                       // throws LockLost with the ZooKeeper code ZSESSIONEXPIRED / ZCLOSING.)
-  not_owner,           // A thread released (or asked about) a lock it does not hold.
-  invalid_path,        // A lock path breaks a rule of ZooKeeper's or dlock's.
-  invalid_argument,    // Some other argument is out of range (a timeout, an option).
-  would_deadlock,      // The request could never be granted (a read holder asking for write).
-  invalid_key,         // A lock key or key namespace breaks a rule of the key encoding.
-  lock_timeout,        // A scoped lock was not granted within its timeout.
-  lock_destroyed,      // The lock object was destroyed while this thread waited on it.
-  disconnected,        // A lock was not granted in time while the session was disconnected.
-  sequence_exhausted,  // A lock directory's sequence counter ran out; its queue order is unknown.
-  token_exhausted,     // A lock node's zxid is too large for a fencing token (dlock/fencing.hpp).
-  not_authorized,      // The server refused a request: the Session's identities lack a permission
-                       // on a node (its ACL; dlock/security.hpp). The message names both.
-  cancelled,           // An asynchronous acquisition was cancelled (dlock/async.hpp); its handler
-                       // gets asio::error::operation_aborted.
-  stale_token,         // A fenced resource has already seen a newer fencing token than the one
-                       // presented: its holder lost the lock since (StaleFencingToken).
-  database_failed,     // The database behind a fenced resource failed a request (no connection,
-                       // no schema, an aborted transaction); the message is the database's.
+  connect_failed = 1,       // The ensemble could not be reached or the connect string is malformed.
+  lock_lost,                // The hold's node went with an expired session (re-entry, downgrade), or
+                            // vanished while waiting. (An acquisition on a Lost or Closed session
+                            // throws LockLost with the ZooKeeper code ZSESSIONEXPIRED / ZCLOSING.)
+  not_owner,                // A thread released (or asked about) a lock it does not hold.
+  invalid_path,             // A lock path breaks a rule of ZooKeeper's or dlock's.
+  invalid_argument,         // Some other argument is out of range (a timeout, an option).
+  would_deadlock,           // The request could never be granted (a read holder asking for write).
+  invalid_key,              // A lock key or key namespace breaks a rule of the key encoding.
+  lock_timeout,             // A scoped lock was not granted within its timeout.
+  lock_destroyed,           // The lock object was destroyed while this thread waited on it.
+  disconnected,             // A lock was not granted in time while the session was disconnected.
+  sequence_exhausted,       // A lock directory's sequence counter ran out; its queue order is unknown.
+  token_exhausted,          // A lock node's zxid is too large for a fencing token (dlock/fencing.hpp).
+  not_authorized,           // The server refused a request: the Session's identities lack a permission
+                            // on a node (its ACL; dlock/security.hpp). The message names both.
+  cancelled,                // An asynchronous acquisition was cancelled (dlock/async.hpp); its handler
+                            // gets asio::error::operation_aborted.
+  stale_token,              // A fenced resource has already seen a newer fencing token than the one
+                            // presented: its holder lost the lock since (StaleFencingToken).
+  database_failed,          // The database behind a fenced resource failed a request (no connection,
+                            // no schema, an aborted transaction); the message is the database's.
+  fence_ahead_of_ensemble,  // A fenced resource refused the token of a holder that still holds
+                            // its lock: its recorded token comes from another ZooKeeper history
+                            // (FenceAheadOfEnsemble).
 };
 
 const std::error_category& dlock_category() noexcept;
@@ -153,6 +156,45 @@ class StaleFencingToken : public Error {
   std::shared_ptr<const std::string> resource_;  // shared: an exception's copy must not throw
   std::int64_t token_;
   std::int64_t newer_;
+};
+
+// A fenced resource refused the fencing token of a holder that, checked on the server right after,
+// still holds its lock: the token recorded for `resource()`, `recorded()`, is newer than any token
+// this ensemble has handed out, so it comes from another ZooKeeper history. Tokens are zxids, and
+// an ensemble replaced by a new one (a fresh data directory), or restored from an older snapshot,
+// starts its zxids over: every holder is refused until the resource forgets the old tokens. Not a
+// StaleFencingToken (retrying cannot help), and not a holder that lost its lock: an operator has
+// to act. The message says what happened and what to run. Code: errc::fence_ahead_of_ensemble.
+class FenceAheadOfEnsemble : public Error {
+ public:
+  FenceAheadOfEnsemble(std::string resource, std::int64_t token, std::int64_t recorded)
+      : Error(make_error_code(errc::fence_ahead_of_ensemble),
+              "resource \"" + resource + "\" has recorded fencing token " + std::to_string(recorded) +
+                  " (ZooKeeper epoch " + std::to_string(epoch_of(recorded)) + "), newer than the token " +
+                  std::to_string(token) + " (epoch " + std::to_string(epoch_of(token)) +
+                  ") of a holder that still holds its lock: the recorded token comes from another ZooKeeper "
+                  "history (the ensemble was replaced by a new one, or restored from an older snapshot, and its "
+                  "zxids started over), so every holder will be refused. Once no holder of the old ensemble can "
+                  "write any more, make the resource forget the old tokens: with dlock::postgres, "
+                  "dlock::postgres::reset_fence(conn, \"" +
+                  resource + "\") (SQL: DELETE FROM dlock_fence WHERE resource = '" + resource +
+                  "'), or reset_all_fences(conn) (TRUNCATE dlock_fence) after an ensemble replacement; see "
+                  "docs/FENCING.md"),
+        resource_(std::make_shared<const std::string>(std::move(resource))),
+        token_(token),
+        recorded_(recorded) {}
+  const std::string& resource() const noexcept { return *resource_; }
+  // The holder's token, which the resource refused.
+  std::int64_t token() const noexcept { return token_; }
+  // The token the resource has recorded (from the other history).
+  std::int64_t recorded() const noexcept { return recorded_; }
+  // A token's ZooKeeper epoch: the high 32 bits of the zxid it was made of (dlock/fencing.hpp).
+  static std::int64_t epoch_of(std::int64_t token) noexcept { return token / 1024 >> 32; }
+
+ private:
+  std::shared_ptr<const std::string> resource_;  // shared: an exception's copy must not throw
+  std::int64_t token_;
+  std::int64_t recorded_;
 };
 
 }  // namespace dlock

@@ -24,6 +24,15 @@
 // before or after the transaction's end. (Should a transaction drop its hooks without running
 // them, the lock is released once both the guard and the hook are gone.)
 //
+// Fencing, by itself. Bound to a transaction that can fence (the FencedTransaction concept below;
+// dlock::postgres::Transaction is one), every exclusive or write guard records its fencing token
+// in that transaction right after it is granted: `tx.fence(guard.path(), guard.fencing_token())`.
+// A holder that stalled past its session and wakes up after the next holder has fenced is then
+// refused by the database (StaleFencingToken, and its transaction is aborted) instead of writing
+// over the next holder's work: the one failure a lock alone cannot prevent (dlock/fencing.hpp,
+// docs/FENCING.md). Read guards are not fenced: readers hold together with different tokens and
+// must not refuse one another.
+//
 // Macros (each declares a guard that lives to the end of the enclosing scope; several may stand
 // in one scope and are released in reverse order):
 //   DLOCK_SCOPE(locks, "ns", sources...)        exclusive lock on <base>/<ns>/<make_key(sources...)>
@@ -54,11 +63,14 @@
 // false at once). (The node is known by its unique name, not by the thread id,
 // so a new thread that inherits a recycled id is not taken for the holder.)
 //
-// Errors: `LockTimeout` (naming the path and the timeout) when the lock is not granted in time,
+// Errors: `StaleFencingToken` (or the transaction's own error) from the fence of a guard bound to
+// a FencedTransaction: the guard is bound by then and is released when the transaction ends;
+// `LockTimeout` (naming the path and the timeout) when the lock is not granted in time,
 // with the code `errc::disconnected` and a message saying for how long when the session had no
 // connection at that moment (an outage, not contention);
 // `InvalidKey` for a bad namespace or key; `WouldDeadlock` as above; `LockLost` / `Error` like
-// Mutex. On every error nothing is left held or on the server.
+// Mutex. On every error but a fence's nothing is left held or on the server; after a fence's,
+// nothing is once the transaction has ended.
 //
 // Thread-safety: a LockService may be used by any number of threads at once (it is immutable
 // after construction; its views are cheap copies). A guard is used by one thread at a time.
@@ -97,6 +109,16 @@ struct ScopeAccess;
 template <class T>
 concept Transaction = requires(T& tx, std::function<void()> hook) {
   tx.on_complete(std::move(hook));
+};
+
+// A Transaction that can also fence (dlock/fencing.hpp): `tx.fence(resource, token)` records a
+// holder's fencing token for `resource` in the store the transaction writes to, inside that
+// transaction, and throws StaleFencingToken when a newer token was recorded there already.
+// dlock::postgres::Transaction is one (dlock/postgres/transaction.hpp). Guards bound to such a
+// transaction are fenced by LockService::Bound itself (see there).
+template <class T>
+concept FencedTransaction = Transaction<T> && requires(T& tx, std::string_view resource, std::int64_t token) {
+  tx.fence(resource, token);
 };
 
 // Completion hooks for a transaction type: add() collects them, run() runs each once, in the
@@ -265,10 +287,51 @@ class LockService {
   std::uint64_t holder_ = 0;
 };
 
+namespace detail {
+// After the resource refused `guard`'s token: whether the guard's node still holds on the server
+// (dlock::inspect). If it does, the resource's newer token is from another ZooKeeper history:
+// throws FenceAheadOfEnsemble. Otherwise (its session expired, or the check failed) throws
+// `refused`: this holder lost its lock.
+[[noreturn]] void refused_fence(Session& session, const ScopedLock& guard, const StaleFencingToken& refused);
+
+// Bound's fence: `tx.fence(path, token)` for a guard that excludes (Exclusive, Write), when Tx is a
+// FencedTransaction; nothing otherwise.
+template <class Tx>
+void fence_guards(Tx& tx, Session& session, const ScopedLock& guard) {
+  if constexpr (FencedTransaction<Tx>) {
+    if (guard.mode() == LockMode::Read) return;
+    try {
+      tx.fence(guard.path(), guard.fencing_token());
+    } catch (const StaleFencingToken& refused) {
+      refused_fence(session, guard, refused);
+    }
+  }
+}
+template <class Tx>
+void fence_guards(Tx& tx, Session& session, const ScopedLocks& guards) {
+  for (const ScopedLock& guard : guards.locks()) fence_guards(tx, session, guard);  // canonical order
+}
+}  // namespace detail
+
 // A view of a LockService whose guards are bound to one transaction: each function takes its
 // lock(s) as the LockService function of the same name does, then binds them to the transaction
 // (ScopedLock::release_after) before returning. A cheap copy; it refers to the transaction, which
 // must outlive it.
+//
+// Fencing. When the transaction is a FencedTransaction (dlock::postgres::Transaction), each
+// exclusive or write guard is fenced right after it is bound: `tx.fence(guard.path(),
+// guard.fencing_token())`, inside the transaction, before the handler's first statement. A holder
+// that stalled past its session (so that the lock passed on and the next holder fenced) is then
+// refused by the store (StaleFencingToken) instead of writing over the next holder; and one that
+// fenced before it stalled keeps the fenced row locked until its transaction ends, so the next
+// holder's fence waits for it and then reads what it committed. Guards of several keys are fenced
+// in their canonical order, as they were locked. Read guards are not fenced: readers hold together,
+// each with a token of its own, and must not refuse one another. When fence throws, the guard is
+// already bound: it is released when the transaction ends (roll it back; its destructor does),
+// and the exception leaves the function. A refused token whose guard, checked on the server right
+// after, still holds is no stale holder: the resource remembers a token of another ZooKeeper
+// history (the ensemble was replaced, zxids started over); that is FenceAheadOfEnsemble, which
+// names the recovery, instead of StaleFencingToken.
 template <Transaction Tx>
 class LockService::Bound {
  public:
@@ -287,12 +350,14 @@ class LockService::Bound {
   [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guard = service_.lock(mode, ns, sources...);
     guard.release_after(*tx_);
+    detail::fence_guards(*tx_, service_.session(), guard);
     return guard;
   }
   template <class... Sources>
   [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guards = service_.lock_each(mode, ns, sources...);
     guards.release_after(*tx_);
+    detail::fence_guards(*tx_, service_.session(), guards);
     return guards;
   }
 
@@ -301,11 +366,13 @@ class LockService::Bound {
   [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const {
     auto guard = service_.lock_key(mode, ns, std::move(key));
     guard.release_after(*tx_);
+    detail::fence_guards(*tx_, service_.session(), guard);
     return guard;
   }
   [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
     auto guards = service_.lock_keys(mode, ns, std::move(keys));
     guards.release_after(*tx_);
+    detail::fence_guards(*tx_, service_.session(), guards);
     return guards;
   }
 

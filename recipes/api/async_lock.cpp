@@ -270,6 +270,13 @@ std::shared_ptr<AsyncAcquisition<std::vector<ScopedLock>>> async_guards(const Lo
   return std::make_shared<GuardsAcquisition>(service, mode, std::string(ns), std::move(keys));
 }
 
+boost::system::error_code current_fence_error() {
+  const Failure failure = Failure::current();
+  log(LogLevel::Warn, "asynchronous lock bound to a transaction: its fence failed: " +
+                          (failure.message().empty() ? std::string("a non-standard exception") : failure.message()));
+  return handler_error(failure.code());
+}
+
 boost::system::error_code handler_error(const std::error_code& ec) {
   if (ec == make_error_code(errc::cancelled)) return boost::asio::error::operation_aborted;
   return boost::system::error_code(ec);

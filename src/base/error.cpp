@@ -42,6 +42,8 @@ class DlockCategory final : public std::error_category {
         return "the resource has seen a newer fencing token";
       case errc::database_failed:
         return "the fenced resource's database failed the request";
+      case errc::fence_ahead_of_ensemble:
+        return "the fenced resource has recorded a token from another ZooKeeper history";
     }
     return "unknown dlock error " + std::to_string(value);
   }

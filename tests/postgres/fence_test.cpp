@@ -92,7 +92,7 @@ TEST_F(PostgresFence, NegativeControlWithoutTheFenceTheStaleWriteLands) {
 TEST_F(PostgresFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
   EXPECT_NO_THROW(postgres::install_schema(conn()));
   std::unique_ptr<PGresult, decltype(&PQclear)> version(PQexec(conn(), "SELECT version FROM dlock_schema"), &PQclear);
-  EXPECT_STREQ(PQgetvalue(version.get(), 0, 0), "1");
+  EXPECT_STREQ(PQgetvalue(version.get(), 0, 0), std::to_string(postgres::kSchemaVersion).c_str());
   try {
     postgres::fence(conn(), "stock/1", 0);
     ADD_FAILURE() << "token 0 was accepted";
@@ -113,6 +113,56 @@ TEST_F(PostgresFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
     EXPECT_NE(std::string(e.what()).find("dlock_fence"), std::string::npos) << e.what();
   }
   postgres::install_schema(conn());  // back for the next test
+}
+
+// A database at schema version 1 (its function's message had no fixed form for the newer token) is
+// upgraded by install_schema: version 2, and the message names the newer token where
+// newer_token_in reads it. The control: before the upgrade it does not.
+TEST_F(PostgresFence, InstallSchemaUpgradesAVersion1Database) {
+  ASSERT_TRUE(exec(conn(), R"sql(
+CREATE OR REPLACE FUNCTION dlock_fence(p_resource text, p_token bigint) RETURNS void
+LANGUAGE plpgsql AS $fence$
+DECLARE
+  kept bigint;
+BEGIN
+  INSERT INTO dlock_fence AS f (resource, token) VALUES (p_resource, p_token)
+  ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, fenced_at = now()
+    WHERE f.token <= EXCLUDED.token
+  RETURNING f.token INTO kept;
+  IF kept IS NULL THEN
+    SELECT f.token INTO kept FROM dlock_fence AS f WHERE f.resource = p_resource;
+    RAISE EXCEPTION USING ERRCODE = 'DL001',
+      MESSAGE = format('stale fencing token %s for %L: %s was seen', p_token, p_resource, kept),
+      DETAIL = kept::text;
+  END IF;
+END
+$fence$;
+UPDATE dlock_schema SET version = 1;
+)sql"));
+  write_stock(conn(), 7, 9, /*fenced=*/true);
+  // The stale call's message, as a client that sees only the message would read it.
+  auto message_of_stale_fence = [&] {
+    EXPECT_TRUE(exec(conn(), "BEGIN"));
+    std::unique_ptr<PGresult, decltype(&PQclear)> refused(PQexec(conn(), "SELECT dlock_fence('stock/1', 5)"), &PQclear);
+    const char* text = PQresultErrorField(refused.get(), PG_DIAG_MESSAGE_PRIMARY);
+    std::string message = text != nullptr ? text : "";
+    EXPECT_TRUE(exec(conn(), "ROLLBACK"));
+    return message;
+  };
+  EXPECT_EQ(postgres::newer_token_in(message_of_stale_fence()), 0) << "version 1's message";
+  postgres::install_schema(conn());
+  std::unique_ptr<PGresult, decltype(&PQclear)> version(PQexec(conn(), "SELECT version FROM dlock_schema"), &PQclear);
+  EXPECT_STREQ(PQgetvalue(version.get(), 0, 0), "2");
+  EXPECT_EQ(postgres::newer_token_in(message_of_stale_fence()), 7);
+  // A database newer than this library is refused, naming both versions.
+  ASSERT_TRUE(exec(conn(), "UPDATE dlock_schema SET version = 99"));
+  try {
+    postgres::install_schema(conn());
+    ADD_FAILURE() << "a newer schema was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
+  }
+  ASSERT_TRUE(exec(conn(), "UPDATE dlock_schema SET version = 2"));
 }
 
 }  // namespace

@@ -28,8 +28,9 @@
 // Thread-safety: as the PGconn* (libpq connections are used by one thread at a time).
 //
 // Errors: StaleFencingToken as above; Error (errc::invalid_argument) for a token below 1 or a null
-// connection; Error (errc::database_failed) with libpq's or the server's message for any other
-// failure (no connection, no schema: call install_schema first, a transaction already aborted).
+// connection; DatabaseError (errc::database_failed, dlock/postgres/database_error.hpp) with libpq's
+// or the server's message and SQLSTATE for any other failure (no connection, no schema: call
+// install_schema first, a transaction already aborted).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -38,6 +39,7 @@
 #include <string_view>
 
 #include "dlock/error.hpp"
+#include "dlock/postgres/database_error.hpp"
 
 typedef struct pg_conn PGconn;
 
@@ -45,8 +47,13 @@ namespace dlock::postgres {
 
 // The SQLSTATE dlock_fence() raises for a stale token (class DL: not one of PostgreSQL's).
 inline constexpr std::string_view kStaleTokenSqlstate = "DL001";
-// The schema version install_schema() brings a database to.
-inline constexpr int kSchemaVersion = 1;
+// The schema version install_schema() brings a database to. Version 2 (this library) changed only
+// the function's error message (the newer token at a fixed place, for newer_token_in); a database
+// at version 1 is upgraded by install_schema().
+inline constexpr int kSchemaVersion = 2;
+// The advisory lock (pg_advisory_xact_lock) installers take, so that concurrent installs run one
+// at a time: "dlock" in ASCII.
+inline constexpr std::int64_t kInstallLockKey = 1684829035;
 
 // The schema as SQL, for a project that applies it with its own migrations: the tables
 // dlock_schema (one row: the version) and dlock_fence (resource, token, fenced_at) and the
@@ -59,8 +66,23 @@ std::string_view schema_sql() noexcept;
 // both versions), since this library would not know its rules.
 void install_schema(PGconn* conn);
 
+// The newer token in the message of dlock_fence's DL001 error ("dlock_fence: newer token <n> ..."),
+// or 0 when the message has none: for clients that see the message but not the DETAIL field
+// (dlock/postgres/pqxx.hpp).
+std::int64_t newer_token_in(std::string_view message) noexcept;
+
 // Inside the caller's open transaction: records `token` for `resource`, or throws
 // StaleFencingToken (the transaction is then aborted) when a newer token was recorded already.
 void fence(PGconn* conn, std::string_view resource, std::int64_t token);
+
+// Forgets the token recorded for `resource` (its dlock_fence row), in a statement of its own (or
+// inside the caller's transaction, if one is open): the next fence of `resource` records whatever
+// token it presents. The recovery after an ensemble replacement (FenceAheadOfEnsemble,
+// docs/FENCING.md): run it only once no holder of the old ensemble can write any more, since
+// until the next fence the resource refuses nobody. Returns whether a token was recorded.
+bool reset_fence(PGconn* conn, std::string_view resource);
+// Forgets every recorded token (TRUNCATE dlock_fence), with the same caveat: after replacing the
+// ensemble, once the old one's holders are gone.
+void reset_all_fences(PGconn* conn);
 
 }  // namespace dlock::postgres

@@ -1,0 +1,68 @@
+// dlock/sqlite/fence.hpp: fencing enforced by SQLite itself (the optional component
+// `dlock::sqlite`, on Debian's libsqlite3-dev).
+//
+// The same idea as dlock/postgres/fence.hpp for a database file that several processes share: a
+// holder paused past its session (SIGSTOP, a GC pause, a VM migration) resumes believing it still
+// holds the lock; its fencing token (dlock/fencing.hpp) is older than the next holder's, and the
+// database refuses its transaction:
+//
+//   dlock::sqlite::install_schema(db);                      // once; idempotent, versioned
+//   ...
+//   sqlite3_exec(db, "BEGIN", ...);
+//   dlock::sqlite::fence(db, "orders/42", handle.fencing_token());   // throws if stale
+//   sqlite3_exec(db, "UPDATE orders SET ... WHERE id = 42", ...);
+//   sqlite3_exec(db, "COMMIT", ...);
+//
+// The schema is a table `dlock_fence (resource, token, fenced_at)` and a trigger on it that
+// aborts any update lowering a resource's token with the message "dlock: stale fencing token".
+// fence() upserts the token inside the caller's transaction; a newer one recorded already fires
+// the trigger, and fence() throws StaleFencingToken (resource, token, the newer token). Any client
+// in any language gets the same refusal from the same statement:
+//   INSERT INTO dlock_fence (resource, token, fenced_at) VALUES (?1, ?2, datetime('now'))
+//     ON CONFLICT (resource) DO UPDATE SET token = excluded.token, fenced_at = excluded.fenced_at
+//
+// Unlike PostgreSQL, SQLite keeps the transaction open after a refused statement: roll it back
+// (dlock::sqlite::Transaction's destructor does, as the exception unwinds), never commit it.
+//
+// Writers to one SQLite file take turns on its write lock: a holder's fence takes it, and keeps
+// it until its transaction ends. A holder stopped after its fence therefore blocks the next
+// holder's fence (SQLITE_BUSY once the connection's busy timeout passes) until it resumes or dies:
+// safe, not live. Set a busy timeout (sqlite3_busy_timeout) on every connection.
+//
+// Thread-safety: as the sqlite3* connection (one thread at a time).
+//
+// Errors: StaleFencingToken as above; Error (errc::invalid_argument) for a token below 1, a null
+// connection, or a fence outside a transaction (it would commit on its own and protect nothing);
+// Error (errc::database_failed) with SQLite's message and extended result code for any other
+// failure (no schema: call install_schema first; SQLITE_BUSY).
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <cstdint>
+#include <string_view>
+
+#include "dlock/error.hpp"
+
+typedef struct sqlite3 sqlite3;
+
+namespace dlock::sqlite {
+
+// The message the trigger aborts a stale token's statement with.
+inline constexpr std::string_view kStaleTokenMessage = "dlock: stale fencing token";
+// The schema version install_schema() brings a database to.
+inline constexpr int kSchemaVersion = 1;
+
+// The schema as SQL, for a project that applies it with its own migrations. Idempotent.
+std::string_view schema_sql() noexcept;
+
+// Creates or upgrades the schema, in a transaction of its own (not inside the caller's: call it
+// with none open). A database at kSchemaVersion is left as it is; one at a newer version is
+// refused (Error naming both versions).
+void install_schema(sqlite3* db);
+
+// Inside the caller's open transaction: records `token` for `resource`, or throws
+// StaleFencingToken when a newer token was recorded already.
+void fence(sqlite3* db, std::string_view resource, std::int64_t token);
+
+}  // namespace dlock::sqlite
