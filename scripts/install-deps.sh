@@ -15,6 +15,7 @@ packages=(
   libboost1.81-dev                 # Boost.PFR / Describe (key builder), Beast (example service)
   libpq-dev postgresql             # the example service's database
   libpqxx-dev                      # dlock/postgres/pqxx.hpp and its test
+  libsqlite3-dev                   # dlock::sqlite (fencing in SQLite) and its tests
   gnuplot-nox                      # benchmark chart
   openssl                          # docs/SECURITY.md's digest command (its snippet is run)
   clang-14 libclang-rt-14-dev      # tests/fuzz: libFuzzer (libclang_rt.fuzzer is only recommended by clang-14)
