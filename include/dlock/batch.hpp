@@ -37,11 +37,11 @@
 //     (async_submit) a thread of the BatchLock's own (started at the first async_submit) waits
 //     for the lock and runs the handler. Either serves both kinds of request in one batch.
 //   * Results are delivered as soon as the handler returned, before the lock is released. The
-//     lock then goes to a thread of the BatchLock's own, which keeps it up to `pass_wait` until
-//     the next runner of this process waits for it, so that local hand-off passes it on without a
-//     ZooKeeper request (with hand-off off, it is released at once). When requests are left over,
-//     the next runner is chosen before the batch runs, and a blocking one queues for the lock
-//     meanwhile (an asynchronous one once the BatchLock's thread is free).
+//     lock is then parked up to `pass_wait`: the next runner of this process (often a submitter
+//     just served, back with a new request) takes it over as a local pass, without a ZooKeeper
+//     request, when hand-off (dlock/handoff.hpp) would pass it to a local waiter now; otherwise,
+//     and once `pass_wait` is over, it is released (by a thread of the BatchLock's own). With
+//     hand-off off, or a holder of this process already waiting, it is released at once.
 //   * With nothing queued a request runs alone, at the cost of one lock use (`max_linger` 0).
 //   * If the lock is lost while a batch runs (the session expired), the handler still returns
 //     what it set: check `Batch::stop_token()` before committing, and fence the resource with
@@ -96,12 +96,12 @@ struct BatchOptions {
   // max_batch (the lock is held meanwhile). Must not be negative. Default: 0 (it serves what is
   // queued at once).
   std::chrono::microseconds max_linger{0};
-  // After a batch, how long the lock is kept for a next request of this process to queue for it,
-  // so that local hand-off passes the lock on without a ZooKeeper request
-  // (the submitters just served often come back at once). The results are delivered before this
-  // wait. Other clients' turns come as hand-off allows (dlock/handoff.hpp: max_passes, max_time),
-  // each hand-over later by up to this much. Ignored without hand-off. Must not be negative;
-  // 0: release at once. Default: 200 us.
+  // After a batch, how long its lock stays parked for the next runner of this process to take
+  // over as a local pass, without a ZooKeeper request (the submitters just served often come back
+  // at once). The results are delivered before. Other clients' turns come as hand-off allows
+  // (dlock/handoff.hpp: max_passes, max_time), each hand-over later by up to this much; a holder
+  // of this process that waits meanwhile (a Mutex, say) waits up to this much too. Ignored
+  // without hand-off. Must not be negative; 0: release at once. Default: 200 us.
   std::chrono::microseconds pass_wait{200};
   // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
   // Exclusive.

@@ -21,6 +21,12 @@ struct HandleAccess {
   // LockHandle::acquire with a deadline (which may carry a cancellation): empty once it passed
   // or was abandoned.
   static LockHandle take(Session& session, std::string path, LockMode mode, const Deadline& deadline);
+  // Taker::pass_to_self for a held handle: true when it now holds the next pass of its node (a
+  // new hold, with the next fencing token), false when it still holds the old one.
+  static bool pass_to_self(LockHandle& handle) noexcept;
+  // Whether pass_to_self would pass it now (false for an empty handle or one whose hold was
+  // signalled lost).
+  static bool would_pass_to_self(const LockHandle& handle) noexcept;
 };
 
 }  // namespace dlock::detail

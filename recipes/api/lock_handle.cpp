@@ -37,6 +37,24 @@ LockHandle HandleAccess::take(Session& session, std::string path, LockMode mode,
   return LockHandle::take(session, std::move(path), mode, deadline);
 }
 
+bool HandleAccess::would_pass_to_self(const LockHandle& handle) noexcept {
+  if (!handle.state_ || (handle.state_->lost && handle.state_->lost->stop_requested())) return false;
+  const auto& state = *handle.state_;
+  return state.site->taker(state.mode).would_pass_to_self(state.grant);
+}
+
+bool HandleAccess::pass_to_self(LockHandle& handle) noexcept {
+  // A hold signalled lost (a connection blip under LossSignal::OnSuspended) is not passed on: its
+  // stop token would be the next hold's from its start. Released and taken anew, the next hold
+  // gets a loss signal of its own.
+  if (!handle.state_ || (handle.state_->lost && handle.state_->lost->stop_requested())) return false;
+  auto& state = *handle.state_;
+  auto next = state.site->taker(state.mode).pass_to_self(state.grant);
+  if (!next) return false;
+  state.grant = std::move(*next);
+  return true;
+}
+
 std::function<bool()> HandleAccess::still_owned(const LockHandle& handle) {
   if (!handle.state_) return {};
   return node_still_owned(*handle.state_->site->client, handle.state_->grant.generation);

@@ -7,9 +7,10 @@
 //     holder), then takes up to max_batch requests from the front (its own among them: it was
 //     the oldest when chosen, and only a runner takes requests), and chooses the next runner among
 //     those left before it runs the batch, so that the next one queues for the lock meanwhile.
-//   * After the batch the runner settles each request of it, then hands the lock over
-//     (combiner_threads.cpp): kept up to pass_wait for a next runner of this process to queue for
-//     it (the submitters just served often come back at once), so hand-off passes it locally.
+//   * After the batch the runner settles each request of it, then parks the lock for up to
+//     pass_wait (combiner_threads.cpp): the next runner of this process (the submitters just
+//     served often come back at once) takes it over as a local pass, without a ZooKeeper request
+//     or a thread of its own to wake.
 //   * A runner that cannot take the lock (timeout, cancel, error) settles only its own request
 //     with that failure and passes the role on to the oldest one left.
 // Invariant: `runner_` names a queued request exactly when the queue is not empty.
@@ -157,6 +158,14 @@ std::uint64_t CombinerImpl::submit_async(BatchItem& item, std::function<void(std
 }
 
 void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::chrono::milliseconds timeout) noexcept {
+  // The previous batch's lock, parked for this runner: taken over as a local pass when hand-off
+  // allows one now, else released (to a local waiter, another client or nobody) and taken anew.
+  if (auto parked = unpark()) {
+    // A request cancelled, shut down or out of time fails below as it would have without one.
+    const bool may_run = !deadline.abandoned() && !deadline.passed();
+    if (may_run && HandleAccess::pass_to_self(*parked)) return run_batch(std::move(*parked));
+    parked->release();
+  }
   LockHandle hold;
   std::exception_ptr failed;
   try {

@@ -76,9 +76,11 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   // Starts the thread that runs for asynchronous submitters, if it is not running.
   void ensure_worker() DLOCK_REQUIRES(mutex_);
   void worker_loop(std::stop_token stop) noexcept;
-  // Releases the lock, on the releaser thread after up to pass_wait for the next runner to queue
-  // for it, when holds of this process pass the lock locally.
+  // Parks the lock for up to pass_wait, for the next runner to take over as a local pass (when
+  // holds of this process pass the lock locally); else releases it.
   void hand_over(LockHandle hold) noexcept;
+  // The parked hold, if any (then no longer parked).
+  std::optional<LockHandle> unpark() noexcept;
   void releaser_loop(std::stop_token stop) noexcept;
   void stop_threads() noexcept;
 
@@ -91,7 +93,7 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   Queue queue_ DLOCK_GUARDED_BY(mutex_);
   std::optional<std::uint64_t> runner_ DLOCK_GUARDED_BY(mutex_);
   std::uint64_t next_ticket_ DLOCK_GUARDED_BY(mutex_) = 1;
-  int waiting_for_joiners_ DLOCK_GUARDED_BY(mutex_) = 0;  // max_linger and pass_wait waits
+  int waiting_for_joiners_ DLOCK_GUARDED_BY(mutex_) = 0;  // max_linger waits
   CondVar joined_;                                        // a request joined the queue
   bool batch_running_ DLOCK_GUARDED_BY(mutex_) = false;   // one handler call at a time
   CondVar batch_ended_;
@@ -108,9 +110,11 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   std::exception_ptr abandon_reason_ DLOCK_GUARDED_BY(mutex_);
   std::jthread worker_ DLOCK_GUARDED_BY(mutex_);
 
-  // The thread that keeps a served batch's lock for the next runner (hand_over).
+  // A served batch's lock, kept for the next runner until parked_until_ (hand_over), and the
+  // thread that releases it then.
+  std::optional<LockHandle> parked_ DLOCK_GUARDED_BY(mutex_);
+  Clock::time_point parked_until_ DLOCK_GUARDED_BY(mutex_);
   CondVar releaser_wake_;
-  std::optional<LockHandle> to_release_ DLOCK_GUARDED_BY(mutex_);
   std::jthread releaser_ DLOCK_GUARDED_BY(mutex_);
 };
 

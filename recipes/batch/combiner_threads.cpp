@@ -3,12 +3,14 @@
 //   * the worker acts as the runner for asynchronous submitters: it waits for the lock on their
 //     behalf (cancellable) and runs their batches, so no handler runs on an application's
 //     executor or on a ZooKeeper thread;
-//   * the releaser keeps a served batch's lock up to pass_wait, until the next runner of this
-//     process waits for it, so that local hand-off passes it on without a ZooKeeper request while
-//     the runner that served the batch returns to its caller at once.
+//   * the releaser releases a served batch's lock once it has been parked for pass_wait without a
+//     runner of this process taking it over (CombinerImpl::serve takes a parked hold as a local
+//     pass, Taker::pass_to_self), so the runner that served the batch returns to its caller at once.
 // Each thread holds a reference to the core, so a handler that destroys its BatchLock (which
 // shuts the core down and detaches the thread it runs on) leaves the core alive until the thread
 // has returned.
+#include <algorithm>
+
 #include "dlock/steady_deadline.hpp"
 #include "recipes/api/handle_access.hpp"
 #include "recipes/batch/combiner_impl.hpp"
@@ -47,11 +49,10 @@ void CombinerImpl::worker_loop(std::stop_token stop) noexcept {
 }
 
 void CombinerImpl::hand_over(LockHandle hold) noexcept {
-  const auto site = HandleAccess::site(hold);
-  // A Session without hand-off has no local pass to wait for. (With a waiter of this process
-  // queued already, the releaser releases as soon as it runs: meanwhile the requests of the batch
-  // just served come back, and the next batch takes them too.)
-  if (options_.pass_wait.count() > 0 && site && site->taker(options_.mode).passes_locally()) {
+  // Parked only where a runner could take it over now: not without hand-off, nor when a holder of
+  // this process waits already (the release passes to it), nor when another client has waited its
+  // bound.
+  if (options_.pass_wait.count() > 0 && HandleAccess::would_pass_to_self(hold)) {
     std::optional<LockHandle> previous;  // released below, outside the mutex
     MutexLock lock(mutex_);
     if (!shut_down_) {
@@ -60,8 +61,9 @@ void CombinerImpl::hand_over(LockHandle hold) noexcept {
           releaser_ =
               std::jthread([self = shared_from_this()](std::stop_token stop) { self->releaser_loop(std::move(stop)); });
         }
-        previous.swap(to_release_);  // normally empty: the previous hold went before this one was granted
-        to_release_ = std::move(hold);
+        previous.swap(parked_);  // normally empty: a runner took it, or the releaser released it
+        parked_ = std::move(hold);
+        parked_until_ = steady_deadline_after(options_.pass_wait);
         releaser_wake_.notify_one();
         return;
       } catch (...) {  // no thread: released here, at once
@@ -71,42 +73,36 @@ void CombinerImpl::hand_over(LockHandle hold) noexcept {
   if (hold) hold.release();  // never throws: the delete is retried in the background
 }
 
+std::optional<LockHandle> CombinerImpl::unpark() noexcept {
+  std::optional<LockHandle> hold;
+  MutexLock lock(mutex_);
+  hold.swap(parked_);
+  return hold;
+}
+
 void CombinerImpl::releaser_loop(std::stop_token stop) noexcept {
+  // How often a parked hold's lock is checked for a holder of this process that queued for it
+  // meanwhile (a runner that just missed the park, a Mutex): the release passes to it.
+  constexpr auto kLook = std::chrono::microseconds(50);
   for (;;) {
-    LockHandle hold;
+    std::optional<LockHandle> expired;
     {
       UniqueLock lock(mutex_);
-      releaser_wake_.wait(lock,
-                          [&]() DLOCK_REQUIRES(mutex_) { return to_release_.has_value() || stop.stop_requested(); });
-      if (!to_release_) return;
-      hold = std::move(*to_release_);
-      to_release_.reset();
-      const auto until = steady_deadline_after(options_.pass_wait);
-      Taker& taker = HandleAccess::site(hold)->taker(options_.mode);
-      if (taker.local_waiters() > 0) {  // a holder of this process waits: the release passes to it
-        lock.unlock();
-        hold.release();
-        continue;
+      releaser_wake_.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return parked_.has_value() || stop.stop_requested(); });
+      if (!parked_) return;
+      // Until a runner takes it (unpark), a holder of this process waits for it, or pass_wait is
+      // over.
+      const auto until = parked_until_;
+      Taker& taker = HandleAccess::site(*parked_)->taker(options_.mode);
+      while (parked_ && until == parked_until_ && !stop.stop_requested() && Clock::now() < until) {
+        if (taker.local_waiters() > 0) break;
+        releaser_wake_.wait_until(lock, std::min(until, Clock::now() + kLook), [&]() DLOCK_REQUIRES(mutex_) {
+          return !parked_.has_value() || stop.stop_requested() || until != parked_until_;
+        });
       }
-      ++waiting_for_joiners_;
-      joined_.wait_until(lock, until, [&]() DLOCK_REQUIRES(mutex_) {
-        return runner_.has_value() || shut_down_ || stop.stop_requested();
-      });
-      --waiting_for_joiners_;
-      if (runner_ && !shut_down_) {
-        lock.unlock();
-        // The runner is on its way to the lock: its wait is usually queued within microseconds
-        // (later when it must list the directory first, as a thread holding other locks does).
-        for (int polls = 0; taker.local_waiters() == 0 && Clock::now() < until && !stop.stop_requested(); ++polls) {
-          if (polls < 64) {
-            std::this_thread::yield();
-          } else {
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
-          }
-        }
-      }
+      if (parked_ && until == parked_until_) expired.swap(parked_);
     }
-    hold.release();  // never throws: the delete is retried in the background
+    if (expired) expired->release();  // never throws: the delete is retried in the background
   }
 }
 
@@ -129,8 +125,7 @@ void CombinerImpl::stop_threads() noexcept {
     if (thread->joinable()) thread->join();
   }
   MutexLock lock(mutex_);
-  unreleased = std::move(to_release_);  // a hold the releaser did not take: released below
-  to_release_.reset();
+  unreleased.swap(parked_);  // a hold parked still: released below, after the mutex
 }
 
 }  // namespace dlock::detail

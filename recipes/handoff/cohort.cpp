@@ -182,6 +182,54 @@ void Cohort::release_locked(const Grant& grant) noexcept {
   }
 }
 
+bool Cohort::self_passable_locked(const std::shared_ptr<CohortNode>& node) const {
+  // The checks release_locked makes before a local pass; local waiters keep their turn.
+  return node && !policy_.holds_together && node == current_ && node->holders == 1 && waiting_.empty() &&
+         client_->owns_nodes_of(node->generation) && may_pass_locked(*node);
+}
+
+bool Cohort::would_pass_to_self(const Grant& grant) const noexcept {
+  MutexLock lock(mutex_);
+  return self_passable_locked(grant.cohort_node);
+}
+
+std::optional<Grant> Cohort::pass_to_self(const Grant& grant) noexcept {
+  const auto& node = grant.cohort_node;
+  std::optional<Grant> next;
+  std::shared_ptr<CohortNode> relist_node;
+  try {
+    Locked lock(*this);
+    if (!self_passable_locked(node)) return std::nullopt;
+    --node->holders;
+    next = grant_locked(node);
+    // The node is shared from now on: other clients that queue must be noticed (others_waiting)
+    // to bound the passes, as when a local waiter makes it shared.
+    if (!node->watched && !node->others_waiting) {
+      node->watched = true;
+      if (relist_in_flight_) {
+        relist_again_ = true;
+      } else {
+        relist_in_flight_ = true;
+        relist_node = node;
+      }
+    }
+  } catch (...) {  // no room for the grant's copy of the path: the hold stays as it was
+    if (node && !next) return std::nullopt;
+  }
+  if (relist_node) {
+    try {
+      relist(relist_node);
+    } catch (...) {  // unwatched: passes stay bounded by kHoldsPerNode
+      MutexLock lock(mutex_);
+      relist_in_flight_ = false;
+      relist_node->watched = false;
+    }
+  }
+  report_release(labels_, grant);
+  if (labels_.enabled()) AcquireReport(labels_).granted(*next);
+  return next;
+}
+
 void Cohort::stop_passing(const Grant& grant) noexcept {
   if (!grant.cohort_node) return;
   Locked lock(*this);

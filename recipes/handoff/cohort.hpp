@@ -94,6 +94,8 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   void stop_passing(const Grant& grant) noexcept override;
   std::size_t local_waiters() const override;
   bool passes_locally() const noexcept override { return true; }
+  std::optional<Grant> pass_to_self(const Grant& grant) noexcept override;
+  bool would_pass_to_self(const Grant& grant) const noexcept override;
   void detach_site() noexcept override;
   std::optional<Grant> take_now() override;
 
@@ -172,6 +174,8 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   // Whether a new local hold may use current_ now. Needs mutex_.
   bool joinable_locked() const DLOCK_REQUIRES(mutex_);
   bool may_pass_locked(const CohortNode& node) const DLOCK_REQUIRES(mutex_);
+  // pass_to_self may pass `node`'s hold on now.
+  bool self_passable_locked(const std::shared_ptr<CohortNode>& node) const DLOCK_REQUIRES(mutex_);
   // Whether the connection is up, so that a local grant can be vouched for. Needs mutex_.
   bool connected_locked() const DLOCK_REQUIRES(mutex_);
   // WouldDeadlock if `holder` (a held_nodes token) holds a node in `listed` that blocks this kind:

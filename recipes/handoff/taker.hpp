@@ -85,6 +85,14 @@ class Taker {
   virtual std::size_t local_waiters() const = 0;
   // Whether holds of this process pass the lock to each other locally (a Cohort).
   virtual bool passes_locally() const noexcept = 0;
+  // Passes `grant` on to a new holder of this process at once, as a release would to a local
+  // waiter: the next hold on the same node (its pass counted, its token the next one), or
+  // nullopt where a release would not pass it so (a local waiter is first in line, another client
+  // has waited its bound, the node is lost or closed, no hand-off). `grant` stays held then; on
+  // success it is given back. Never waits for ZooKeeper. Default: nullopt.
+  virtual std::optional<Grant> pass_to_self(const Grant& /*grant*/) noexcept { return std::nullopt; }
+  // Whether pass_to_self(grant) would pass it now. Default: false.
+  virtual bool would_pass_to_self(const Grant& /*grant*/) const noexcept { return false; }
   // The owning site is being destroyed: no further calls back to it.
   virtual void detach_site() noexcept {}
   // A hold granted at once, without starting a take (a Cohort's node that may be joined now), or
