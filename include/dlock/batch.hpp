@@ -101,7 +101,9 @@ struct BatchOptions {
   // at once). The results are delivered before. Other clients' turns come as hand-off allows
   // (dlock/handoff.hpp: max_passes, max_time), each hand-over later by up to this much; a holder
   // of this process that waits meanwhile (a Mutex, say) waits up to this much too. Ignored
-  // without hand-off. Must not be negative; 0: release at once. Default: 200 us.
+  // without hand-off. Also how long a runner holding the lock waits for as many requests as the
+  // previous batch served (its submitters coming back), so that batches do not shrink to the
+  // first comers. Must not be negative; 0: neither. Default: 200 us.
   std::chrono::microseconds pass_wait{200};
   // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
   // Exclusive.

@@ -211,8 +211,18 @@ void CombinerImpl::run_batch(LockHandle hold) noexcept {
                          [&]() DLOCK_REQUIRES(mutex_) { return queue_.size() >= options_.max_batch || shut_down_; });
       --waiting_for_joiners_;
     }
+    // The previous batch's submitters, just served, are often on their way back with new requests:
+    // up to pass_wait for as many as it had, so that batches do not shrink to the first comers.
+    const std::size_t expected = std::min(options_.max_batch, last_batch_size_);
+    if (options_.pass_wait.count() > 0 && queue_.size() < expected) {
+      ++waiting_for_joiners_;
+      joined_.wait_until(lock, steady_deadline_after(options_.pass_wait),
+                         [&]() DLOCK_REQUIRES(mutex_) { return queue_.size() >= expected || shut_down_; });
+      --waiting_for_joiners_;
+    }
     const auto n = static_cast<std::ptrdiff_t>(std::min(options_.max_batch, queue_.size()));
     batch.splice(batch.end(), queue_, queue_.begin(), std::next(queue_.begin(), n));
+    last_batch_size_ = batch.size();
     runner_.reset();       // the runner's own request was the oldest: it is in the batch
     choose_runner(later);  // before the batch runs, so the next runner queues for the lock now
   }

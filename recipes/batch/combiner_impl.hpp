@@ -93,9 +93,10 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   Queue queue_ DLOCK_GUARDED_BY(mutex_);
   std::optional<std::uint64_t> runner_ DLOCK_GUARDED_BY(mutex_);
   std::uint64_t next_ticket_ DLOCK_GUARDED_BY(mutex_) = 1;
-  int waiting_for_joiners_ DLOCK_GUARDED_BY(mutex_) = 0;  // max_linger waits
-  CondVar joined_;                                        // a request joined the queue
-  bool batch_running_ DLOCK_GUARDED_BY(mutex_) = false;   // one handler call at a time
+  int waiting_for_joiners_ DLOCK_GUARDED_BY(mutex_) = 0;      // runners waiting for more requests
+  CondVar joined_;                                            // a request joined the queue
+  bool batch_running_ DLOCK_GUARDED_BY(mutex_) = false;       // one handler call at a time
+  std::size_t last_batch_size_ DLOCK_GUARDED_BY(mutex_) = 0;  // the size of the previous batch
   CondVar batch_ended_;
   bool shut_down_ DLOCK_GUARDED_BY(mutex_) = false;
   std::exception_ptr shutdown_reason_ DLOCK_GUARDED_BY(mutex_);

@@ -303,7 +303,10 @@ TEST(Async, ACancelBeforeTheReplyOrRacingTheGrantLeavesNoHoldNobodyOwns) {
       ++held;
     }
     got = LockHandle();
-    EXPECT_EQ(nodes_in(session, path), 0u) << "iteration " << i << " left a node";
+    // Nothing left behind, though not always at once: a grant that raced the cancel is released
+    // by the thread that saw the race, which can come after the handler on a loaded machine (seen
+    // once in a test run beside two builds).
+    EXPECT_TRUE(eventually([&] { return nodes_in(session, path) == 0u; })) << "iteration " << i << " left a node";
   }
   EXPECT_EQ(aborted + held, 40);
   std::printf("cancel outcomes: %d aborted, %d held\n", aborted, held);
