@@ -21,9 +21,11 @@
 #include <atomic>
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
+#include <chrono>
 #include <concepts>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "dlock/async.hpp"
@@ -53,13 +55,14 @@ class AsyncBatchRequest final : public AsyncAcquisition<BatchOutcome<Result>>,
                                 public std::enable_shared_from_this<AsyncBatchRequest<Item, Result>> {
  public:
   template <class Request>
-  AsyncBatchRequest(std::shared_ptr<Combiner> core, Request request)
-      : core_(std::move(core)), item_(std::move(request)) {}
+  AsyncBatchRequest(std::shared_ptr<Combiner> core, Request request, std::optional<std::chrono::milliseconds> timeout)
+      : core_(std::move(core)), item_(std::move(request)), timeout_(timeout) {}
 
   void start(std::unique_ptr<AsyncSink<BatchOutcome<Result>>> sink) override {
     sink_ = std::move(sink);
     auto self = this->shared_from_this();
-    ticket_.store(core_->submit_async(item_, [self](std::exception_ptr never_ran) { self->finish(never_ran); }));
+    ticket_.store(core_->submit_async(
+        item_, [self](std::exception_ptr never_ran) { self->finish(never_ran); }, timeout_));
     if (cancelled_.load()) cancel();  // a cancellation that came before the ticket existed
   }
 
@@ -91,22 +94,42 @@ class AsyncBatchRequest final : public AsyncAcquisition<BatchOutcome<Result>>,
   std::shared_ptr<Combiner> core_;
   Item item_;
   std::unique_ptr<AsyncSink<BatchOutcome<Result>>> sink_;
+  std::optional<std::chrono::milliseconds> timeout_;
   std::atomic<std::uint64_t> ticket_{0};
   std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace detail
 
-template <class Request, class Result>
-template <class CompletionToken>
-auto BatchLock<Request, Result>::async_submit(Request request, CompletionToken&& token) {
+namespace detail {
+
+template <class Item, class Result, class Request, class CompletionToken>
+auto async_batch_initiate(std::shared_ptr<Combiner> core, Request request,
+                          std::optional<std::chrono::milliseconds> timeout, CompletionToken&& token) {
   static_assert(std::default_initializable<Result>,
                 "async_submit completes a failed request with a default Result: Result needs a default constructor");
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Result)>(
-      detail::AsyncInitiation<detail::BatchOutcome<Result>, Result, detail::NoPrepare, detail::BatchConvert>{}, token,
-      [core = core_, request = std::move(request)]() mutable {
-        return std::make_shared<detail::AsyncBatchRequest<Item, Result>>(std::move(core), std::move(request));
+      AsyncInitiation<BatchOutcome<Result>, Result, NoPrepare, BatchConvert>{}, token,
+      [core = std::move(core), request = std::move(request), timeout]() mutable {
+        return std::make_shared<AsyncBatchRequest<Item, Result>>(std::move(core), std::move(request), timeout);
       });
+}
+
+}  // namespace detail
+
+template <class Request, class Result>
+template <class CompletionToken>
+auto BatchLock<Request, Result>::async_submit(Request request, CompletionToken&& token) {
+  return detail::async_batch_initiate<Item, Result>(core_, std::move(request), std::nullopt,
+                                                    std::forward<CompletionToken>(token));
+}
+
+template <class Request, class Result>
+template <class CompletionToken>
+auto BatchLock<Request, Result>::async_submit_for(Request request, std::chrono::milliseconds timeout,
+                                                  CompletionToken&& token) {
+  return detail::async_batch_initiate<Item, Result>(core_, std::move(request), timeout,
+                                                    std::forward<CompletionToken>(token));
 }
 
 }  // namespace dlock

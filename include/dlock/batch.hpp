@@ -49,7 +49,8 @@
 //
 // Errors (thrown by submit, passed to asynchronous handlers as an exception_ptr):
 //   what the handler set with fail(), or threw; `LockTimeout` (naming the path and the timeout)
-//   when submit's timeout passed before the request began running, in which case it never runs;
+//   when the timeout of submit or async_submit_for passed before the request began running, in
+//   which case it never runs;
 //   when the request's own submitter was the runner and could not take the lock, the lock's
 //   errors (LockLost, WouldDeadlock, Error) without running it (requests that were not the
 //   runner's wait for the next runner); `WouldDeadlock` for a submit from inside a handler of the
@@ -135,7 +136,9 @@ class Combiner {
   // Queues `item`; `done(never_ran)` is called once, on any thread (inside this call when the
   // core is shut down), never under the core's mutex: a null `never_ran` when the item ran in a
   // batch. Returns a ticket for cancel() (0 if `done` ran already).
-  virtual std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done) = 0;
+  // With a `timeout`, a request that has not begun running by then ends with LockTimeout.
+  virtual std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done,
+                                     std::optional<std::chrono::milliseconds> timeout) = 0;
   // If the ticket's request has not begun running, it never will: its `done(why)` is called.
   virtual void cancel(std::uint64_t ticket, std::exception_ptr why) noexcept = 0;
   // Ends the asynchronous requests still queued with `why` and stops the core's threads.
@@ -179,6 +182,11 @@ class BatchLock {
   // boost::system::system_error). Defined in dlock/async_batch.hpp: include it to call it.
   template <class CompletionToken = boost::asio::deferred_t>
   auto async_submit(Request request, CompletionToken&& token = CompletionToken());
+  // The same, ending with LockTimeout (naming the path and the timeout) if the request has not
+  // begun running after `timeout`, as submit(request, timeout) does.
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_submit_for(Request request, std::chrono::milliseconds timeout,
+                        CompletionToken&& token = CompletionToken());
 
   const std::string& path() const noexcept { return core_->path(); }
 

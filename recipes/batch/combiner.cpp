@@ -23,6 +23,7 @@
 #include "recipes/api/handle_access.hpp"
 #include "recipes/batch/combiner_impl.hpp"
 #include "src/base/path.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -141,7 +142,10 @@ void CombinerImpl::submit(BatchItem& item, std::optional<std::chrono::millisecon
   if (me.never_ran) std::rethrow_exception(me.never_ran);
 }
 
-std::uint64_t CombinerImpl::submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done) {
+std::uint64_t CombinerImpl::submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done,
+                                         std::optional<std::chrono::milliseconds> timeout) {
+  // Before anything changes: a timer or thread that cannot start fails this call only.
+  if (timeout) task_timer::start();
   Settlements later;
   std::uint64_t ticket = 0;
   {
@@ -149,11 +153,22 @@ std::uint64_t CombinerImpl::submit_async(BatchItem& item, std::function<void(std
     if (shut_down_) {
       later.push_back(Entry{&item, 0, nullptr, std::move(done), shutdown_reason_});
     } else {
-      ensure_worker();  // before anything changes: a thread that cannot start fails this call only
+      ensure_worker();
       ticket = enqueue(Entry{&item, 0, nullptr, std::move(done), {}});
     }
   }
   run_all(later);
+  if (ticket != 0 && timeout) {
+    // The timeout is a cancellation with LockTimeout: nothing for a request running or served.
+    try {
+      (void)task_timer::run_at(steady_deadline_after(*timeout),
+                               [weak = weak_from_this(), ticket, why = timeout_error(path_, *timeout)] {
+                                 if (auto self = weak.lock()) self->cancel(ticket, why);
+                               });
+    } catch (...) {  // no room for the timer: the request ends now rather than wait unbounded
+      cancel(ticket, std::current_exception());
+    }
+  }
   return ticket;
 }
 

@@ -46,7 +46,8 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   ~CombinerImpl() override { stop_threads(); }
 
   void submit(BatchItem& item, std::optional<std::chrono::milliseconds> timeout) override;
-  std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done) override;
+  std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done,
+                             std::optional<std::chrono::milliseconds> timeout) override;
   void cancel(std::uint64_t ticket, std::exception_ptr why) noexcept override;
   void shutdown(std::exception_ptr why) noexcept override;
   const std::string& path() const noexcept override { return path_; }

@@ -193,6 +193,33 @@ TEST(BatchAsync, ACancelledQueuedRequestNeverRuns) {
   EXPECT_EQ(served.load(), 1) << "a cancelled request ran";
 }
 
+TEST(BatchAsync, ARequestNotBegunWithinItsTimeoutEndsWithLockTimeoutAndNeverRuns) {
+  Session session(session_options());
+  Session other(session_options());
+  auto held = LockHandle::acquire(other, test_root());
+  std::atomic<int> served{0};
+  Doubler doubler(session, test_root(), doubling(served));
+  asio::io_context io;
+  int timeouts = 0;
+  // The first is the runner (the BatchLock's thread waits for the lock for it), the second queued.
+  for (int i = 0; i < 2; ++i) {
+    doubler.async_submit_for(i, 200ms, asio::bind_executor(io, [&](std::exception_ptr e, int) {
+                               try {
+                                 if (e) std::rethrow_exception(e);
+                               } catch (const LockTimeout& timeout) {
+                                 if (std::string(timeout.what()).find(test_root()) != std::string::npos) ++timeouts;
+                               }
+                             }));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  io.run();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(timeouts, 2);
+  held.release();
+  EXPECT_EQ(doubler.submit(3, 5s), 6) << "the next runner after timed-out ones serves";
+  EXPECT_EQ(served.load(), 1) << "a timed-out request ran";
+}
+
 TEST(BatchAsync, RequestsQueuedWhenTheBatchLockGoesCompleteWithAnError) {
   Session session(session_options());
   Session other(session_options());
