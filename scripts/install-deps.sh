@@ -16,6 +16,7 @@ packages=(
   libpq-dev postgresql             # the example service's database
   libpqxx-dev                      # dlock/postgres/pqxx.hpp and its test
   libsqlite3-dev                   # dlock::sqlite (fencing in SQLite) and its tests
+  libmariadb-dev mariadb-server    # dlock::mariadb (MariaDB Connector/C) and the server its tests start
   gnuplot-nox                      # benchmark chart
   openssl                          # docs/SECURITY.md's digest command (its snippet is run)
   clang-14 libclang-rt-14-dev      # tests/fuzz: libFuzzer (libclang_rt.fuzzer is only recommended by clang-14)
@@ -29,3 +30,12 @@ if ! $sudo apt-get update -qq; then
   echo "install-deps: apt-get update failed; trying with the lists this machine has" >&2
 fi
 $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+# mariadb-server's scripts start a system MariaDB where services may start (systemd, sysvinit). The
+# tests start servers of their own (dlock::testing::MariaDbServer) and use none: stop it, and keep
+# it from starting at boot. (Where services may not start, as in a container, there is none.)
+if [ -d /run/systemd/system ]; then
+  $sudo systemctl disable --now mariadb.service >/dev/null 2>&1 || true
+else
+  $sudo invoke-rc.d mariadb stop >/dev/null 2>&1 || true
+  $sudo update-rc.d mariadb disable >/dev/null 2>&1 || true
+fi

@@ -16,7 +16,7 @@ fi
 failed=0
 checked=0
 for header in "$include_dir"/dlock/*.hpp "$include_dir"/dlock/testing/*.hpp "$include_dir"/dlock/postgres/*.hpp \
-  "$include_dir"/dlock/sqlite/*.hpp; do
+  "$include_dir"/dlock/sqlite/*.hpp "$include_dir"/dlock/mariadb/*.hpp; do
   name=${header#"$include_dir"/}
   checked=$((checked + 1))
   if output=$(printf '#include <%s>\n' "$name" | "$compiler" "$@" -x c++ - 2>&1); then

@@ -8,7 +8,7 @@
 // For what a test writes to files (hold logs, a fenced resource, a child process's output): once
 // the TempDir goes, passed test or failed (an exception or a failed ASSERT unwinds through its
 // destructor), nothing of it is left in TMPDIR. The kit's own servers (TestingServer,
-// TestingEnsemble, PostgresServer) keep their data in one each.
+// TestingEnsemble, PostgresServer, MariaDbServer) keep their data in one each.
 //
 // Contract: the constructor makes a fresh directory named <prefix>-XXXXXX (mkdtemp: a name no
 // other process has, mode 0700) under $TMPDIR, or /tmp when TMPDIR is unset or empty; the
