@@ -77,4 +77,14 @@ void fence(sqlite3* db, std::string_view resource, std::int64_t token) {
   }
 }
 
+bool reset_fence(sqlite3* db, std::string_view resource) {
+  if (db == nullptr) throw invalid("dlock::sqlite::reset_fence: a null connection");
+  return exec(db, "DELETE FROM dlock_fence WHERE resource = ?1", {resource}).changes > 0;
+}
+
+void reset_all_fences(sqlite3* db) {
+  if (db == nullptr) throw invalid("dlock::sqlite::reset_all_fences: a null connection");
+  exec(db, "DELETE FROM dlock_fence");
+}
+
 }  // namespace dlock::sqlite

@@ -106,16 +106,33 @@ void Transaction::check_open(const char* what) const {
 
 Result Transaction::exec(std::string_view sql, std::initializer_list<Param> params) {
   check_open("a statement");
+  check_not_failed("a statement");
   return sqlite::exec(db_, sql, params);
 }
 
 void Transaction::fence(std::string_view resource, std::int64_t token) {
   check_open("fence()");
-  sqlite::fence(db_, resource, token);
+  try {
+    sqlite::fence(db_, resource, token);
+  } catch (const StaleFencingToken&) {
+    failed_ = true;  // SQLite keeps the transaction open: this one must not commit
+    throw;
+  }
+}
+
+void Transaction::check_not_failed(const char* what) {
+  if (!failed_) return;
+  throw Error(make_error_code(errc::database_failed),
+              std::string("dlock::sqlite::Transaction: ") + what +
+                  " after a refused fence (a newer holder has written: roll back)");
 }
 
 void Transaction::commit() {
   check_open("commit()");
+  if (failed_) {
+    rollback();
+    check_not_failed("commit()");
+  }
   try {
     sqlite::exec(db_, "COMMIT");
   } catch (...) {

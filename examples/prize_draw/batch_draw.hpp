@@ -23,7 +23,7 @@ class BatchDrawer {
  public:
   // Locks `locks.path_for("pool", key of a request for `pool`)`, the path the dlock variants'
   // DLOCK_SCOPE locks, so they all exclude each other. Batches use a connection of their own to
-  // `conninfo` (one batch runs at a time). Throws dlock_examples::PgError, dlock::Error.
+  // `conninfo` (one batch runs at a time). Throws dlock::postgres::DatabaseError, dlock::Error.
   BatchDrawer(dlock::Session& session, const dlock::LockService& locks, std::int64_t pool, const std::string& conninfo,
               std::string instance, std::chrono::microseconds think, std::uint64_t seed,
               dlock::BatchOptions options = {});

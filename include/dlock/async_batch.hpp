@@ -9,6 +9,9 @@
 // that version's awaitable_async_op_handler::resume, which tests the result struct instead of its
 // exception pointer). The deferred operation works with any other token: `op(use_future)`.
 //
+// Thread-safety and errors: as BatchLock::submit (dlock/batch.hpp), plus operation_aborted (a
+// boost::system::system_error in the exception_ptr) for a cancellation.
+//
 // The completion is posted to the handler's associated executor, as for the lock functions of
 // dlock/async.hpp (the same lifetime rules: the context may be destroyed once the handler ran).
 // The batch itself runs on the BatchLock's own thread when an asynchronous request is the runner,

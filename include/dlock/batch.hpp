@@ -11,14 +11,15 @@
 //   struct Prize { std::optional<std::int64_t> id; };
 //   dlock::BatchLock<Draw, Prize> pool(session, "/locks/pool/7", [&](auto& batch) {
 //     Transaction tx(db);                              // one transaction for the whole batch
-//     tx.fence("pool/7", batch.fencing_token());       // one fencing token per batch
+//     tx.fence(batch.path(), batch.fencing_token());   // one token per batch; the lock path is
+//                                                      // the row a bound DLOCK_SCOPE fences too
 //     for (std::size_t i = 0; i < batch.size(); ++i) batch.set_result(i, draw_one(tx, batch.request(i)));
 //     tx.commit();
 //   });
 //   Prize prize = pool.submit(Draw{user});             // from any thread; blocks until served
 //
 // Contract.
-//   * Every request is served at most once, in exactly one batch, and its submitter gets what the
+//   * Every request runs at most once (in one batch), and its submitter gets what the
 //     handler set for it: `set_result(i, value)` or `fail(i, exception)`. A request the handler
 //     left without either fails with std::logic_error. If the handler throws, every request of the
 //     batch fails with that exception (what it set is dropped: its transaction did not commit).
@@ -94,17 +95,18 @@ struct BatchOptions {
   // The most requests one batch serves; at least 1. Default: 64.
   std::size_t max_batch = 64;
   // How long a runner that holds the lock waits for more requests to join a batch of fewer than
-  // max_batch (the lock is held meanwhile). Must not be negative. Default: 0 (it serves what is
-  // queued at once).
+  // max_batch (the lock is held meanwhile). Must not be negative. Default: 0 (no such wait; but
+  // see pass_wait).
   std::chrono::microseconds max_linger{0};
   // After a batch, how long its lock stays parked for the next runner of this process to take
   // over as a local pass, without a ZooKeeper request (the submitters just served often come back
   // at once). The results are delivered before. Other clients' turns come as hand-off allows
   // (dlock/handoff.hpp: max_passes, max_time), each hand-over later by up to this much; a holder
-  // of this process that waits meanwhile (a Mutex, say) waits up to this much too. Ignored
-  // without hand-off. Also how long a runner holding the lock waits for as many requests as the
-  // previous batch served (its submitters coming back), so that batches do not shrink to the
-  // first comers. Must not be negative; 0: neither. Default: 200 us.
+  // of this process that waits meanwhile (a Mutex, say) waits up to this much too; without
+  // hand-off the lock is released at once. Also, with or without hand-off, how long a runner
+  // holding the lock waits for as many requests as the previous batch served (its submitters
+  // coming back), so that batches do not shrink to the first comers. Must not be negative; 0:
+  // neither. Default: 200 us.
   std::chrono::microseconds pass_wait{200};
   // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
   // Exclusive.
@@ -210,6 +212,7 @@ class BatchLock {
   std::shared_ptr<detail::Combiner> core_;
 };
 
+// Valid only during the handler's call, on the handler's thread.
 template <class Request, class Result>
 class BatchLock<Request, Result>::Batch {
  public:

@@ -1,10 +1,12 @@
-// dlock/dlock.hpp: the public API in one include, but for dlock/async.hpp (the asynchronous
-// forms, which bring Boost.Asio: include it where you use them) and the testing kit
-// (dlock/testing/*.hpp, the dlock::testing library).
+// dlock/dlock.hpp: the public API in one include, but for dlock/async.hpp and
+// dlock/async_batch.hpp (the asynchronous forms, which bring Boost.Asio: include them where you
+// use them), the fencing components (dlock/postgres/, dlock/sqlite/, dlock/mariadb/: libraries of
+// their own) and the testing kit (dlock/testing/*.hpp, the dlock::testing library).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
+#include "dlock/batch.hpp"
 #include "dlock/error.hpp"
 #include "dlock/fencing.hpp"
 #include "dlock/handoff.hpp"

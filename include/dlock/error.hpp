@@ -122,7 +122,8 @@ class InvalidKey : public Error {
   explicit InvalidKey(const std::string& what) : Error(make_error_code(errc::invalid_key), what) {}
 };
 
-// A scoped lock (DLOCK_SCOPE, LockService) was not granted within its timeout. The message names
+// A scoped lock (DLOCK_SCOPE, LockService) was not granted within its timeout, or a BatchLock request
+// had not begun running within its timeout. The message names
 // the lock path (and so the key) and the timeout. Nothing is left on the server. The code is
 // `errc::lock_timeout` when another holder kept the lock, and `errc::disconnected` when the
 // session had no connection to ZooKeeper when the time ran out (an outage, not contention: the
@@ -175,10 +176,12 @@ class FenceAheadOfEnsemble : public Error {
                   ") of a holder that still holds its lock: the recorded token comes from another ZooKeeper "
                   "history (the ensemble was replaced by a new one, or restored from an older snapshot, and its "
                   "zxids started over), so every holder will be refused. Once no holder of the old ensemble can "
-                  "write any more, make the resource forget the old tokens: with dlock::postgres, "
-                  "dlock::postgres::reset_fence(conn, \"" +
-                  resource + "\") (SQL: DELETE FROM dlock_fence WHERE resource = '" + resource +
-                  "'), or reset_all_fences(conn) (TRUNCATE dlock_fence) after an ensemble replacement; see "
+                  "write any more, make the resource forget the old tokens: reset_fence(conn, \"" +
+                  resource +
+                  "\") of your store's component (dlock::postgres, dlock::sqlite or dlock::mariadb; SQL: DELETE "
+                  "FROM dlock_fence WHERE resource = '" +
+                  resource +
+                  "'), or reset_all_fences(conn) (DELETE FROM dlock_fence) after an ensemble replacement; see "
                   "docs/FENCING.md"),
         resource_(std::make_shared<const std::string>(std::move(resource))),
         token_(token),

@@ -25,11 +25,13 @@
 // them, the lock is released once both the guard and the hook are gone.)
 //
 // Fencing, by itself. Bound to a transaction that can fence (the FencedTransaction concept below;
-// dlock::postgres::Transaction and dlock::mariadb::Transaction are two), every exclusive or write
-// guard records its fencing token in that transaction right after it is granted:
-// `tx.fence(guard.path(), guard.fencing_token())`. A holder that stalled past its session and
-// wakes up after the next holder has fenced is then refused by the database (StaleFencingToken,
-// and its transaction can no longer commit) instead of writing over the next holder's work: the
+// dlock::postgres::Transaction, PqxxTransaction, dlock::sqlite::Transaction and
+// dlock::mariadb::Transaction are four), every exclusive or write guard records its fencing token
+// in that transaction right after it is granted: `tx.fence(guard.path(), guard.fencing_token())`.
+// A holder that stalled past its session and wakes up after the next holder has fenced is then
+// refused by the database (StaleFencingToken, thrown out of the DLOCK_SCOPE line; those four
+// transactions can no longer commit: roll back, as their destructors do while the exception
+// unwinds) instead of writing over the next holder's work: the
 // one failure a lock alone cannot prevent (dlock/fencing.hpp, docs/FENCING.md). Read guards are
 // not fenced: readers hold together with different tokens and must not refuse one another.
 //

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The README's "Use it in your project", step by step, as a user would run it: a library-only
 # build of the source tree (no tests, no examples), `cmake --install` into a scratch prefix, then
-# tests/consumer (find_package(dlock COMPONENTS testing postgres mariadb): dlock::dlock, on the
-# compiler's default C++ standard, integration tests on dlock::testing + GoogleTest, and
-# docs/FENCING.md's programs on dlock::postgres and dlock::mariadb) configured against that prefix,
+# tests/consumer (find_package(dlock COMPONENTS testing postgres sqlite mariadb): dlock::dlock, on
+# the compiler's default C++ standard, integration tests on dlock::testing + GoogleTest, and
+# docs/FENCING.md's programs on dlock::postgres, dlock::sqlite and dlock::mariadb) configured against that prefix,
 # built and run; and the installed library carries none of the tests' switches. The consumer's CMake lines and TESTING.md's test are the docs' own blocks, which
 # tests/docs/snippets.py writes into a copy of tests/consumer.
 #
@@ -35,7 +35,7 @@ cp "$here/CMakeLists.txt" "$here/main.cpp" "$here/testing_main.cpp" "$work/consu
 cmake -S "$work/consumer-src" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/consumer-build"
 mkdir -p "$work/tmp"
-for program in app consumer_testing my_service_tests postgres_app mariadb_app; do
+for program in app consumer_testing my_service_tests postgres_app sqlite_app mariadb_app; do
   # Bounded: a hang fails the test instead of outliving it with its servers.
   TMPDIR="$work/tmp" timeout -k 10 300 "$work/consumer-build/$program"
 done

@@ -58,7 +58,7 @@ TEST_F(PostgresEnsembleReplaced, AFreshEnsemblesHolderGetsTheClearErrorUntilTheT
       EXPECT_LT(e.token(), old_token);
       const std::string what = e.what();
       EXPECT_NE(what.find("another ZooKeeper history"), std::string::npos) << what;
-      EXPECT_NE(what.find("dlock::postgres::reset_fence(conn, \"" + path + "\")"), std::string::npos) << what;
+      EXPECT_NE(what.find("reset_fence(conn, \"" + path + "\")"), std::string::npos) << what;
     } catch (const StaleFencingToken& e) {
       ADD_FAILURE() << "read as a stale holder, which retries forever: " << e.what();
     }

@@ -53,6 +53,28 @@ TEST_F(SqliteFence, AStaleHoldersTransactionIsRefusedAndTheNewerWriteStays) {
   EXPECT_EQ(left(), 8);
 }
 
+TEST_F(SqliteFence, AfterARefusedFenceTheTransactionCannotCommit) {
+  write_stock(2048, 9, true);
+  sqlite::Transaction tx(other_.get());
+  tx.exec("UPDATE stock SET left_ = 1 WHERE id = 1");  // written before the fence: must not land
+  EXPECT_THROW(tx.fence("stock/1", 1024), StaleFencingToken);
+  EXPECT_TRUE(tx.failed());
+  EXPECT_THROW(tx.exec("UPDATE stock SET left_ = 2 WHERE id = 1"), Error);
+  EXPECT_THROW(tx.commit(), Error);
+  EXPECT_FALSE(tx.is_open());
+  EXPECT_EQ(left(), 9) << "a stale holder committed";
+}
+
+TEST_F(SqliteFence, ResetFenceForgetsTheRecordedTokens) {
+  write_stock(2048, 9, true);
+  EXPECT_TRUE(sqlite::reset_fence(db_.get(), "stock/1"));
+  EXPECT_FALSE(sqlite::reset_fence(db_.get(), "stock/1")) << "nothing left to forget";
+  write_stock(5, 8, true);  // a new ensemble's small token is admitted again
+  EXPECT_EQ(left(), 8);
+  sqlite::reset_all_fences(db_.get());
+  EXPECT_EQ(sqlite::exec(db_.get(), "SELECT count(*) FROM dlock_fence").int64(0, 0), 0);
+}
+
 TEST_F(SqliteFence, NegativeControlWithoutTheFenceTheStaleWriteLands) {
   write_stock(2048, 9, true);
   write_stock(1024, 7, false);

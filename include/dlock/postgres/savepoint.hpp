@@ -6,7 +6,7 @@
 //
 //   dlock::BatchLock<Order, Receipt> orders(session, "/locks/orders", [&](auto& batch) {
 //     dlock::postgres::Transaction tx(conn);
-//     tx.fence("orders", batch.fencing_token());
+//     tx.fence(batch.path(), batch.fencing_token());
 //     dlock::postgres::for_each_request(tx, batch, [&](std::size_t i) {
 //       return place(tx, batch.request(i));   // may throw: only request i fails
 //     });
@@ -19,8 +19,10 @@
 // Thread-safety: as the Transaction (one thread at a time).
 //
 // Errors: DatabaseError (errc::database_failed) when SAVEPOINT, RELEASE or ROLLBACK TO fails (the
-// connection was lost, say); for_each_request then lets it through, failing the batch, since the
-// transaction cannot go on. Error (errc::invalid_argument) on a transaction that has ended.
+// connection was lost, say). In for_each_request a failing SAVEPOINT or ROLLBACK TO is thrown,
+// failing the batch, since the transaction cannot go on; a failing RELEASE becomes request i's
+// failure, and the batch then fails at its next statement or COMMIT. Error
+// (errc::invalid_argument) on a transaction that has ended.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20

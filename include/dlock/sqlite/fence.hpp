@@ -65,4 +65,11 @@ void install_schema(sqlite3* db);
 // StaleFencingToken when a newer token was recorded already.
 void fence(sqlite3* db, std::string_view resource, std::int64_t token);
 
+// Forgets the token recorded for `resource` (true if there was one), or every resource's: the
+// recovery after a ZooKeeper ensemble was replaced (its tokens started over; FenceAheadOfEnsemble
+// says so), once no holder of the old ensemble can write. Outside a transaction, or inside the
+// caller's.
+bool reset_fence(sqlite3* db, std::string_view resource);
+void reset_all_fences(sqlite3* db);
+
 }  // namespace dlock::sqlite

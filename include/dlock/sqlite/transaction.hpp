@@ -19,14 +19,16 @@
 //
 // Fencing: `fence(resource, token)` is dlock::sqlite::fence on this connection (call
 // install_schema once per database file first). A DLOCK_SCOPE bound to the transaction calls it by
-// itself for every exclusive or write guard.
+// itself for every exclusive or write guard. SQLite keeps a transaction open after a refused
+// statement, so after a refused fence this one is failed(): further statements are refused and
+// commit() rolls back and throws, so that a stale holder cannot commit what it wrote before.
 //
 // Thread-safety: one thread at a time, like its connection.
 //
 // Errors: Error (errc::database_failed, with SQLite's message and extended result code) when BEGIN,
-// a statement or COMMIT fails; StaleFencingToken from fence(); Error (errc::invalid_argument) for
-// a null connection, one that already has a transaction open, or a statement on a transaction that
-// has ended.
+// a statement or COMMIT fails, or for a statement or commit() after a refused fence;
+// StaleFencingToken from fence(); Error (errc::invalid_argument) for a null connection, one that
+// already has a transaction open, or a statement, fence or commit on a transaction that has ended.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -89,12 +91,16 @@ class Transaction {
   void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
 
   bool is_open() const noexcept { return open_; }
+  // A fence was refused: only rollback() (or the destructor) is left.
+  bool failed() const noexcept { return failed_; }
   sqlite3* connection() const noexcept { return db_; }
 
  private:
   void check_open(const char* what) const;
+  void check_not_failed(const char* what);
   sqlite3* db_;
   bool open_ = false;
+  bool failed_ = false;
   CompletionHooks hooks_;
 };
 
