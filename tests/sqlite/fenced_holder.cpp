@@ -1,87 +1,22 @@
-// dlock_sqlite_fenced_holder: one holder of a lock whose writes go to a SQLite file shared with
-// the test, as a process of its own, for the paused-holder test (paused_holder_test.cpp), which
-// stops it with SIGSTOP.
-//
-//   dlock_sqlite_fenced_holder <zk connect> <session timeout ms> <lock base> <db file> <owner> fenced|unfenced
-//
-// Takes <lock base>/account/1 through DLOCK_SCOPE bound to a dlock::sqlite::Transaction (fenced)
-// or to the same transaction seen without fence() (unfenced, the negative control). Once granted,
-// and before the fence (so before it takes the file's write lock), it prints "GRANTED <token>" and
-// waits for a line "GO" on stdin. Then it sets account 1's owner to <owner> and commits.
-// Exit status: 0 committed, 3 refused as stale ("STALE <message>" printed), 1 any other error.
-#include <functional>
-#include <iostream>
-#include <string>
-#include <string_view>
-
-#include "dlock/dlock.hpp"
+// dlock_sqlite_fenced_holder: the paused-holder test's holder process
+// (tests/fencing/fenced_holder.hpp) with its writes in a SQLite file shared with the test;
+// <database> is the file. Its fence comes before any write, so it takes the file's write lock
+// only after the stop.
+#include "fencing/fenced_holder.hpp"
 #include "dlock/sqlite/transaction.hpp"
 #include "sqlite/sqlite_file.hpp"
 
 namespace {
 
-using dlock::sqlite::Transaction;
-
-void report_grant_and_wait(std::int64_t token) {
-  std::cout << "GRANTED " << token << std::endl;
-  std::string line;
-  while (std::getline(std::cin, line) && line != "GO") {
-  }
-}
-
-struct StoppingBeforeFence {
-  Transaction& tx;
-  void on_complete(std::function<void()> hook) { tx.on_complete(std::move(hook)); }
-  void fence(std::string_view resource, std::int64_t token) {
-    report_grant_and_wait(token);
-    tx.fence(resource, token);
-  }
+struct Sqlite {
+  using Transaction = dlock::sqlite::Transaction;
+  static auto connect(const std::string& file) { return dlock::testing::sqlite_open(file); }
+  static sqlite3* native(const dlock::testing::SqliteConnection& db) { return db.get(); }
+  static constexpr const char* kSetOwner = "UPDATE account SET owner = ?1 WHERE id = 1";
 };
-struct WithoutFence {
-  Transaction& tx;
-  void on_complete(std::function<void()> hook) { tx.on_complete(std::move(hook)); }
-};
-static_assert(dlock::FencedTransaction<StoppingBeforeFence> && !dlock::FencedTransaction<WithoutFence>);
-
-int run(int argc, char** argv) {
-  if (argc != 7) {
-    std::cerr << "usage: dlock_sqlite_fenced_holder <zk> <session-timeout-ms> <base> <db file> <owner> "
-                 "fenced|unfenced\n";
-    return 1;
-  }
-  const std::string mode = argv[6];
-  dlock::Session session({.connect = argv[1],
-                          .session_timeout = std::chrono::milliseconds(std::stoi(argv[2])),
-                          .renew_expired_session = false});
-  const dlock::LockService locks(session, argv[3]);
-  auto db = dlock::testing::sqlite_open(argv[4]);
-  Transaction tx(db.get());
-  if (mode == "fenced") {
-    StoppingBeforeFence stopping{tx};
-    DLOCK_SCOPE(locks.bound_to(stopping), "account", 1);
-    tx.exec("UPDATE account SET owner = ?1 WHERE id = 1", {std::string_view(argv[5])});
-    tx.commit();
-  } else {
-    WithoutFence unfenced{tx};
-    DLOCK_SCOPE_AS(guard, locks.bound_to(unfenced), "account", 1);
-    report_grant_and_wait(guard.fencing_token());
-    tx.exec("UPDATE account SET owner = ?1 WHERE id = 1", {std::string_view(argv[5])});
-    tx.commit();
-  }
-  std::cout << "COMMITTED" << std::endl;
-  return 0;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const dlock::StaleFencingToken& e) {
-    std::cout << "STALE " << e.what() << std::endl;
-    return dlock::testing::kSqliteHolderExitStale;
-  } catch (const std::exception& e) {
-    std::cerr << "dlock_sqlite_fenced_holder: " << e.what() << std::endl;
-    return 1;
-  }
+  return dlock::testing::run_fenced_holder<Sqlite>(argc, argv, "dlock_sqlite_fenced_holder");
 }

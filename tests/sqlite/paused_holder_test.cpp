@@ -1,83 +1,51 @@
-// The paused holder with SQLite, end to end, with processes sharing one database file: a holder
-// (dlock_sqlite_fenced_holder) takes the lock through DLOCK_SCOPE bound to a
-// dlock::sqlite::Transaction and is stopped (SIGSTOP) between its grant and its fence, past its
-// 2 s session; the lock passes to a second holder, which writes the row and commits; the first is
-// continued and writes: its transaction is refused (StaleFencingToken, its exit status) and the
-// row keeps the second holder's write. The negative control binds the same transaction without
-// fence(): the stale write lands (a lost update).
+// The paused holder with SQLite (tests/fencing/paused_holder.hpp), processes sharing one database
+// file: the resumed holder's transaction is refused and the second holder's write stays; without
+// the fence (the negative control) the stale write lands.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <string>
-
-#include "dlock/dlock.hpp"
 #include "dlock/sqlite/fence.hpp"
 #include "dlock/sqlite/transaction.hpp"
-#include "dlock/testing/process.hpp"
 #include "dlock/testing/temp_dir.hpp"
+#include "fencing/paused_holder.hpp"
 #include "sqlite/sqlite_file.hpp"
-#include "test_env.hpp"
 
 namespace dlock::testing {
 namespace {
 
-using namespace std::chrono_literals;
+class SqlitePausedHolder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sqlite::install_schema(db_.get());
+    sqlite::exec(db_.get(), "CREATE TABLE account (id INTEGER PRIMARY KEY, owner TEXT)");
+    sqlite::exec(db_.get(), "INSERT INTO account VALUES (1, 'nobody')");
+  }
+  PausedHolderOutcome run(const std::string& fencing) {
+    const PausedHolderStore store{"dlock_sqlite_fenced_holder", file_,
+                                  [this](const LockService& locks) {
+                                    sqlite::Transaction tx(db_.get());
+                                    DLOCK_SCOPE_AS(guard, locks.bound_to(tx), "account", 1);
+                                    tx.exec("UPDATE account SET owner = 'second' WHERE id = 1");
+                                    tx.commit();
+                                    return guard.fencing_token();
+                                  },
+                                  [this] {
+                                    const auto rows = sqlite::exec(db_.get(), "SELECT owner FROM account WHERE id = 1");
+                                    return rows.rows.empty() || !rows.rows[0][0] ? std::string("?") : *rows.rows[0][0];
+                                  }};
+    return run_paused_holder(store, fencing);
+  }
 
-struct Outcome {
-  int first_status = -1;   // the paused holder's exit status
-  std::string first_said;  // its last line
-  std::string owner;       // account 1's owner at the end
+  TempDir dir_{"dlock-sqlite-paused"};
+  std::string file_ = dir_.path() + "/accounts.db";
+  SqliteConnection db_ = sqlite_open(file_);
 };
 
-Outcome run(const std::string& fencing) {
-  TempDir dir("dlock-sqlite-paused");
-  const std::string file = dir.path() + "/accounts.db";
-  auto db = sqlite_open(file);
-  sqlite::install_schema(db.get());
-  sqlite::exec(db.get(), "CREATE TABLE account (id INTEGER PRIMARY KEY, owner TEXT)");
-  sqlite::exec(db.get(), "INSERT INTO account VALUES (1, 'nobody')");
-  Outcome out;
-  // ChildProcess's destructor kills (SIGKILL ends a stopped process too) and reaps the holder.
-  ChildProcess first(
-      {executable_dir() + "/dlock_sqlite_fenced_holder", zk_connect(), "2000", test_root(), file, "first", fencing});
-  const auto granted = first.read_line(30s);
-  if (!granted || granted->rfind("GRANTED ", 0) != 0) {
-    ADD_FAILURE() << "the first holder did not report its grant: " << granted.value_or("(nothing)");
-    return out;
-  }
-  first.pause();  // SIGSTOP: its heartbeats stop; the session expires after 2 s
-  {
-    Session session(session_options());
-    LockService locks(session, test_root(), 30s);
-    sqlite::Transaction tx(db.get());
-    DLOCK_SCOPE_AS(guard, locks.bound_to(tx), "account", 1);
-    EXPECT_GT(guard.fencing_token(), std::stoll(granted->substr(8))) << "tokens grow from holder to holder";
-    tx.exec("UPDATE account SET owner = 'second' WHERE id = 1");
-    tx.commit();
-  }
-  first.resume();  // SIGCONT: it goes on where it stopped, still believing it holds the lock
-  first.write_line("GO");
-  std::string line;
-  while (auto next = first.read_line(30s)) line = *next;
-  out.first_said = line;
-  out.first_status = first.wait();
-  const auto owner = sqlite::exec(db.get(), "SELECT owner FROM account WHERE id = 1");
-  out.owner = owner.rows.empty() || !owner.rows[0][0] ? "?" : *owner.rows[0][0];
-  return out;
+TEST_F(SqlitePausedHolder, TheResumedHoldersTransactionIsRefusedAndTheSecondHoldersWriteStays) {
+  expect_the_stale_write_refused(run("fenced"));
 }
 
-TEST(SqlitePausedHolder, TheResumedHoldersTransactionIsRefusedAndTheSecondHoldersWriteStays) {
-  const Outcome out = run("fenced");
-  EXPECT_EQ(out.first_status, kSqliteHolderExitStale)
-      << "the paused holder's write was not refused: " << out.first_said;
-  EXPECT_EQ(out.first_said.rfind("STALE ", 0), 0u) << out.first_said;
-  EXPECT_EQ(out.owner, "second") << "the second holder's write was lost";
-}
-
-TEST(SqlitePausedHolder, NegativeControlWithoutTheFenceTheStaleWriteLands) {
-  const Outcome out = run("unfenced");
-  EXPECT_EQ(out.first_status, 0) << out.first_said;
-  EXPECT_EQ(out.owner, "first") << "without the fence the paused holder overwrites the second's write (lost update)";
+TEST_F(SqlitePausedHolder, NegativeControlWithoutTheFenceTheStaleWriteLands) {
+  expect_the_stale_write_landed(run("unfenced"));
 }
 
 }  // namespace

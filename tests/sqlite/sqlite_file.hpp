@@ -23,7 +23,4 @@ inline SqliteConnection sqlite_open(const std::string& file,
   return db;
 }
 
-// The exit status of dlock_sqlite_fenced_holder when its write was refused as stale.
-inline constexpr int kSqliteHolderExitStale = 3;
-
 }  // namespace dlock::testing

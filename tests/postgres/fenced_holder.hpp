@@ -1,9 +1,0 @@
-// What the paused-holder test and its holder process (dlock_fenced_holder) share.
-#pragma once
-
-namespace dlock::testing {
-
-// The holder's exit status when its transaction was refused as stale.
-inline constexpr int kHolderExitStale = 3;
-
-}  // namespace dlock::testing
