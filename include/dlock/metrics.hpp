@@ -79,10 +79,11 @@ enum class GrantSource : std::uint8_t {
 std::string_view to_string(GrantSource source) noexcept;
 
 // A ZooKeeper request the Session sent.
-enum class RequestKind : std::uint8_t { Create, Delete, GetChildren, Exists, GetData, Sync };
-// ZooKeeper's names: "create", "delete", "getChildren", "exists", "getData", "sync" (the `op` label).
+enum class RequestKind : std::uint8_t { Create, Delete, GetChildren, Exists, GetData, Sync, SetData };
+// ZooKeeper's names: "create", "delete", "getChildren", "exists", "getData", "sync", "setData" (the
+// `op` label). dlock sends setData only to ask a holder to give up its lock (dlock/revocation.hpp).
 std::string_view to_string(RequestKind kind) noexcept;
-inline constexpr std::size_t kRequestKinds = 6;
+inline constexpr std::size_t kRequestKinds = 7;
 
 // An acquisition began: a thread (or a LockHandle's caller) now waits for `family`'s lock.
 struct AcquireStarted {

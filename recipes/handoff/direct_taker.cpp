@@ -45,6 +45,7 @@ std::shared_ptr<Taker::Take> DirectTaker::start_take(std::optional<Clock::time_p
     finish(AcquireResult{std::nullopt, Failure::current()});  // nothing was sent; make() left it whole
     return take;
   }
+  if (node_data_) take->op->set_node_data(*node_data_);
   take->op->start();  // never throws: a failure is its completion
   return take;
 }

@@ -70,6 +70,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   static std::shared_ptr<AcquireOp> make(Client& client, std::string dir, const LockPolicy& policy,
                                          std::optional<Clock::time_point> deadline, DirectoryWatch watch,
                                          std::uint64_t owner, Completion&& done, Home home = {});
+  // Before start(): the data of the node it creates, instead of the holder info (a leader
+  // election's participant id, as Curator writes it).
+  void set_node_data(std::string data) { data_ = std::move(data); }
   // Begins. May complete before returning; never throws (a failure is the completion).
   void start();
   // Ends the attempt with `reason` as its error (unless it completes first): at once when it waits
@@ -141,7 +144,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   const std::uint64_t owner_;
   const std::string what_;
   const std::string prefix_;
-  std::string data_;  // the node's holder info, made on the caller's thread (it names it)
+  std::string data_;  // the node's data: holder info, made on the caller's thread (it names it)
   Completion done_;
   Home home_;
 

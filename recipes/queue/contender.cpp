@@ -11,12 +11,13 @@ struct Marker {
   ContenderKind kind;
 };
 
-constexpr std::array<Marker, 5> kMarkers{{
+constexpr std::array<Marker, 6> kMarkers{{
     {"lock-", ContenderKind::Exclusive},     // Curator InterProcessMutex
     {"__WRIT__", ContenderKind::Write},      // Curator InterProcessReadWriteLock
     {"__READ__", ContenderKind::Read},       // Curator InterProcessReadWriteLock
     {"__lock__", ContenderKind::Exclusive},  // kazoo Lock, WriteLock
     {"__rlock__", ContenderKind::Read},      // kazoo ReadLock
+    {"latch-", ContenderKind::Exclusive},    // Curator LeaderLatch
 }};
 
 bool is_sequence(std::string_view s) {

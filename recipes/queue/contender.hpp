@@ -6,6 +6,7 @@
 //                                     `_c_<uuid>-__READ__<seq>`   read
 //   kazoo Lock / WriteLock            `<hex>__lock__<seq>`        exclusive
 //   kazoo ReadLock                    `<hex>__rlock__<seq>`       read
+//   Curator LeaderLatch               `_c_<uuid>-latch-<seq>`     exclusive (the leader holds)
 // where <seq> is the server's sequence suffix (an optional '-' then digits). Anything else in a
 // lock directory is ignored: it is not waited on and never blocks a dlock waiter.
 //

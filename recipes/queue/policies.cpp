@@ -32,6 +32,7 @@ bool blocks_behind_read(std::span<const Contender> queue, std::size_t ours) {
 }  // namespace
 
 const LockPolicy kExclusivePolicy{"lock-", &decide_exclusive, &blocks_behind_exclusive, false};
+const LockPolicy kLatchPolicy{"latch-", &decide_exclusive, &blocks_behind_exclusive, false};
 const LockPolicy kWritePolicy{"__WRIT__", &decide_exclusive, &blocks_behind_exclusive, false};
 const LockPolicy kReadPolicy{"__READ__", &decide_read, &blocks_behind_read, true};
 

@@ -9,6 +9,8 @@ namespace dlock::detail {
 
 // Mutex: `lock-` nodes. Holds at the head of the queue; otherwise watches its predecessor.
 extern const LockPolicy kExclusivePolicy;
+// LeaderLatch: `latch-` nodes, decided exactly like the Mutex (the head leads).
+extern const LockPolicy kLatchPolicy;
 // SharedMutex write side: `__WRIT__` nodes, decided exactly like the Mutex.
 extern const LockPolicy kWritePolicy;
 // SharedMutex read side: `__READ__` nodes. Holds when no exclusive or write contender is ahead;

@@ -55,6 +55,8 @@ std::string_view to_string(RequestKind kind) noexcept {
       return "getData";
     case RequestKind::Sync:
       return "sync";
+    case RequestKind::SetData:
+      return "setData";
   }
   return "unknown";
 }

@@ -161,7 +161,7 @@ std::string to_prometheus_text(const MetricsRegistry::Snapshot& s) {
   w.sample("dlock_lock_delete_retries_total", {}, number(s.delete_retries));
   w.header("dlock_zookeeper_requests_total", "counter", "ZooKeeper requests sent, by operation.");
   for (const auto kind : {RequestKind::Create, RequestKind::Delete, RequestKind::GetChildren, RequestKind::Exists,
-                          RequestKind::GetData, RequestKind::Sync}) {
+                          RequestKind::GetData, RequestKind::Sync, RequestKind::SetData}) {
     w.sample("dlock_zookeeper_requests_total", {{"op", to_string(kind)}}, number(s.sent(kind)));
   }
   return w.take();

@@ -140,8 +140,12 @@ class Client {
   // watch_children).
   void children(const std::string& path, ChildrenCallback done, bool watch = false);
   void exists(const std::string& path, StatCallback done);
-  // getData without a watch: the node's data and stat (inspect.hpp reads lock nodes with it).
-  void get(const std::string& path, DataCallback done);
+  // getData: the node's data and stat (inspect.hpp reads lock nodes with it). With `watch`, also
+  // arms a data watch on `path`: its change or deletion wakes the Waiters registered for `path`
+  // (add_waiter), as watch() does.
+  void get(const std::string& path, DataCallback done, bool watch = false);
+  // setData at `version` (-1: any).
+  void set(const std::string& path, std::string_view data, int version, RcCallback done);
   void remove(const std::string& path, RcCallback done);
   // Brings the server this session talks to up to date with the leader (ZooKeeper's sync):
   // reads this session sends after it see every write committed before it, e.g. a create whose

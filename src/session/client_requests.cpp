@@ -82,6 +82,10 @@ void on_data_stat(int rc, const char* value, int length, const Stat* stat, const
   request->done(std::move(result));
 }
 
+void on_set(int rc, const Stat*, const void* data) {
+  if (auto request = claim<int>(data)) request->done(rc);
+}
+
 void on_data(int rc, const char*, int, const Stat*, const void* data) {
   if (auto request = claim<int>(data)) request->done(rc);
 }
@@ -141,10 +145,21 @@ void Client::exists(const std::string& path, StatCallback done) {
   });
 }
 
-void Client::get(const std::string& path, DataCallback done) {
+void Client::get(const std::string& path, DataCallback done, bool watch) {
   queue_request<DataResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
-    return submit(request, RequestKind::GetData,
-                  [&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx); });
+    return submit(request, RequestKind::GetData, [&](zhandle_t* zh) {
+      if (!watch) return zoo_aget(zh, path.c_str(), 0, on_data_stat, ctx);
+      return zoo_awget(zh, path.c_str(), &Client::on_event, const_cast<void*>(zoo_get_context(zh)), on_data_stat, ctx);
+    });
+  });
+}
+
+void Client::set(const std::string& path, std::string_view data, int version, RcCallback done) {
+  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+    return submit(request, RequestKind::SetData, [&](zhandle_t* zh) {
+      return zoo_aset(zh, path.c_str(), data.empty() ? "" : data.data(), static_cast<int>(data.size()), version, on_set,
+                      ctx);
+    });
   });
 }
 

@@ -1,0 +1,97 @@
+// dlock/leader_latch.hpp: leader election by queueing (Curator's LeaderLatch).
+//
+// Every participant on one path joins a queue; the first leads until it leaves. dlock and Curator
+// LeaderLatch participants on one path elect one leader between them:
+//
+//   dlock::LeaderLatch latch(session, "/services/billing/leader", "billing-7");
+//   latch.start();
+//   dlock::LeaderTerm term = latch.await_leadership();
+//   while (term.still_leader()) run_the_scheduler_once(term.fencing_token());
+//
+// The protocol is Curator's: each participant creates an EPHEMERAL_SEQUENTIAL node
+// `<path>/_c_<uuid>-latch-<seq>` whose data is its id (UTF-8); the lowest sequence leads; every
+// other participant watches only its predecessor, so a leader's departure wakes exactly one.
+// Missing parents are created as CONTAINER nodes.
+//
+// Terms: a participant's term ends when it closes, when its session's connection drops (under the
+// default LossSignal::OnSuspended: before the server can let another lead) or when the session
+// ends; LeaderTerm::stop_token() is requested then (dlock/leadership.hpp). After a term that a
+// connection drop ended, and after losing its place to an expired session that the Session
+// renewed (SessionOptions::renew_expired_session), the latch joins again at the back of the queue
+// by itself, until closed. (Curator keeps its node through a drop that the session survives and
+// may lead again at once; dlock gives the place up, which hands leadership on sooner.)
+//
+//   state \ event   start()         reaches head    term ends           close()          session ends for good
+//   idle            queued          -               -                   closed           -
+//   queued          InvalidArgument leading         -                   closed           ended
+//   leading         error (twice)   -               queued (joins back) closed (stops)   ended (stops)
+//   ended/closed    error (twice)   -               -                   no-op            -
+//
+// Thread-safety: all member functions may be called concurrently from any threads, except that
+// the destructor must not run concurrently with another member function. A background thread of
+// the latch waits in the queue.
+//
+// Errors: the constructor throws `InvalidPath` naming the path and the rule it breaks.
+// await_leadership() throws `LockLost`
+// once the latch can no longer lead: closed, or its session ended for good; ZooKeeper failures
+// while queued are retried in the background (logged), never thrown.
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dlock/error.hpp"
+#include "dlock/leadership.hpp"
+#include "dlock/session.hpp"
+
+namespace dlock {
+
+namespace detail {
+class Candidacy;
+}  // namespace detail
+
+class LeaderLatch {
+ public:
+  // `path` is the election directory (Mutex's path rules). `id` is the participant id Curator's
+  // getParticipants() shows (any bytes; Default: empty, as Curator's).
+  LeaderLatch(Session& session, std::string path, std::string id = {});
+  // Closes.
+  ~LeaderLatch();
+  LeaderLatch(const LeaderLatch&) = delete;
+  LeaderLatch& operator=(const LeaderLatch&) = delete;
+
+  // Joins the queue, in the background. Throws `Error` (errc::invalid_argument) if started before.
+  void start();
+  // Blocks until this participant leads; its term. Throws `LockLost` if the latch was closed (or
+  // never started) or its session ended for good.
+  [[nodiscard]] LeaderTerm await_leadership();
+  // The same, waiting at most `timeout`: nullopt once it has passed.
+  [[nodiscard]] std::optional<LeaderTerm> await_leadership_for(std::chrono::milliseconds timeout);
+  // True while this participant leads (its term's stop token not requested). No ZooKeeper call.
+  bool has_leadership() const;
+  // The current term; nullopt when not leading. No ZooKeeper call.
+  std::optional<LeaderTerm> term() const;
+  // Leaves: ends a term (its stop token requested), deletes the node (the delete is sent; retried
+  // in the background while the connection is down), and stops the background thread. Idempotent.
+  void close();
+
+  // Every participant in queue order, the first marked leader: dlock's and Curator's LeaderLatch
+  // participants (their ids read from their nodes). One listing plus one read per participant.
+  // Throws `LockLost` when the session has ended, `Error` for ZooKeeper failures.
+  std::vector<Participant> participants() const;
+  // The leader, or nullopt when nobody participates.
+  std::optional<Participant> leader() const;
+
+  const std::string& path() const noexcept;
+  const std::string& id() const noexcept;
+
+ private:
+  std::shared_ptr<detail::Candidacy> candidacy_;
+};
+
+}  // namespace dlock

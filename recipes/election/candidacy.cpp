@@ -1,0 +1,236 @@
+#include "recipes/election/candidacy.hpp"
+
+#include <utility>
+
+#include "dlock/error.hpp"
+#include "recipes/holds/held_lock.hpp"
+#include "recipes/queue/lock_core.hpp"
+#include "recipes/queue/lock_errors.hpp"
+#include "src/base/failure.hpp"
+#include "src/base/log_bridge.hpp"
+#include "src/session/pending.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// Between a failed turn and the next: long enough not to spin on a server that refuses, short
+// next to a session timeout.
+constexpr std::chrono::milliseconds kRetryPause{200};
+
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an unknown exception";
+  }
+}
+
+}  // namespace
+
+LeaderTerm TermAccess::make(std::int64_t token, std::stop_token stop, std::string path, std::string node) {
+  LeaderTerm term;
+  term.token_ = token;
+  term.stop_ = std::move(stop);
+  term.path_ = std::move(path);
+  term.node_ = std::move(node);
+  return term;
+}
+
+Candidacy::Candidacy(std::shared_ptr<Client> client, std::string path, std::string id, LeaderKind kind)
+    : client_(std::move(client)),
+      path_(std::move(path)),
+      id_(std::move(id)),
+      kind_(std::move(kind)),
+      // Its own taker, never the path's LockSite: a participant keeps a node of its own (two
+      // participants of one process are two places in the queue, as in Curator), and the node's
+      // data is the id.
+      taker_(std::make_shared<DirectTaker>(client_, path_, kind_.policy, LockLabels{}, id_)) {}
+
+Candidacy::~Candidacy() { close(); }
+
+void Candidacy::start() {
+  MutexLock threads(thread_mutex_);
+  {
+    MutexLock lock(mutex_);
+    if (started_) {
+      throw Error(make_error_code(errc::invalid_argument),
+                  std::string(kind_.recipe) + " " + path_ + ": start() was called before (a participant starts once)");
+    }
+    if (over_) {
+      throw Error(make_error_code(errc::invalid_argument),
+                  std::string(kind_.recipe) + " " + path_ + ": start() after close()");
+    }
+    started_ = true;
+    turns_ = 1;
+  }
+  thread_ = std::jthread([this](std::stop_token closing) { run(std::move(closing)); });
+}
+
+bool Candidacy::requeue() {
+  MutexLock lock(mutex_);
+  if (!started_ || over_ || turns_ > 0) return false;
+  ++turns_;
+  changed_.notify_all();
+  return true;
+}
+
+void Candidacy::interrupt() {
+  std::shared_ptr<std::stop_source> end;
+  {
+    MutexLock lock(mutex_);
+    end = term_end_;
+  }
+  // Outside the mutex: the term's stop callbacks are the user's.
+  if (end) end->request_stop();
+}
+
+void Candidacy::close() {
+  {
+    MutexLock lock(mutex_);
+    over_ = true;
+    turns_ = 0;
+    changed_.notify_all();
+  }
+  interrupt();
+  MutexLock threads(thread_mutex_);
+  if (thread_.joinable()) {
+    thread_.request_stop();  // abandons a wait in the queue: its node is deleted
+    // From the term's own callback the loop ends once the callback returns; the destructor joins.
+    if (thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  }
+}
+
+std::optional<LeaderTerm> Candidacy::await(const Deadline& deadline) {
+  UniqueLock lock(mutex_);
+  const auto ready = [&]() DLOCK_REQUIRES(mutex_) { return over_ || !started_ || term_.has_value(); };
+  if (deadline.is_never()) {
+    changed_.wait(lock, ready);
+  } else if (!changed_.wait_until(lock, *deadline.when(), ready)) {
+    return std::nullopt;
+  }
+  if (term_) return term_;
+  throw LockLost(make_error_code(errc::lock_lost),
+                 std::string(kind_.recipe) + " " + path_ + ": cannot lead: " +
+                     (!started_ ? "it was never started" : "it was closed, or its session ended for good"));
+}
+
+std::optional<LeaderTerm> Candidacy::term() const {
+  MutexLock lock(mutex_);
+  return term_;
+}
+
+bool Candidacy::ended_for_good() const {
+  const auto state = client_->state();
+  return state == SessionState::Closed || (state == SessionState::Lost && !client_->options().renew_expired_session);
+}
+
+void Candidacy::end_candidacy() {
+  MutexLock lock(mutex_);
+  over_ = true;
+  turns_ = 0;
+  changed_.notify_all();
+}
+
+void Candidacy::pause_before_retry(const std::stop_token& closing, std::chrono::milliseconds pause) {
+  {
+    UniqueLock lock(mutex_);
+    changed_.wait_for(lock, pause, [&]() DLOCK_REQUIRES(mutex_) { return over_; });
+  }
+  while (!closing.stop_requested() && !ended_for_good()) {
+    const auto waited = client_->wait_connected(Deadline::in(kRetryPause).abandoned_by(closing));
+    if (waited == WaitResult::ready || waited == WaitResult::abandoned) return;
+  }
+}
+
+void Candidacy::run(std::stop_token closing) {
+  for (;;) {
+    {
+      UniqueLock lock(mutex_);
+      changed_.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return over_ || turns_ > 0; });
+      if (over_) return;
+    }
+    if (!take_turn(closing)) {
+      end_candidacy();
+      return;
+    }
+  }
+}
+
+bool Candidacy::take_turn(const std::stop_token& closing) {
+  LossTracking tracking(*client_);
+  std::optional<Grant> grant;
+  try {
+    grant = taker_->acquire(Deadline::never().abandoned_by(closing));
+  } catch (...) {
+    if (closing.stop_requested() || ended_for_good()) return false;
+    // A drop or an expiry the Session renews: queue again once connected. The turn stays.
+    log(LogLevel::Warn, std::string(kind_.recipe) + " " + path_ + ": queueing failed (" +
+                            describe(std::current_exception()) + "); joining again once connected");
+    pause_before_retry(closing, kRetryPause);
+    return !closing.stop_requested();
+  }
+  if (!grant) return !closing.stop_requested();
+  HeldLock held = std::move(tracking).confirm(std::move(*grant), taker_->labels());
+  auto end = std::make_shared<std::stop_source>();
+  LeaderTerm term = TermAccess::make(held.grant.token, end->get_token(), path_, held.grant.node);
+  {
+    // A loss of the session's trust ends the term at once, on the thread that saw it.
+    std::stop_callback lost(held.lost->get_token(), [end] { end->request_stop(); });
+    std::stop_callback closed(closing, [end] { end->request_stop(); });
+    {
+      MutexLock lock(mutex_);
+      if (!kind_.requeue_after_term) --turns_;
+      term_ = term;
+      term_end_ = end;
+      changed_.notify_all();
+    }
+    if (kind_.serve) {
+      try {
+        kind_.serve(term);
+      } catch (...) {
+        log(LogLevel::Error, std::string(kind_.recipe) + " " + path_ + ": the leadership callback threw (" +
+                                 describe(std::current_exception()) + "); its term ends");
+      }
+    } else {
+      // Registered before the mutex is taken: it runs at once if the term already ended.
+      std::stop_callback wake(term.stop_token(), [this] {
+        MutexLock inner(mutex_);
+        changed_.notify_all();
+      });
+      UniqueLock lock(mutex_);
+      changed_.wait(lock, [&] { return term.stop_token().stop_requested(); });
+    }
+    end->request_stop();
+    {
+      MutexLock lock(mutex_);
+      term_.reset();
+      term_end_.reset();
+      changed_.notify_all();
+    }
+  }
+  // Only now, with the term over here, may another participant lead.
+  taker_->release(held.grant);
+  const bool lost = held.lost->stop_requested();
+  if (closing.stop_requested() || ended_for_good()) return false;
+  if (lost) pause_before_retry(closing, std::chrono::milliseconds(0));
+  return !closing.stop_requested();
+}
+
+std::vector<Participant> Candidacy::participants() const {
+  const std::string what = std::string(kind_.recipe) + " " + path_ + ": participants";
+  throw_if_session_ended(*client_, what);
+  std::vector<Participant> out;
+  for (const auto& name : detail::participants(*client_, path_)) {
+    Pending<DataResult> read;
+    client_->get(path_ + "/" + name, read.callback());
+    auto data = read.get();
+    if (data.rc == ZNONODE) continue;  // left since the listing
+    if (data.rc != ZOK) fail(*client_, data.rc, what + ": reading " + path_ + "/" + name);
+    out.push_back(Participant{std::move(data.data), path_ + "/" + name, out.empty()});
+  }
+  return out;
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,263 @@
+// LeaderLatch and LeaderSelector: one leader at a time, terms that end on close, on request and on
+// session loss before another can lead, tokens rising term by term, nothing left on the server.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "dlock/leader_latch.hpp"
+#include "dlock/leader_selector.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/hold_log.hpp"
+#include "dlock/testing/temp_dir.hpp"
+#include "raw_zk.hpp"
+#include "recipes/test_hooks.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+int leaders(const std::vector<std::unique_ptr<LeaderLatch>>& latches) {
+  int count = 0;
+  for (const auto& latch : latches) count += latch->has_leadership() ? 1 : 0;
+  return count;
+}
+
+TEST(LeaderLatch, OneLeadsTheNextTakesOverOnCloseWithALargerToken) {
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<LeaderLatch>> latches;
+  for (int i = 0; i < 3; ++i) {
+    sessions.push_back(std::make_unique<Session>(session_options()));
+    latches.push_back(std::make_unique<LeaderLatch>(*sessions.back(), test_root(), "p" + std::to_string(i)));
+    latches.back()->start();
+    // Each joins once the one before is queued, so the queue's order is the start order.
+    EXPECT_TRUE(eventually([&] { return latches.back()->participants().size() == latches.size(); }, 5s));
+  }
+  const auto first = latches[0]->await_leadership_for(5s);
+  ASSERT_TRUE(first) << "the first to join leads";
+  EXPECT_GT(first->fencing_token(), 0);
+  EXPECT_EQ(leaders(latches), 1);
+  EXPECT_FALSE(latches[1]->await_leadership_for(300ms)) << "a second participant must not lead while the first does";
+
+  const auto participants = latches[2]->participants();
+  ASSERT_EQ(participants.size(), 3u);
+  EXPECT_EQ(participants[0].id, "p0");
+  EXPECT_TRUE(participants[0].is_leader);
+  EXPECT_EQ(participants[0].node, first->node());
+  EXPECT_EQ(participants[1].id, "p1");
+  EXPECT_FALSE(participants[1].is_leader);
+  EXPECT_EQ(latches[1]->leader()->id, "p0");
+
+  latches[0]->close();
+  EXPECT_TRUE(first->stop_token().stop_requested()) << "close() ends the term";
+  const auto second = latches[1]->await_leadership_for(5s);
+  ASSERT_TRUE(second) << "the next in the queue leads once the leader closed";
+  EXPECT_GT(second->fencing_token(), first->fencing_token());
+  EXPECT_EQ(leaders(latches), 1);
+  EXPECT_THROW((void)latches[0]->await_leadership(), LockLost) << "a closed latch never leads again";
+
+  for (auto& latch : latches) latch->close();
+  RawZk zk(zk_connect());
+  EXPECT_TRUE(ephemeral_nodes_under(zk, test_root()).empty());
+}
+
+TEST(LeaderLatch, NodesAreCuratorsLatchNodesWithTheIdAsData) {
+  Session session(session_options());
+  LeaderLatch latch(session, test_root(), "worker-\xc3\xa9");
+  latch.start();
+  const auto term = latch.await_leadership_for(5s);
+  ASSERT_TRUE(term);
+  RawZk zk(zk_connect());
+  const auto children = zk.children(test_root());
+  ASSERT_EQ(children.size(), 1u);
+  EXPECT_TRUE(children[0].starts_with("_c_")) << children[0];
+  EXPECT_NE(children[0].find("-latch-"), std::string::npos) << children[0];
+  EXPECT_EQ(zk.data(test_root() + "/" + children[0]), "worker-\xc3\xa9");
+  EXPECT_EQ(term->fencing_token(), zk.stat(term->node())->czxid * 1024);
+}
+
+TEST(LeaderLatch, MisuseIsAnErrorNamingIt) {
+  Session session(session_options());
+  EXPECT_THROW(LeaderLatch(session, "relative"), InvalidPath);
+  LeaderLatch latch(session, test_root());
+  EXPECT_THROW((void)latch.await_leadership(), LockLost) << "never started: it would wait forever";
+  latch.start();
+  try {
+    latch.start();
+    ADD_FAILURE() << "a second start() must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+    EXPECT_NE(std::string(e.what()).find("start()"), std::string::npos) << e.what();
+  }
+  latch.close();
+  latch.close();  // idempotent
+}
+
+// The leader's session expires: its term's stop token is requested, and only then does the next
+// participant lead. The renewed session joins again at the back.
+TEST(LeaderLatch, SessionExpiryEndsTheTermBeforeAnotherLeadsAndTheLatchJoinsAgain) {
+  Session leader_session(session_options());
+  Session other_session(session_options());
+  LeaderLatch leader(leader_session, test_root(), "leader");
+  leader.start();
+  const auto term = leader.await_leadership_for(5s);
+  ASSERT_TRUE(term);
+  LeaderLatch other(other_session, test_root(), "other");
+  other.start();
+  std::atomic<bool> ended_first{false};
+  std::stop_callback on_end(term->stop_token(), [&] { ended_first = !other.has_leadership(); });
+
+  ASSERT_TRUE(expire_until_lost(leader_session));
+  EXPECT_TRUE(term->stop_token().stop_requested());
+  const auto next = other.await_leadership_for(10s);
+  ASSERT_TRUE(next);
+  EXPECT_TRUE(ended_first.load()) << "the old term must end before the next leader leads";
+  EXPECT_GT(next->fencing_token(), term->fencing_token());
+  EXPECT_TRUE(eventually([&] { return other.participants().size() == 2; }, 10s))
+      << "the latch of the renewed session joins again";
+  EXPECT_FALSE(leader.has_leadership());
+}
+
+// Participants in several threads lead in turn, each term logged; a leader closes and joins again.
+// With a correct election no two terms overlap and tokens rise term by term.
+HoldReport churn_terms(int participants, int terms_each) {
+  TempDir dir("dlock-terms");
+  const auto log_file = dir.path() + "/terms.log";
+  {
+    HoldLogWriter log(log_file);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < participants; ++p) {
+      threads.emplace_back([&, p] {
+        const std::string name = std::string("p").append(std::to_string(p));
+        Session session(session_options());
+        for (int t = 0; t < terms_each; ++t) {
+          LeaderLatch latch(session, test_root(), name);
+          latch.start();
+          const auto term = latch.await_leadership_for(30s);
+          if (!term) return ADD_FAILURE() << "participant " << p << " never led";
+          HoldRecord hold{name, "", "exclusive", term->fencing_token(), HoldLogWriter::now_ns()};
+          std::this_thread::sleep_for(2ms);
+          hold.exit_ns = HoldLogWriter::now_ns();
+          hold.lost = term->stop_token().stop_requested();
+          log.record(hold);
+          latch.close();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+  }
+  return check_holds(read_hold_log(log_file));
+}
+
+TEST(LeaderLatch, NeverTwoLeadersAndTokensRiseTermByTerm) {
+  const auto report = churn_terms(4, 10);
+  EXPECT_EQ(report.holds, 40u);
+  EXPECT_EQ(report.exclusive_overlaps, 0u) << report.summary();
+  EXPECT_EQ(report.token_disorders, 0u) << report.summary();
+}
+
+TEST(LeaderLatch, NegativeControlWithoutTheQueueTheCheckSeesTwoLeaders) {
+  ScopedHook broken(detail::test_hooks::ignore_queue);
+  const auto report = churn_terms(4, 10);
+  EXPECT_GT(report.exclusive_overlaps, 0u) << "the check must catch two leaders at once: " << report.summary();
+}
+
+TEST(LeaderSelector, TheCallbackLeadsAndReturningPassesLeadershipOn) {
+  Session s1(session_options());
+  Session s2(session_options());
+  std::promise<LeaderTerm> first_term;
+  std::promise<void> let_go;
+  auto let_go_future = let_go.get_future().share();
+  LeaderSelector first(s1, test_root(),
+                       [&](const LeaderTerm& term) {
+                         first_term.set_value(term);
+                         let_go_future.wait();
+                       },
+                       {.id = "first"});
+  first.start();
+  const auto term = first_term.get_future().get();
+  EXPECT_TRUE(first.has_leadership());
+
+  std::atomic<std::int64_t> second_token{0};
+  LeaderSelector second(s2, test_root(), [&](const LeaderTerm& t) { second_token = t.fencing_token(); },
+                        {.id = "second"});
+  second.start();
+  EXPECT_TRUE(eventually([&] { return second.participants().size() == 2; }, 5s));
+  const auto participants = second.participants();
+  EXPECT_EQ(participants[0].id, "first");
+  EXPECT_TRUE(participants[0].is_leader);
+  EXPECT_NE(participants[0].node.find("-lock-"), std::string::npos) << "a selector queues on a Mutex's nodes";
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(second_token.load(), 0) << "the second must not lead while the first's callback runs";
+
+  let_go.set_value();
+  EXPECT_TRUE(eventually([&] { return second_token.load() != 0; }, 5s));
+  EXPECT_GT(second_token.load(), term.fencing_token());
+  EXPECT_TRUE(term.stop_token().stop_requested()) << "a returned callback's term is over";
+}
+
+TEST(LeaderSelector, InterruptAndRequeueAndAutoRequeue) {
+  Session session(session_options());
+  std::atomic<int> terms{0};
+  LeaderSelector selector(session, test_root(), [&](const LeaderTerm& term) {
+    ++terms;
+    while (term.still_leader()) std::this_thread::sleep_for(5ms);
+  });
+  EXPECT_FALSE(selector.requeue()) << "not started";
+  selector.start();
+  ASSERT_TRUE(eventually([&] { return selector.has_leadership(); }, 5s));
+  EXPECT_TRUE(selector.requeue()) << "one more turn after this one";
+  EXPECT_FALSE(selector.requeue()) << "a turn is already queued";
+  selector.interrupt_leadership();
+  EXPECT_TRUE(eventually([&] { return terms.load() == 2 && selector.has_leadership(); }, 5s));
+  selector.interrupt_leadership();
+  EXPECT_TRUE(eventually([&] { return !selector.has_leadership(); }, 5s));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(terms.load(), 2) << "without auto_requeue no third term";
+
+  Session other(session_options());
+  std::atomic<int> auto_terms{0};
+  LeaderSelector looping(other, test_root() + "-auto", [&](const LeaderTerm&) { ++auto_terms; },
+                         {.id = "", .auto_requeue = true});
+  looping.start();
+  EXPECT_TRUE(eventually([&] { return auto_terms.load() >= 3; }, 5s)) << "auto_requeue leads again and again";
+  looping.close();
+  RawZk zk(zk_connect());
+  EXPECT_TRUE(wait_for_no_ephemeral_nodes(zk, test_root() + "-auto").empty());
+}
+
+TEST(LeaderSelector, CloseFromTheCallbackAndAThrowingCallbackEndTheTerm) {
+  Session session(session_options());
+  std::atomic<int> runs{0};
+  LeaderSelector* self = nullptr;
+  LeaderSelector closing(session, test_root(),
+                         [&](const LeaderTerm&) {
+                           ++runs;
+                           self->close();
+                         },
+                         {.id = "", .auto_requeue = true});
+  self = &closing;
+  closing.start();
+  EXPECT_TRUE(eventually([&] { return runs.load() == 1; }, 5s));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(runs.load(), 1) << "closed from its own callback: no further term";
+
+  std::atomic<int> throws{0};
+  LeaderSelector throwing(session, test_root() + "-throw",
+                          [&](const LeaderTerm&) {
+                            ++throws;
+                            throw std::runtime_error("boom");
+                          },
+                          {.id = "", .auto_requeue = true});
+  throwing.start();
+  EXPECT_TRUE(eventually([&] { return throws.load() >= 2; }, 5s)) << "a throw ends the term, not the selector";
+  throwing.close();
+  EXPECT_THROW(LeaderSelector(session, test_root(), {}), Error);
+}
+
+}  // namespace
+}  // namespace dlock::testing
