@@ -13,6 +13,9 @@ namespace dlock::detail::test_hooks {
 // Every contender believes it holds the lock at once (breaks mutual exclusion).
 DLOCK_TEST_SWITCH(bool, ignore_queue);
 
+// A semaphore grants every lease whatever the number listed (breaks "at most max_leases").
+DLOCK_TEST_SWITCH(bool, ignore_lease_limit);
+
 // A failed or timed-out attempt leaves its node on the server (breaks "nothing left behind").
 DLOCK_TEST_SWITCH(bool, skip_cleanup);
 

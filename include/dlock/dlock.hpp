@@ -23,6 +23,7 @@
 #include "dlock/mutex.hpp"
 #include "dlock/scope.hpp"
 #include "dlock/security.hpp"
+#include "dlock/semaphore.hpp"
 #include "dlock/session.hpp"
 #include "dlock/session_state.hpp"
 #include "dlock/shared_mutex.hpp"

@@ -1,0 +1,118 @@
+#include "dlock/semaphore.hpp"
+
+#include "recipes/semaphore/lease_taker.hpp"
+#include "src/base/path.hpp"
+#include "src/session/session_access.hpp"
+
+namespace dlock {
+
+struct Lease::State {
+  std::shared_ptr<detail::LeaseTaker> taker;
+  detail::TakenLease lease;
+};
+
+namespace detail {
+
+struct LeaseAccess {
+  static Lease make(std::shared_ptr<LeaseTaker> taker, TakenLease lease) {
+    return Lease(std::make_unique<Lease::State>(Lease::State{std::move(taker), std::move(lease)}));
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+const std::string kEmpty;
+
+[[noreturn]] void not_held(const char* what) { throw NotOwner(std::string("Lease::") + what + ": the lease is empty"); }
+
+}  // namespace
+
+Lease::Lease() noexcept = default;
+Lease::Lease(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+Lease::~Lease() {
+  if (state_) state_->taker->release(state_->lease.node);
+}
+Lease::Lease(Lease&& other) noexcept = default;
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->taker->release(state_->lease.node);
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+void Lease::release() {
+  if (!state_) not_held("release");
+  auto state = std::move(state_);
+  state->taker->release(state->lease.node);
+}
+
+std::int64_t Lease::fencing_token() const {
+  if (!state_) not_held("fencing_token");
+  return state_->lease.token;
+}
+
+std::stop_token Lease::stop_token() const noexcept {
+  return state_ ? state_->lease.lost->get_token() : std::stop_token();
+}
+bool Lease::still_held() const noexcept { return state_ && !state_->lease.lost->stop_requested(); }
+const std::string& Lease::path() const noexcept { return state_ ? state_->taker->path() : kEmpty; }
+const std::string& Lease::node() const noexcept { return state_ ? state_->lease.node : kEmpty; }
+
+Semaphore::Semaphore(Session& session, std::string path, int max_leases) {
+  detail::check_lock_path(path);
+  if (max_leases < 1) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "semaphore " + path + ": max_leases is " + std::to_string(max_leases) + "; it must be at least 1");
+  }
+  taker_ = std::make_shared<detail::LeaseTaker>(detail::SessionAccess::client(session), std::move(path), max_leases);
+}
+
+Semaphore::~Semaphore() = default;
+
+namespace {
+
+void check_count(const detail::LeaseTaker& taker, int count) {
+  if (count < 1 || count > taker.max_leases()) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "semaphore " + taker.path() + ": asked for " + std::to_string(count) +
+                    " leases; the count must be from 1 to max_leases (" + std::to_string(taker.max_leases()) + ")");
+  }
+}
+
+// Curator's acquire(qty): one lease after another; on failure or timeout those taken go back.
+std::vector<Lease> take_leases(const std::shared_ptr<detail::LeaseTaker>& taker, int count,
+                               const detail::Deadline& deadline) {
+  check_count(*taker, count);
+  std::vector<Lease> leases;
+  leases.reserve(static_cast<std::size_t>(count));
+  while (static_cast<int>(leases.size()) < count) {
+    auto lease = taker->take(deadline);  // a throw releases those taken (their destructors)
+    if (!lease) return {};
+    leases.push_back(detail::LeaseAccess::make(taker, std::move(*lease)));
+  }
+  return leases;
+}
+
+}  // namespace
+
+Lease Semaphore::acquire() { return std::move(take_leases(taker_, 1, detail::Deadline::never()).front()); }
+
+std::vector<Lease> Semaphore::acquire(int count) { return take_leases(taker_, count, detail::Deadline::never()); }
+
+Lease Semaphore::try_acquire_for(std::chrono::milliseconds timeout) {
+  auto leases = take_leases(taker_, 1, detail::Deadline::in(timeout));
+  return leases.empty() ? Lease() : std::move(leases.front());
+}
+
+std::vector<Lease> Semaphore::try_acquire_for(int count, std::chrono::milliseconds timeout) {
+  return take_leases(taker_, count, detail::Deadline::in(timeout));
+}
+
+std::vector<std::string> Semaphore::leases() const { return taker_->listing(); }
+int Semaphore::max_leases() const noexcept { return taker_->max_leases(); }
+const std::string& Semaphore::path() const noexcept { return taker_->path(); }
+
+}  // namespace dlock
