@@ -9,10 +9,20 @@ path, from scripts/dependencies.list, into the shebang of the copy it runs.
                    --client NAME --log FILE [--counter FILE] [--hold-us U] [--pause-us U] [--start-at-ns NS|go]
   kazoo_peer hold  --connect HOST:PORT --path P --lock mutex
   kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T
-  any of them: [--node-name kazoo|curator]  (nodes `<hex>__lock__<seq>`, or `<hex>-lock-<seq>`
+  these three: [--node-name kazoo|curator]  (nodes `<hex>__lock__<seq>`, or `<hex>-lock-<seq>`
                so that Curator, which ignores `__lock__` nodes, queues them too)
+  kazoo_peer elect-hold   --connect HOST:PORT --path P --id ID
+      kazoo's Election(P, ID).run() in a thread: prints "LEADER <token> <node>" once elected,
+      "NOT-LEADER" if its session is lost (KazooState.LOST) while it leads; on a line on stdin
+      (or its end) leaves the election, prints "CLOSED". kazoo's Election is a Lock without
+      extra_lock_patterns: it sees only `__lock__` nodes, so it leads beside a Curator
+      LeaderLatch (`-latch-`) or LeaderSelector (`-lock-`) leader on the same path.
+  kazoo_peer participants --connect HOST:PORT --path P
+      Election(P).contenders(), one line "<id> true|false" each (kazoo's leader is the first).
+  any of them: [--auth SCHEME:SECRET] [--session-timeout-ms MS (default 10000)]
 
 Exit codes: 0 success, 1 runtime failure, 2 usage (and --lock read|write), 3 probe timed out.
+A token is dlock's encoding (include/dlock/fencing.hpp): the czxid of the node times 1024.
 
 Only kazoo's exclusive Lock is used, with extra_lock_patterns=("-lock-",) so that Curator and
 dlock nodes (`_c_<uuid>-lock-<seq>`) count as contenders; kazoo's own nodes are
@@ -30,7 +40,10 @@ USAGE = """usage:
   kazoo_peer run   --connect HOST:PORT --path P --lock mutex --cycles N --threads T
                    --client NAME --log FILE [--counter FILE] [--hold-us U]
   kazoo_peer hold  --connect HOST:PORT --path P --lock mutex
-  kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T"""
+  kazoo_peer probe --connect HOST:PORT --path P --lock mutex --timeout-ms T
+  kazoo_peer elect-hold   --connect HOST:PORT --path P --id ID
+  kazoo_peer participants --connect HOST:PORT --path P
+  any of them: [--auth SCHEME:SECRET] [--session-timeout-ms MS]"""
 
 SESSION_TIMEOUT_S = 10.0
 CONNECTION_TIMEOUT_S = 10.0
@@ -90,15 +103,21 @@ def parse_args(argv):
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     commands.required = True
 
-    def common(name):
+    def connected(name):
         sub = commands.add_parser(name, add_help=False, allow_abbrev=False)
         sub.add_argument("--connect", required=True)
         sub.add_argument("--path", required=True)
-        sub.add_argument("--lock", required=True, choices=("mutex", "read", "write"))
-        sub.add_argument("--node-name", dest="node_name", choices=("kazoo", "curator"), default="kazoo")
         # SCHEME:SECRET, e.g. digest:user:password; the nodes it creates are then the identity's
         # own (all permissions) and world-readable, as dlock's default with credentials.
         sub.add_argument("--auth")
+        sub.add_argument("--session-timeout-ms", dest="session_timeout_ms", type=_int_at_least(1),
+                         default=int(SESSION_TIMEOUT_S * 1000))
+        return sub
+
+    def common(name):
+        sub = connected(name)
+        sub.add_argument("--lock", required=True, choices=("mutex", "read", "write"))
+        sub.add_argument("--node-name", dest="node_name", choices=("kazoo", "curator"), default="kazoo")
         return sub
 
     run = common("run")
@@ -113,6 +132,9 @@ def parse_args(argv):
     common("hold")
     probe = common("probe")
     probe.add_argument("--timeout-ms", dest="timeout_ms", required=True, type=_int_at_least(0))
+    elect = connected("elect-hold")
+    elect.add_argument("--id", required=True)
+    connected("participants")
 
     args = parser.parse_args(argv)
     if not args.path.startswith("/"):
@@ -120,7 +142,7 @@ def parse_args(argv):
     return args
 
 
-def connect(hosts, auth=None):
+def connect(hosts, auth=None, session_timeout_ms=None):
     from kazoo.client import KazooClient
     from kazoo.security import ACL, Id, Permissions
 
@@ -131,7 +153,8 @@ def connect(hosts, auth=None):
             raise UsageError("--auth must be SCHEME:SECRET")
         options["auth_data"] = [(scheme, secret)]
         options["default_acl"] = [ACL(Permissions.ALL, Id("auth", "")), ACL(Permissions.READ, Id("world", "anyone"))]
-    client = KazooClient(hosts=hosts, timeout=SESSION_TIMEOUT_S, **options)
+    timeout = SESSION_TIMEOUT_S if session_timeout_ms is None else session_timeout_ms / 1000.0
+    client = KazooClient(hosts=hosts, timeout=timeout, **options)
     try:
         client.start(timeout=CONNECTION_TIMEOUT_S)
     except Exception as error:
@@ -202,7 +225,7 @@ def command_run(args):
     failures = []
     holds = [0] * args.threads
 
-    client = connect(args.connect, args.auth)
+    client = connect(args.connect, args.auth, args.session_timeout_ms)
     try:
         # All peers of a run start their cycles at one CLOCK_MONOTONIC instant, so they contend:
         # given, or ("go") sent on stdin as "GO <ns>" once every peer said READY.
@@ -266,7 +289,7 @@ def command_run(args):
 
 
 def command_hold(args):
-    client = connect(args.connect, args.auth)
+    client = connect(args.connect, args.auth, args.session_timeout_ms)
     try:
         lock = new_lock(client, args.path, "kazoo_peer hold", args.node_name)
         acquire(lock)
@@ -284,7 +307,7 @@ def command_hold(args):
 def command_probe(args):
     from kazoo.exceptions import LockTimeout
 
-    client = connect(args.connect, args.auth)
+    client = connect(args.connect, args.auth, args.session_timeout_ms)
     try:
         lock = new_lock(client, args.path, "kazoo_peer probe", args.node_name)
         # kazoo 2.8 either raises LockTimeout (the predecessor watch did not fire in time) or
@@ -306,6 +329,75 @@ def command_probe(args):
         close(client)
 
 
+def say(text, _lock=threading.Lock()):
+    """One line on stdout, flushed at once; lines of threads never mix."""
+    with _lock:
+        print(text, flush=True)
+
+
+def command_elect_hold(args):
+    from kazoo.protocol.states import KazooState
+
+    client = connect(args.connect, args.auth, args.session_timeout_ms)
+    try:
+        # kazoo's Election is its Lock (`<uuid4 hex>__lock__<seq>` nodes, data = the id) without
+        # extra_lock_patterns: it does not see Curator's `-latch-` or `-lock-` nodes (nor dlock's).
+        election = client.Election(args.path, args.id)
+        leading = threading.Event()
+        leave = threading.Event()
+        failures = []
+
+        def on_state(state):  # on kazoo's event thread: must not block
+            if state == KazooState.LOST and leading.is_set():
+                leading.clear()
+                say("NOT-LEADER")
+
+        client.add_listener(on_state)
+
+        def lead():
+            node = election.lock.path + "/" + election.lock.node
+            try:
+                stat = client.exists(node)
+                fencing = stat.czxid * 1024 if stat is not None else 0
+            except Exception:  # the session is gone already
+                fencing = 0
+            leading.set()
+            say("LEADER %d %s" % (fencing, node))
+            leave.wait()
+
+        def contend():
+            try:
+                election.run(lead)
+            except Exception as error:  # reported once stdin says to leave
+                failures.append(error)
+
+        contender = threading.Thread(target=contend, name="election", daemon=True)
+        contender.start()
+        sys.stdin.readline()
+        leading.clear()
+        leave.set()
+        election.cancel()  # if still waiting to be elected
+        contender.join(10)
+        if failures:
+            print("kazoo_peer: elect-hold failed: %r" % failures[0], file=sys.stderr)
+            return 1
+    finally:
+        close(client)
+    say("CLOSED")
+    return 0
+
+
+def command_participants(args):
+    client = connect(args.connect, args.auth, args.session_timeout_ms)
+    try:
+        # contenders() creates P if it is missing (kazoo's Lock makes sure of its path first).
+        for index, contender in enumerate(client.Election(args.path).contenders()):
+            say("%s %s" % (contender, "true" if index == 0 else "false"))
+    finally:
+        close(client)
+    return 0
+
+
 def main(argv):
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
@@ -313,11 +405,12 @@ def main(argv):
     except UsageError as error:
         print("kazoo_peer: %s\n%s" % (error, USAGE), file=sys.stderr)
         return 2
-    if args.lock != "mutex":
+    if getattr(args, "lock", "mutex") != "mutex":
         print(READ_WRITE_REFUSAL.format(args.lock), file=sys.stderr)
         return 2
     try:
-        return {"run": command_run, "hold": command_hold, "probe": command_probe}[args.command](args)
+        return {"run": command_run, "hold": command_hold, "probe": command_probe, "elect-hold": command_elect_hold,
+                "participants": command_participants}[args.command](args)
     except Exception as error:
         print("kazoo_peer: %s: %s" % (type(error).__name__, error), file=sys.stderr)
         return 1
