@@ -92,7 +92,7 @@ std::vector<HoldRecord> read_hold_log(const std::string& file) {
                                "): " + line);
     }
     const auto& mode = holds.back().mode;
-    if (mode != "exclusive" && mode != "read" && mode != "write") {
+    if (mode != "exclusive" && mode != "read" && mode != "write" && mode != "lease") {
       throw std::runtime_error(file + ":" + std::to_string(number) + ": unknown mode " + mode);
     }
   });
@@ -126,6 +126,24 @@ std::vector<HoldEvent> read_hold_events(const std::vector<std::string>& files) {
   return events;
 }
 
+namespace {
+
+// The most lease holds open at one instant (an exit before an enter at the same instant).
+std::size_t most_leases_at_once(const std::vector<HoldRecord>& holds, bool with_lost) {
+  std::vector<std::pair<std::int64_t, int>> edges;
+  for (const auto& hold : holds) {
+    if (hold.mode != "lease" || (hold.lost && !with_lost)) continue;
+    edges.emplace_back(hold.enter_ns, +1);
+    edges.emplace_back(hold.exit_ns, -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  int open = 0, most = 0;
+  for (const auto& edge : edges) most = std::max(most, open += edge.second);
+  return static_cast<std::size_t>(most);
+}
+
+}  // namespace
+
 HoldReport check_holds(std::vector<HoldRecord> holds) {
   HoldReport report;
   report.holds = holds.size();
@@ -144,12 +162,15 @@ HoldReport check_holds(std::vector<HoldRecord> holds) {
           ++report.exclusive_overlaps;
           note(report, "overlap: " + describe(holds[i]) + " and " + describe(holds[j]));
         }
-      } else {
+      } else if (holds[i].mode == "read" && holds[j].mode == "read") {
         ++report.read_overlaps;
         if (process_of(holds[i].client) != process_of(holds[j].client)) ++report.cross_client_read_overlaps;
       }
     }
   }
+
+  report.most_leases_at_once = most_leases_at_once(holds, false);
+  report.most_leases_at_once_with_lost = most_leases_at_once(holds, true);
 
   std::vector<HoldRecord> valid;
   valid.reserve(holds.size());
@@ -164,6 +185,7 @@ std::string HoldReport::summary() const {
   std::ostringstream out;
   out << holds << " holds, " << exclusive_overlaps << " exclusive overlaps, " << read_overlaps << " read overlaps ("
       << cross_client_read_overlaps << " across processes), " << token_disorders << " token disorders";
+  if (most_leases_at_once_with_lost > 0) out << ", at most " << most_leases_at_once << " leases at once";
   if (lost_holds > 0) {
     out << "; " << lost_holds << " holds signalled lost, " << stale_overlaps
         << " overlaps with them (holds that outlived their session), " << token_disorders_with_lost

@@ -27,8 +27,9 @@
 //       K leadership terms of U us each, each logged as "mode":"exclusive" with its election
 //       node's token ("lost":true if leadership was lost during the term); prints "DONE <terms>".
 //   curator_peer elect-hold --connect HOST:PORT --path P --recipe latch|selector --id ID
-//       prints "LEADER <token> <node>" whenever it becomes leader and "NOT-LEADER" whenever it
-//       loses leadership; on a line on stdin closes, prints "CLOSED".
+//       prints "LEADER <token> <node> <ns>" whenever it becomes leader and "NOT-LEADER <ns>"
+//       whenever it loses leadership; on a line on stdin prints "CLOSING <ns>", closes, prints
+//       "CLOSED". <ns>: CLOCK_MONOTONIC (System.nanoTime) when it happened, for the term log.
 //   curator_peer participants --connect HOST:PORT --path P --recipe latch|selector
 //       one line "<id> true|false" (is leader) per participant, in Curator's order.
 //   curator_peer revoke --connect HOST:PORT --node FULLPATH
@@ -872,17 +873,19 @@ public final class CuratorPeer {
         latch.addListener(new LeaderLatchListener() {
           @Override
           public void isLeader() {
+            long at = System.nanoTime();
             String node = latch.getLastPathIsLeader();
-            say("LEADER " + tokenOrZero(client, node) + " " + node);
+            say("LEADER " + tokenOrZero(client, node) + " " + node + " " + at);
           }
 
           @Override
           public void notLeader() {
-            say("NOT-LEADER");
+            say("NOT-LEADER " + System.nanoTime());
           }
         }, events);
         latch.start();
         new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+        say("CLOSING " + System.nanoTime());
         latch.close();  // CloseMode.SILENT: no notLeader() for the close
         events.shutdown();
         events.awaitTermination(10, TimeUnit.SECONDS);
@@ -892,12 +895,13 @@ public final class CuratorPeer {
         LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListener() {
           @Override
           public void takeLeadership(CuratorFramework c) throws Exception {
+            long at = System.nanoTime();
             String node = selectorNode(self.get());
-            say("LEADER " + tokenOrZero(c, node) + " " + node);
+            say("LEADER " + tokenOrZero(c, node) + " " + node + " " + at);
             try {
               Thread.sleep(Long.MAX_VALUE);  // until interrupted: a connection trouble or close()
             } catch (InterruptedException e) {
-              if (!closing.get()) say("NOT-LEADER");
+              if (!closing.get()) say("NOT-LEADER " + System.nanoTime());
               throw e;
             }
           }
@@ -913,6 +917,7 @@ public final class CuratorPeer {
         selector.start();
         new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
         closing.set(true);
+        say("CLOSING " + System.nanoTime());
         selector.close();
       }
     } finally {

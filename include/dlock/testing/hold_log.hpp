@@ -3,7 +3,7 @@
 // processes held it.
 //
 // Every peer (dlock, Curator, kazoo) appends one JSON line per hold:
-//   {"client":"curator#1","session":"0x1000...","mode":"exclusive"|"read"|"write",
+//   {"client":"curator#1","session":"0x1000...","mode":"exclusive"|"read"|"write"|"lease",
 //    "token":<creation zxid of its lock node>,"enter_ns":<CLOCK_MONOTONIC>,"exit_ns":<...>}
 // enter is taken after the lock is granted and exit before it is released, so with a correct
 // lock two exclusive holds never overlap, whichever clients and processes made them.
@@ -34,7 +34,7 @@ namespace dlock::testing {
 struct HoldRecord {
   std::string client;
   std::string session;
-  std::string mode;  // "exclusive", "read" or "write"
+  std::string mode;  // "exclusive", "read", "write", or "lease" (a semaphore's: at most N at once)
   std::int64_t token = 0;
   std::int64_t enter_ns = 0;
   std::int64_t exit_ns = 0;
@@ -42,7 +42,7 @@ struct HoldRecord {
   bool lost_at_enter = false;  // ... already when it was granted
   std::int64_t asked_ns = 0;   // when the peer began to acquire (0: not logged)
 
-  bool excludes() const { return mode != "read"; }
+  bool excludes() const { return mode == "exclusive" || mode == "write"; }
 };
 
 // A line of a log that is not a hold: a cycle that failed and was retried, a session replaced, ...
@@ -107,6 +107,9 @@ struct HoldReport {
   // holds only; `token_disorders_with_lost` counts the same over every hold.
   std::size_t token_disorders = 0;
   std::size_t token_disorders_with_lost = 0;
+  // The most "lease" holds open at one instant: among the valid ones, and counting lost ones too.
+  std::size_t most_leases_at_once = 0;
+  std::size_t most_leases_at_once_with_lost = 0;
   std::vector<std::string> examples;  // a few human-readable findings, for failure messages
 
   std::string summary() const;

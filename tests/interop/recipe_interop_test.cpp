@@ -1,0 +1,261 @@
+// Semaphore and leader election against Apache Curator 5.4, live, both ways: dlock and Curator
+// processes on one path share one limit of leases and elect one leader at a time, under kill -9,
+// SIGSTOP past the session and close. kazoo's Election is shown not to share Curator's protocol.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "dlock/testing/eventually.hpp"
+#include "peers.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<std::string> with_common(std::vector<std::string> argv, const std::string& path) {
+  argv.insert(argv.begin() + 2, {"--connect", zk_connect(), "--path", path});
+  return argv;
+}
+
+// Runs the peers (argv after the program: the mode and its options, without --connect/--path),
+// each told to begin at one instant; returns the merged hold log's report and holds.
+std::pair<HoldReport, std::vector<HoldRecord>> run_peers(
+    const std::vector<std::vector<std::string>>& peers, const std::string& dir,
+    const std::function<void(std::vector<ChildProcess>&)>& during = {}) {
+  std::vector<ChildProcess> children;
+  std::vector<std::string> logs;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    logs.push_back(dir + "/log-" + std::to_string(i) + ".jsonl");
+    auto argv = with_common(peers[i], test_root());
+    argv[0] = peer_program(argv[0]);
+    argv.insert(argv.end(), {"--log", logs.back(), "--start-at-ns", "go"});
+    children.emplace_back(std::move(argv));
+  }
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    EXPECT_EQ(children[i].read_line(60s), std::optional<std::string>("READY")) << peers[i][0] << " did not start";
+  }
+  const auto at = HoldLogWriter::now_ns() + 1'500'000'000;
+  for (auto& child : children) child.write_line("GO " + std::to_string(at));
+  if (during) during(children);
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const auto out = children[i].read_all();
+    EXPECT_TRUE(out.starts_with("DONE ")) << peers[i][0] << " said: " << out;
+    EXPECT_EQ(children[i].wait(), 0) << peers[i][0];
+  }
+  auto holds = read_hold_logs(logs);
+  return {check_holds(holds), holds};
+}
+
+std::size_t holds_of(const std::vector<HoldRecord>& holds, const std::string& process) {
+  return static_cast<std::size_t>(std::count_if(
+      holds.begin(), holds.end(), [&](const HoldRecord& h) { return h.client.starts_with(process + "#"); }));
+}
+
+std::vector<std::string> semaphore_run(const std::string& peer, const std::string& client, int leases, int cycles) {
+  return {peer,        "semaphore-run",
+          "--leases",  std::to_string(leases),
+          "--cycles",  std::to_string(cycles),
+          "--threads", "2",
+          "--client",  client,
+          "--hold-us", "5000"};
+}
+
+// A Curator process holding one lease is killed (kill -9) while dlock and Curator processes take
+// leases of the same semaphore: never more than 2 at once, its lease counted until its session
+// ends, and the others finish.
+HoldReport semaphore_with_a_killed_holder(int dlock_leases) {
+  TempDir dir("dlock-semaphore-interop");
+  ChildProcess holder({peer_program("curator_peer"), "semaphore-hold", "--connect", zk_connect(), "--path", test_root(),
+                       "--leases", "2", "--session-timeout-ms", "2000"});
+  const auto held = holder.read_line(60s);
+  EXPECT_TRUE(held && held->starts_with("HELD ")) << "the Curator holder did not get its lease";
+  const auto held_at = HoldLogWriter::now_ns();
+  std::int64_t killed_at = 0;
+  auto [report, holds] = run_peers(
+      {semaphore_run("dlock_recipe_peer", "dlock", dlock_leases, 15), semaphore_run("curator_peer", "curator", 2, 15)},
+      dir.path(), [&](std::vector<ChildProcess>&) {
+        std::this_thread::sleep_for(2s);  // the runs are under way, one lease short
+        holder.kill(SIGKILL);
+        killed_at = HoldLogWriter::now_ns();
+      });
+  holder.wait();
+  EXPECT_EQ(holds_of(holds, "dlock"), 30u);
+  EXPECT_EQ(holds_of(holds, "curator"), 30u);
+  // The killed holder's lease, as far as it is known: from its grant to its kill.
+  holds.push_back({"curator-holder#0", "", "lease", 0, held_at, killed_at});
+  RawZk zk(zk_connect());
+  EXPECT_TRUE(wait_for_no_ephemeral_nodes(zk, test_root()).empty());
+  return check_holds(holds);
+}
+
+TEST(SemaphoreInterop, DlockAndCuratorNeverHoldMoreThanTheLeasesWithAHolderKilled) {
+  const auto report = semaphore_with_a_killed_holder(2);
+  EXPECT_EQ(report.most_leases_at_once, 2u) << report.summary();
+}
+
+TEST(SemaphoreInterop, NegativeControlADlockClientAllowingFourIsCaught) {
+  const auto report = semaphore_with_a_killed_holder(4);
+  EXPECT_GT(report.most_leases_at_once, 2u) << "the check must catch a client breaking the limit: " << report.summary();
+}
+
+std::vector<std::string> elect_run(const std::string& peer, const std::string& client, const std::string& recipe) {
+  return {peer,      "elect-run", "--recipe", recipe, "--id",      client,
+          "--terms", "6",         "--client", client, "--term-us", "10000"};
+}
+
+HoldReport elect_together(const std::string& dlock_recipe, const std::string& curator_recipe) {
+  TempDir dir("dlock-elect-interop");
+  auto [report, holds] = run_peers(
+      {elect_run("dlock_recipe_peer", "dlock-a", dlock_recipe), elect_run("curator_peer", "curator-b", curator_recipe),
+       elect_run("dlock_recipe_peer", "dlock-c", dlock_recipe), elect_run("curator_peer", "curator-d", curator_recipe)},
+      dir.path());
+  for (const char* process : {"dlock-a", "curator-b", "dlock-c", "curator-d"}) {
+    EXPECT_GE(holds_of(holds, process), 6u) << process << " did not lead its terms";
+  }
+  RawZk zk(zk_connect());
+  EXPECT_TRUE(wait_for_no_ephemeral_nodes(zk, test_root()).empty());
+  return report;
+}
+
+TEST(ElectionInterop, DlockAndCuratorLatchesTakeTurnsOneLeaderAtATime) {
+  const auto report = elect_together("latch", "latch");
+  EXPECT_EQ(report.exclusive_overlaps, 0u) << report.summary();
+  EXPECT_EQ(report.token_disorders, 0u) << report.summary();
+}
+
+TEST(ElectionInterop, DlockAndCuratorSelectorsTakeTurnsOneLeaderAtATime) {
+  const auto report = elect_together("selector", "selector");
+  EXPECT_EQ(report.exclusive_overlaps, 0u) << report.summary();
+  EXPECT_EQ(report.token_disorders, 0u) << report.summary();
+}
+
+// Curator's LeaderLatch and LeaderSelector are different protocols (`latch-` and `lock-` nodes,
+// each sorting the other's behind its own): on one path both lead. The check must see it.
+TEST(ElectionInterop, NegativeControlALatchAndASelectorOnOnePathBothLead) {
+  const auto report = elect_together("latch", "selector");
+  EXPECT_GT(report.exclusive_overlaps, 0u) << report.summary();
+}
+
+// One participant process whose stdout the test follows: its terms, with the peer's own clock.
+struct Contestant {
+  std::string name;
+  ChildProcess process;
+  std::vector<HoldRecord> terms;
+  std::optional<HoldRecord> open;  // the term under way
+  bool gone = false;               // killed or closed
+
+  // Reads lines for up to `wait`; true once a LEADER line was read.
+  bool follow(std::chrono::milliseconds wait) {
+    const auto until = std::chrono::steady_clock::now() + wait;
+    while (std::chrono::steady_clock::now() < until) {
+      const auto line = process.read_line(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::max<std::chrono::steady_clock::duration>(until - std::chrono::steady_clock::now(), 1ms)));
+      if (!line) return false;
+      std::istringstream in(*line);
+      std::string word;
+      in >> word;
+      if (word == "LEADER") {
+        HoldRecord term{name + "#0", "", "exclusive"};
+        std::string node;
+        in >> term.token >> node >> term.enter_ns;
+        open = term;
+        return true;
+      }
+      if ((word == "NOT-LEADER" || word == "CLOSING") && open) {
+        in >> open->exit_ns;
+        open->lost = word == "NOT-LEADER";
+        terms.push_back(*open);
+        open.reset();
+      }
+    }
+    return false;
+  }
+};
+
+Contestant join(const std::string& peer, const std::string& name) {
+  return {name,
+          ChildProcess({peer_program(peer), "elect-hold", "--connect", zk_connect(), "--path", test_root(), "--recipe",
+                        "latch", "--id", name, "--session-timeout-ms", "2000"}),
+          {},
+          {},
+          false};
+}
+
+// Whichever contestant prints LEADER next, within `bound`; its index.
+std::optional<std::size_t> next_leader(std::vector<Contestant>& all, std::chrono::milliseconds bound) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < until) {
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i].follow(50ms)) return i;
+    }
+  }
+  return std::nullopt;
+}
+
+// dlock and Curator latches on one path; the leader is killed, paused past its session, killed,
+// paused, closed. Every change of leader comes within the session timeout plus 4 s; no two valid
+// terms overlap; tokens rise term by term.
+TEST(ElectionInterop, KilledPausedAndClosedLeadersNeverLeaveTwoValidLeaders) {
+  std::vector<Contestant> all;
+  const std::vector<std::pair<std::string, std::string>> order{
+      {"dlock_recipe_peer", "dlock-a"}, {"curator_peer", "curator-b"},    {"dlock_recipe_peer", "dlock-c"},
+      {"curator_peer", "curator-d"},    {"dlock_recipe_peer", "dlock-e"}, {"curator_peer", "curator-f"}};
+  for (const auto& [peer, name] : order) all.push_back(join(peer, name));
+  auto leader = next_leader(all, 60s);
+  ASSERT_TRUE(leader) << "nobody led";
+  std::set<std::string> led;
+  const std::vector<std::string> faults{"kill", "pause", "kill", "pause", "close"};
+  for (const auto& fault : faults) {
+    auto& current = all[*leader];
+    led.insert(current.name.substr(0, current.name.find('-')));
+    const auto fault_at = std::chrono::steady_clock::now();
+    if (fault == "kill") {
+      current.gone = true;
+      current.process.kill(SIGKILL);
+      current.open->exit_ns = HoldLogWriter::now_ns();
+      current.terms.push_back(*current.open);
+      current.open.reset();
+    } else if (fault == "pause") {
+      current.process.pause();
+    } else {
+      current.gone = true;
+      current.process.write_line("close");
+    }
+    const auto paused = *leader;
+    leader = next_leader(all, 2s + 4s);
+    ASSERT_TRUE(leader) << "no new leader within the session timeout plus 4 s after the " << fault << " of "
+                        << current.name;
+    std::cout
+        << fault << " of " << current.name << ": " << all[*leader].name << " leads after "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - fault_at).count()
+        << " ms\n";
+    if (fault == "pause") {
+      all[paused].process.resume();
+      // Woken, the paused leader learns its term ended (NOT-LEADER, a lost term).
+      EXPECT_TRUE(eventually([&] { return (all[paused].follow(10ms), !all[paused].open.has_value()); }, 10s))
+          << all[paused].name << " never said its term ended";
+    }
+  }
+  EXPECT_TRUE(led.count("dlock") && led.count("curator")) << "both clients must have led";
+  std::vector<HoldRecord> terms;
+  for (auto& contestant : all) {
+    if (!contestant.gone) contestant.process.write_line("close");
+  }
+  for (auto& contestant : all) {
+    if (!contestant.gone || contestant.open) contestant.follow(5s);
+    terms.insert(terms.end(), contestant.terms.begin(), contestant.terms.end());
+    if (contestant.open) terms.push_back(*contestant.open);
+  }
+  const auto report = check_holds(terms);
+  EXPECT_GE(report.holds, 6u);
+  EXPECT_EQ(report.exclusive_overlaps, 0u) << report.summary();
+  EXPECT_EQ(report.token_disorders, 0u) << report.summary();
+}
+
+}  // namespace
+}  // namespace dlock::testing
