@@ -15,6 +15,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
+#include "dlockctl_run.hpp"
 #include "interop/peers.hpp"
 #include "raw_zk.hpp"
 
@@ -22,46 +23,6 @@ namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct Run {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-// Runs dlockctl with `args` (after --connect to the suite's server unless `connect` is false);
-// stdout and stderr apart.
-Run dlockctl(const std::vector<std::string>& args, bool connect = true) {
-  const std::string err_file = make_temp_dir("dlockctl") + "/stderr";
-  // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on "literal" + std::string&&.
-  std::string command = "exec ";
-  command += shell_quote(DLOCKCTL_PATH);
-  if (connect) command.append(" --connect ").append(shell_quote(zk_connect()));
-  for (const auto& a : args) command.append(" ").append(shell_quote(a));
-  command.append(" 2>").append(shell_quote(err_file));
-  ChildProcess child({"/bin/sh", "-c", command});
-  Run run;
-  run.out = child.read_all();
-  run.status = child.wait();
-  std::ifstream in(err_file);
-  std::stringstream err;
-  err << in.rdbuf();
-  run.err = err.str();
-  std::filesystem::remove_all(std::filesystem::path(err_file).parent_path());
-  return run;
-}
 
 std::string host_name() {
   char buffer[256] = {};

@@ -1,17 +1,28 @@
-// dlockctl: who holds a lock and who waits for it, across dlock, Curator and kazoo clients
-// (docs/OPERATIONS.md). The command line, its checks and the exit codes; the commands are in
-// commands.cpp, their output in output.cpp.
+// dlockctl: who holds a lock and who waits for it, across dlock, Curator and kazoo clients, and
+// running a command under a lock (docs/OPERATIONS.md). The command line, its checks and the exit
+// codes; the inspection commands are in commands.cpp, their output in output.cpp; lock and
+// read-lock take their hold in lock_hold.cpp and run the command under it in run_under.cpp.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <charconv>
+#include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "commands.hpp"
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
+#include "lock_hold.hpp"
 #include "output.hpp"
+#include "run_under.hpp"
+#include "signals.hpp"
+#include "spawn.hpp"
 
 namespace {
 
@@ -47,6 +58,38 @@ void check_base(const std::string& base) {
   if (base != "/") check_path("list BASE", base);
 }
 
+// Far beyond any script's wait, and far from overflowing a steady_clock deadline.
+constexpr std::int64_t kMaxTimeoutMs = 366LL * 24 * 3600 * 1000;
+
+// A whole number of milliseconds in [min, max], checked before CLI11 converts it, so that
+// garbage gets the rule too ("--kill-after-ms: must be ..., got \"soon\"").
+CLI::Validator milliseconds_in(std::int64_t min, std::int64_t max, const std::string& rule) {
+  return CLI::Validator(
+      [=](std::string& value) -> std::string {
+        std::int64_t ms = 0;
+        const auto* end = value.data() + value.size();
+        const auto [stop, ec] = std::from_chars(value.data(), end, ms);
+        if (ec == std::errc() && stop == end && ms >= min && ms <= max) return {};
+        return "must be " + rule + ", got \"" + dlock::escape_text(value, 40) + "\"";
+      },
+      "MS");
+}
+
+// Splits argv at the first "--": what dlockctl parses, and the command lock and read-lock run
+// (which CLI11 then never sees, so none of its options can be taken for dlockctl's).
+struct SplitArgs {
+  std::vector<std::string> own;  // argv[1] up to "--", reversed: CLI11's parse(vector) order
+  std::optional<std::vector<std::string>> command;
+};
+SplitArgs split_at_double_dash(int argc, char** argv) {
+  SplitArgs split;
+  int i = 1;
+  for (; i < argc && std::string_view(argv[i]) != "--"; ++i) split.own.emplace_back(argv[i]);
+  std::reverse(split.own.begin(), split.own.end());
+  if (i < argc) split.command.emplace(argv + i + 1, argv + argc);
+  return split;
+}
+
 int fail(bool json, int code, const std::string& message) {
   std::cerr << "dlockctl: " << message << "\n";
   // One line: also a valid JSON Lines entry after watch's updates.
@@ -58,9 +101,14 @@ int fail(bool json, int code, const std::string& message) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "dlockctl: who holds a lock and who waits for it, across dlock, Apache Curator and kazoo clients.\n"
+      "dlockctl: who holds a lock and who waits for it, across dlock, Apache Curator and kazoo clients;\n"
+      "and a command run while a lock is held (lock, read-lock), as flock(1) runs one under a file lock.\n"
       "Lock paths are lock directories, as a dlock::Mutex or Curator's InterProcessMutex names them."};
-  app.footer(dlockctl::kExitCodesHelp);
+  app.footer(std::string(dlockctl::kExitCodesHelp) +
+             "Examples:\n"
+             "  dlockctl --connect zk1:2181 show /locks/orders/42\n"
+             "  dlockctl --connect zk1:2181 lock /locks/nightly-report -- nightly-report --day today\n"
+             "  dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- export-catalogue\n");
   app.require_subcommand(1);
   // Global options may also follow the command ("dlockctl show /x --auth ..."): otherwise CLI11
   // reports them as unexpected arguments, secret included.
@@ -76,6 +124,11 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--json", json, "print one JSON document on stdout (errors too, as {\"error\", \"exit_code\"})");
   app.add_option("--connect-timeout-ms", connect_timeout_ms, "give up connecting after this long (default 10000)");
+  std::int64_t session_timeout_ms = 10'000;
+  app.add_option("--session-timeout-ms", session_timeout_ms,
+                 "ZooKeeper session timeout to ask for (default 10000; the server clamps it into its range, by "
+                 "default 4000..40000): how long a dead dlockctl's lock outlives it")
+      ->check(milliseconds_in(1, 2'147'483'647, "a whole number of milliseconds from 1 to 2147483647"));
 
   std::string base;
   auto* list = app.add_subcommand("list",
@@ -118,24 +171,97 @@ int main(int argc, char** argv) {
   release->add_flag("--force", force, "required: this deletes a node this tool does not own");
   release->add_flag("--yes", yes, "required: confirms the deletion");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ExtrasError&) {
-    // CLI11 would list the unexpected arguments: one of them may be a password.
-    return fail(json, dlockctl::kUsage,
-                "unexpected arguments after the command (not shown: they may hold a password); see dlockctl --help");
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    return fail(json, dlockctl::kUsage, e.what());
+  // lock and read-lock: the same options; the mode is the subcommand's.
+  std::optional<std::int64_t> kill_after_ms;
+  auto add_hold_command = [&](const char* name, const char* description, const char* example) {
+    auto* command = app.add_subcommand(name, description);
+    command->add_option("PATH", path, "the lock directory, e.g. /locks/nightly-report")->required();
+    command
+        ->add_option("--timeout-ms", timeout_ms,
+                     "give up (exit 124, nothing run) if not granted within this many milliseconds; 0: only if "
+                     "free now (default: wait as long as it takes)")
+        ->check(
+            milliseconds_in(0, kMaxTimeoutMs,
+                            "a whole number of milliseconds from 0 to " + std::to_string(kMaxTimeoutMs) + " (a year)"));
+    command
+        ->add_option("--kill-after-ms", kill_after_ms,
+                     "if the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL this many milliseconds "
+                     "later (default 10000)")
+        ->check(
+            milliseconds_in(0, kMaxTimeoutMs,
+                            "a whole number of milliseconds from 0 to " + std::to_string(kMaxTimeoutMs) + " (a year)"));
+    command->footer("The command follows \"--\": dlockctl ... " + std::string(name) +
+                    " PATH [OPTIONS] -- CMD [ARGS...]. It runs with DLOCK_FENCING_TOKEN, DLOCK_PATH and DLOCK_NODE "
+                    "set; its exit status is dlockctl's (see dlockctl --help for dlockctl's own).\nExample: " +
+                    example);
+    return command;
+  };
+  auto* lock = add_hold_command("lock",
+                                "run a command while holding PATH's exclusive lock (as Curator's InterProcessMutex "
+                                "and dlock::Mutex take it): dlockctl lock PATH -- CMD [ARGS...]",
+                                "dlockctl --connect zk1:2181 lock /locks/nightly-report -- nightly-report --day today");
+  auto* read_lock = add_hold_command("read-lock",
+                                     "run a command while holding the read side of PATH (as Curator's "
+                                     "InterProcessReadWriteLock and dlock::SharedMutex take it): readers share, "
+                                     "writers and exclusive holders exclude them",
+                                     "dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- "
+                                     "export-catalogue");
+
+  auto split = split_at_double_dash(argc, argv);
+  app.name(argv[0]);  // as parse(argc, argv) would name it in the usage line
+  // The exception CLI11 threw, if any.
+  const auto try_parse = [&app](std::vector<std::string> reversed_args) -> std::exception_ptr {
+    try {
+      app.parse(reversed_args);
+      return nullptr;
+    } catch (const CLI::ParseError&) {
+      return std::current_exception();
+    }
+  };
+  auto parse_error = try_parse(split.own);
+  if (split.command && !lock->parsed() && !read_lock->parsed()) {
+    // The "--" of another command ("show -- /x"): read by CLI11 as before lock existed.
+    split.command.reset();
+    app.clear();
+    std::vector<std::string> all(argv + 1, argv + argc);
+    std::reverse(all.begin(), all.end());
+    parse_error = try_parse(std::move(all));
+  }
+  if (parse_error) {
+    try {
+      std::rethrow_exception(parse_error);
+    } catch (const CLI::ExtrasError&) {
+      // CLI11 would list the unexpected arguments: one of them may be a password.
+      const bool hold = lock->parsed() || read_lock->parsed();
+      return fail(json, dlockctl::kUsage,
+                  std::string("unexpected arguments after the command (not shown: they may hold a password)") +
+                      (hold ? "; the command to run goes after \"--\": dlockctl lock PATH -- CMD [ARGS...]" : "") +
+                      "; see dlockctl --help");
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);  // --help
+      return fail(json, dlockctl::kUsage, e.what());
+    }
   }
 
+  const bool runs_command = lock->parsed() || read_lock->parsed();
+  // A failure before the command runs must not look like one of the command's own statuses.
+  const int failure = runs_command ? dlockctl::kNotStarted : dlockctl::kZooKeeper;
   try {
+    if (runs_command) {
+      const auto* name = lock->parsed() ? "lock" : "read-lock";
+      if (!split.command || split.command->empty()) {
+        throw CommandError(dlockctl::kUsage, std::string(name) + " needs a command after \"--\": dlockctl " + name +
+                                                 " PATH [OPTIONS] -- CMD [ARGS...]");
+      }
+      if (json) {
+        throw CommandError(dlockctl::kUsage,
+                           std::string("--json does not go with ") + name + ": the command's output is on stdout");
+      }
+    }
     if (connect_timeout_ms <= 0) {
       throw CommandError(dlockctl::kUsage,
                          "--connect-timeout-ms must be positive, got " + std::to_string(connect_timeout_ms));
     }
-    // Far beyond any script's wait, and far from overflowing a steady_clock deadline.
-    constexpr std::int64_t kMaxTimeoutMs = 366LL * 24 * 3600 * 1000;
     if (timeout_ms && *timeout_ms > kMaxTimeoutMs) {
       throw CommandError(dlockctl::kUsage, "--timeout-ms must be at most " + std::to_string(kMaxTimeoutMs) +
                                                " (a year), got " + std::to_string(*timeout_ms));
@@ -152,7 +278,9 @@ int main(int argc, char** argv) {
       throw CommandError(dlockctl::kUsage, "watch --updates must be 1 or more, got " + std::to_string(*updates));
     }
     if (list->parsed()) check_base(base);
-    if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed()) check_path("PATH", path);
+    if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed() || runs_command) {
+      check_path("PATH", path);
+    }
     if (release->parsed()) {
       std::cerr << dlockctl::kReleaseWarning;
       if (node.empty() || node.find('/') != std::string::npos || !dlock::is_contender_name(node)) {
@@ -170,9 +298,27 @@ int main(int argc, char** argv) {
     for (const auto& a : auth) credentials.push_back(parse_auth(a));
 
     dlock::SessionOptions options{.connect = connect,
+                                  .session_timeout = std::chrono::milliseconds(session_timeout_ms),
                                   .connect_timeout = std::chrono::milliseconds(connect_timeout_ms),
                                   .renew_expired_session = false,
                                   .auth = std::move(credentials)};
+    if (runs_command) {
+      // Before dlockctl opens any descriptor of its own: what the command may inherit.
+      auto inherited_fds = dlockctl::open_descriptors();
+      // The signals are blocked before the Session starts the client's threads, which inherit it.
+      boost::asio::io_context io;
+      dlockctl::SignalWatch signals(io);
+      dlock::Session session(std::move(options));
+      const auto mode = lock->parsed() ? dlock::LockMode::Exclusive : dlock::LockMode::Read;
+      const auto patience = timeout_ms ? std::optional(std::chrono::milliseconds(*timeout_ms)) : std::nullopt;
+      auto acquired = dlockctl::acquire_lock(session, path, mode, patience, signals, io);
+      if (const auto* status = std::get_if<int>(&acquired)) return *status;
+      return dlockctl::run_under(std::get<dlockctl::LockHold>(acquired),
+                                 {.command = std::move(*split.command),
+                                  .inherited_fds = std::move(inherited_fds),
+                                  .kill_after = std::chrono::milliseconds(kill_after_ms.value_or(10'000))},
+                                 signals, io);
+    }
     dlock::Session session(std::move(options));
     if (list->parsed()) return dlockctl::list_locks(session, base, json);
     if (show->parsed()) return dlockctl::show_lock(session, path, json);
@@ -182,12 +328,12 @@ int main(int argc, char** argv) {
   } catch (const CommandError& e) {
     return fail(json, e.code(), e.what());
   } catch (const dlock::ConnectError& e) {
-    return fail(json, dlockctl::kZooKeeper, std::string("--connect: ") + e.what());
+    return fail(json, failure, std::string("--connect: ") + e.what());
   } catch (const dlock::InvalidPath& e) {
     return fail(json, dlockctl::kUsage, e.what());
   } catch (const dlock::Error& e) {
-    return fail(json, dlockctl::kZooKeeper, e.what());
+    return fail(json, failure, e.what());
   } catch (const std::exception& e) {
-    return fail(json, dlockctl::kZooKeeper, e.what());
+    return fail(json, failure, e.what());
   }
 }
