@@ -21,6 +21,7 @@
 #include "dlock/metrics.hpp"
 #include "dlock/metrics_registry.hpp"
 #include "dlock/mutex.hpp"
+#include "dlock/revocation.hpp"
 #include "dlock/scope.hpp"
 #include "dlock/security.hpp"
 #include "dlock/semaphore.hpp"

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "dlock/lock_handle.hpp"
+#include "dlock/revocation.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "peers.hpp"
 
@@ -255,6 +257,42 @@ TEST(ElectionInterop, KilledPausedAndClosedLeadersNeverLeaveTwoValidLeaders) {
   EXPECT_GE(report.holds, 6u);
   EXPECT_EQ(report.exclusive_overlaps, 0u) << report.summary();
   EXPECT_EQ(report.token_disorders, 0u) << report.summary();
+}
+
+// A dlock client asks a Curator holder that made its lock revocable; Curator's listener runs and
+// releases. A Curator holder that did not is not disturbed.
+TEST(RevocationInterop, DlockAsksARevocableCuratorHolderAndLeavesAnotherAlone) {
+  Session session(session_options());
+  ChildProcess revocable({peer_program("curator_peer"), "hold", "--connect", zk_connect(), "--path", test_root() + "/a",
+                          "--lock", "mutex", "--revocable"});
+  ChildProcess plain({peer_program("curator_peer"), "hold", "--connect", zk_connect(), "--path", test_root() + "/b",
+                      "--lock", "mutex"});
+  std::string node_a, node_b, word, token;
+  for (auto [process, node] : {std::pair{&revocable, &node_a}, std::pair{&plain, &node_b}}) {
+    const auto held = process->read_line(60s);
+    ASSERT_TRUE(held && held->starts_with("HELD ")) << "the Curator holder did not start";
+    std::istringstream(*held) >> word >> token >> *node;
+  }
+  revoke(session, node_a);
+  revoke(session, node_b);
+  EXPECT_EQ(revocable.read_line(10s), std::optional<std::string>("REVOKE-REQUESTED"));
+  EXPECT_EQ(revocable.read_line(10s), std::optional<std::string>("RELEASED"));
+  EXPECT_EQ(revocable.wait(), 0);
+  EXPECT_EQ(plain.read_line(1s), std::nullopt) << "a holder that is not revocable says nothing";
+  EXPECT_FALSE(another_session_locks(test_root() + "/b", 300ms)) << "and keeps its lock";
+  plain.write_line("release");
+  EXPECT_EQ(plain.read_line(10s), std::optional<std::string>("RELEASED"));
+  plain.wait();
+}
+
+// Curator's Revoker reaches a dlock holder that listens.
+TEST(RevocationInterop, CuratorsRevokerReachesADlockHolderThatListens) {
+  Session session(session_options());
+  auto handle = LockHandle::acquire(session, test_root());
+  RevocationWatch revocation(session, handle.node());
+  ChildProcess revoker({peer_program("curator_peer"), "revoke", "--connect", zk_connect(), "--node", handle.node()});
+  EXPECT_EQ(revoker.wait(), 0);
+  EXPECT_TRUE(eventually([&] { return revocation.requested(); }, 5s));
 }
 
 }  // namespace
