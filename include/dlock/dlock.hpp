@@ -10,6 +10,7 @@
 #include "dlock/error.hpp"
 #include "dlock/fencing.hpp"
 #include "dlock/handoff.hpp"
+#include "dlock/hold_limit.hpp"
 #include "dlock/inspect.hpp"
 #include "dlock/key.hpp"
 #include "dlock/leader_latch.hpp"

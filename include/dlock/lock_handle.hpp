@@ -40,6 +40,7 @@
 #include <string_view>
 
 #include "dlock/error.hpp"
+#include "dlock/hold_limit.hpp"
 #include "dlock/lock_mode.hpp"
 #include "dlock/session.hpp"
 
@@ -69,13 +70,15 @@ class LockHandle {
   LockHandle(const LockHandle&) = delete;
   LockHandle& operator=(const LockHandle&) = delete;
 
-  // Blocks until the lock is held.
-  [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive);
+  // Blocks until the lock is held. `limit` bounds how long the hold may last (dlock/hold_limit.hpp;
+  // Default: no limit); a negative duration in it throws `Error` (errc::invalid_argument).
+  [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive,
+                                          HoldLimit limit = {});
   // Waits at most `timeout`; returns an empty handle if the lock was not granted in time, and at
   // once where the wait would be on a node the calling thread holds itself through a Mutex, a
   // SharedMutex side or a scope guard (acquire() throws `WouldDeadlock` there).
   [[nodiscard]] static LockHandle try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                                  LockMode mode = LockMode::Exclusive);
+                                                  LockMode mode = LockMode::Exclusive, HoldLimit limit = {});
 
   // The same without blocking a thread, for Boost.Asio completion tokens (a callback,
   // use_awaitable, use_future, deferred, as_tuple, redirect_error, ...). Completion signature
@@ -94,7 +97,8 @@ class LockHandle {
   explicit operator bool() const noexcept { return held(); }
 
   // Releases the lock (sends the delete without waiting, as Mutex::unlock does); the handle is
-  // empty afterwards. Any thread may call it. Throws `NotOwner` on an empty handle.
+  // empty afterwards. Any thread may call it. Throws `NotOwner` on an empty handle. After its
+  // HoldLimit released the hold, it only empties the handle.
   void release();
 
   // The hold's fencing token (dlock/fencing.hpp): larger than any earlier holder's token on the
@@ -119,7 +123,7 @@ class LockHandle {
   // family unless a declared prefix covers it): empty once `deadline` passed, and for a try form
   // (`try_form`) also where a wait would be on the calling thread's own node.
   static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
-                         std::string_view scope_namespace = {}, bool try_form = false);
+                         std::string_view scope_namespace = {}, bool try_form = false, HoldLimit limit = {});
   std::unique_ptr<State> state_;
 };
 

@@ -27,7 +27,7 @@
 // std::unique_ptr (one thread at a time; move it anywhere; release it from any thread).
 //
 // Errors: the constructor throws `InvalidPath` naming the path and the rule it breaks, and `Error`
-// (errc::invalid_argument) for `max_leases` below 1. acquire(count) throws `Error`
+// (errc::invalid_argument) for `max_leases` below 1 or a negative duration in `limit`. acquire(count) throws `Error`
 // (errc::invalid_argument) for a count below 1 or above max_leases. Acquisition throws `LockLost`
 // when the session is Lost or Closed (before or during the wait) and `Error` for other ZooKeeper
 // failures; whenever it throws or times out, every node it created has been handed to its delete,
@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "dlock/error.hpp"
+#include "dlock/hold_limit.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock {
@@ -67,7 +68,8 @@ class Lease {
   bool held() const noexcept { return state_ != nullptr; }
   explicit operator bool() const noexcept { return held(); }
   // Sends the node's delete without waiting (retried in the background while the connection is
-  // down). Throws `NotOwner` on an empty lease.
+  // down); after the Semaphore's HoldLimit released it, only empties the Lease. Throws `NotOwner`
+  // on an empty lease.
   void release();
   // Throws `NotOwner` on an empty lease.
   std::int64_t fencing_token() const;
@@ -87,8 +89,9 @@ class Lease {
 
 class Semaphore {
  public:
-  // `path` follows Mutex's path rules; `max_leases` is at least 1.
-  Semaphore(Session& session, std::string path, int max_leases);
+  // `path` follows Mutex's path rules; `max_leases` is at least 1. `limit` bounds how long each
+  // lease may be held (dlock/hold_limit.hpp; Default: no limit).
+  Semaphore(Session& session, std::string path, int max_leases, HoldLimit limit = {});
   ~Semaphore();
   Semaphore(const Semaphore&) = delete;
   Semaphore& operator=(const Semaphore&) = delete;
@@ -110,6 +113,7 @@ class Semaphore {
 
  private:
   std::shared_ptr<detail::LeaseTaker> taker_;
+  HoldLimit limit_;
 };
 
 }  // namespace dlock

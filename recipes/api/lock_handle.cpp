@@ -3,6 +3,7 @@
 #include "recipes/api/handle_access.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/held_lock.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
 
@@ -13,7 +14,8 @@ struct LockHandle::State {
   detail::Grant grant;
   LockMode mode = LockMode::Exclusive;
   std::shared_ptr<std::stop_source> lost;
-  detail::LossReport loss_report;  // reports `lost` to the metrics (lock_metrics.hpp)
+  detail::LossReport loss_report;            // reports `lost` to the metrics (lock_metrics.hpp)
+  std::shared_ptr<detail::HoldBound> bound;  // the HoldLimit's clock, if any
 };
 
 namespace {
@@ -26,7 +28,7 @@ namespace detail {
 
 LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode) {
   return LockHandle(std::make_unique<LockHandle::State>(LockHandle::State{
-      std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report)}));
+      std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report), {}}));
 }
 
 std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
@@ -48,6 +50,7 @@ bool HandleAccess::pass_to_self(LockHandle& handle) noexcept {
   // stop token would be the next hold's from its start. Released and taken anew, the next hold
   // gets a loss signal of its own.
   if (!handle.state_ || (handle.state_->lost && handle.state_->lost->stop_requested())) return false;
+  if (handle.state_->bound) return false;  // its HoldLimit's cut-off releases the grant it began with
   auto& state = *handle.state_;
   auto next = state.site->taker(state.mode).pass_to_self(state.grant);
   if (!next) return false;
@@ -79,29 +82,36 @@ LockHandle::~LockHandle() {
 }
 
 LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
-                            std::string_view scope_namespace, bool try_form) {
+                            std::string_view scope_namespace, bool try_form, HoldLimit limit) {
   detail::check_lock_path(path);
+  detail::check_hold_limit(limit, "lock " + path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = detail::site_of(client, path, scope_namespace);
   auto held = try_form ? detail::try_acquire_held(*site, mode, deadline) : detail::acquire_held(*site, mode, deadline);
   if (!held) return LockHandle();
-  return LockHandle(std::make_unique<State>(
-      State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report)}));
+  auto state = std::make_unique<State>(
+      State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report), {}});
+  // The cut-off keeps what it releases (the site, a copy of the grant): the handle may be gone.
+  state->bound = detail::HoldBound::start(
+      limit, state->lost, [site = state->site, grant = state->grant, mode] { site->taker(mode).release(grant); },
+      "the hold of lock " + state->site->path + " (node " + state->grant.node + ")");
+  return LockHandle(std::move(state));
 }
 
 LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                       LockMode mode) {
-  return take(session, std::move(path), mode, detail::Deadline::in(timeout), {}, /*try_form=*/true);
+                                       LockMode mode, HoldLimit limit) {
+  return take(session, std::move(path), mode, detail::Deadline::in(timeout), {}, /*try_form=*/true, limit);
 }
 
-LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode) {
-  return take(session, std::move(path), mode, detail::Deadline::never());
+LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode, HoldLimit limit) {
+  return take(session, std::move(path), mode, detail::Deadline::never(), {}, false, limit);
 }
 
 void LockHandle::release() {
   if (!state_) throw NotOwner("release() of an empty LockHandle");
   const auto state = std::move(state_);
-  state->loss_report.reset();  // a loss signalled from now on is not this hold's
+  state->loss_report.reset();                          // a loss signalled from now on is not this hold's
+  if (state->bound && !state->bound->claim()) return;  // its HoldLimit released it already
   state->site->taker(state->mode).release(state->grant);
 }
 

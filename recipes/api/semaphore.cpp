@@ -1,5 +1,6 @@
 #include "dlock/semaphore.hpp"
 
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/semaphore/lease_taker.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
@@ -9,13 +10,24 @@ namespace dlock {
 struct Lease::State {
   std::shared_ptr<detail::LeaseTaker> taker;
   detail::TakenLease lease;
+  std::shared_ptr<detail::HoldBound> bound;  // the HoldLimit's clock, if any
+
+  // Sends the delete, unless the HoldLimit did already.
+  void release() const {
+    if (bound && !bound->claim()) return;
+    taker->release(lease.node);
+  }
 };
 
 namespace detail {
 
 struct LeaseAccess {
-  static Lease make(std::shared_ptr<LeaseTaker> taker, TakenLease lease) {
-    return Lease(std::make_unique<Lease::State>(Lease::State{std::move(taker), std::move(lease)}));
+  static Lease make(std::shared_ptr<LeaseTaker> taker, TakenLease lease, const HoldLimit& limit) {
+    auto state = std::make_unique<Lease::State>(Lease::State{std::move(taker), std::move(lease), {}});
+    state->bound = HoldBound::start(
+        limit, state->lease.lost, [taker = state->taker, node = state->lease.node] { taker->release(node); },
+        "the semaphore lease " + state->lease.node);
+    return Lease(std::move(state));
   }
 };
 
@@ -32,12 +44,12 @@ const std::string kEmpty;
 Lease::Lease() noexcept = default;
 Lease::Lease(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
 Lease::~Lease() {
-  if (state_) state_->taker->release(state_->lease.node);
+  if (state_) state_->release();
 }
 Lease::Lease(Lease&& other) noexcept = default;
 Lease& Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
-    if (state_) state_->taker->release(state_->lease.node);
+    if (state_) state_->release();
     state_ = std::move(other.state_);
   }
   return *this;
@@ -46,7 +58,7 @@ Lease& Lease::operator=(Lease&& other) noexcept {
 void Lease::release() {
   if (!state_) not_held("release");
   auto state = std::move(state_);
-  state->taker->release(state->lease.node);
+  state->release();
 }
 
 std::int64_t Lease::fencing_token() const {
@@ -61,8 +73,9 @@ bool Lease::still_held() const noexcept { return state_ && !state_->lease.lost->
 const std::string& Lease::path() const noexcept { return state_ ? state_->taker->path() : kEmpty; }
 const std::string& Lease::node() const noexcept { return state_ ? state_->lease.node : kEmpty; }
 
-Semaphore::Semaphore(Session& session, std::string path, int max_leases) {
+Semaphore::Semaphore(Session& session, std::string path, int max_leases, HoldLimit limit) : limit_(limit) {
   detail::check_lock_path(path);
+  detail::check_hold_limit(limit, "semaphore " + path);
   if (max_leases < 1) {
     throw Error(make_error_code(errc::invalid_argument),
                 "semaphore " + path + ": max_leases is " + std::to_string(max_leases) + "; it must be at least 1");
@@ -84,31 +97,33 @@ void check_count(const detail::LeaseTaker& taker, int count) {
 
 // Curator's acquire(qty): one lease after another; on failure or timeout those taken go back.
 std::vector<Lease> take_leases(const std::shared_ptr<detail::LeaseTaker>& taker, int count,
-                               const detail::Deadline& deadline) {
+                               const detail::Deadline& deadline, const HoldLimit& limit) {
   check_count(*taker, count);
   std::vector<Lease> leases;
   leases.reserve(static_cast<std::size_t>(count));
   while (static_cast<int>(leases.size()) < count) {
     auto lease = taker->take(deadline);  // a throw releases those taken (their destructors)
     if (!lease) return {};
-    leases.push_back(detail::LeaseAccess::make(taker, std::move(*lease)));
+    leases.push_back(detail::LeaseAccess::make(taker, std::move(*lease), limit));
   }
   return leases;
 }
 
 }  // namespace
 
-Lease Semaphore::acquire() { return std::move(take_leases(taker_, 1, detail::Deadline::never()).front()); }
+Lease Semaphore::acquire() { return std::move(take_leases(taker_, 1, detail::Deadline::never(), limit_).front()); }
 
-std::vector<Lease> Semaphore::acquire(int count) { return take_leases(taker_, count, detail::Deadline::never()); }
+std::vector<Lease> Semaphore::acquire(int count) {
+  return take_leases(taker_, count, detail::Deadline::never(), limit_);
+}
 
 Lease Semaphore::try_acquire_for(std::chrono::milliseconds timeout) {
-  auto leases = take_leases(taker_, 1, detail::Deadline::in(timeout));
+  auto leases = take_leases(taker_, 1, detail::Deadline::in(timeout), limit_);
   return leases.empty() ? Lease() : std::move(leases.front());
 }
 
 std::vector<Lease> Semaphore::try_acquire_for(int count, std::chrono::milliseconds timeout) {
-  return take_leases(taker_, count, detail::Deadline::in(timeout));
+  return take_leases(taker_, count, detail::Deadline::in(timeout), limit_);
 }
 
 std::vector<std::string> Semaphore::leases() const { return taker_->listing(); }

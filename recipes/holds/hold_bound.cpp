@@ -1,0 +1,75 @@
+#include "recipes/holds/hold_bound.hpp"
+
+#include "dlock/error.hpp"
+#include "src/base/log_bridge.hpp"
+#include "src/base/task_timer.hpp"
+
+namespace dlock::detail {
+
+void check_hold_limit(const HoldLimit& limit, const std::string& what) {
+  if (limit.max_hold.count() < 0 || limit.grace.count() < 0) {
+    throw Error(make_error_code(errc::invalid_argument),
+                what + ": HoldLimit{max_hold " + std::to_string(limit.max_hold.count()) + " ms, grace " +
+                    std::to_string(limit.grace.count()) + " ms}: both must be 0 or more (max_hold 0: no limit)");
+  }
+}
+
+std::shared_ptr<HoldBound> HoldBound::start(const HoldLimit& limit, std::shared_ptr<std::stop_source> lost,
+                                            std::function<void()> cut_off, std::string what) {
+  if (!limit.bounded()) return nullptr;
+  auto bound = std::make_shared<HoldBound>();
+  const auto now = Clock::now();
+  std::weak_ptr<HoldBound> weak = bound;
+  MutexLock lock(bound->mutex_);
+  bound->cut_off_ = std::move(cut_off);
+  bound->what_ = std::move(what);
+  // `lost` is held by the timer task, not the bound: the owner may have let the hold go.
+  bound->tickets_[0] = task_timer::run_at(now + limit.max_hold, [weak, lost = std::move(lost)] {
+    if (auto self = weak.lock()) self->expire(lost);
+  });
+  bound->tickets_[1] = task_timer::run_at(now + limit.max_hold + limit.grace, [weak] {
+    if (auto self = weak.lock()) self->cut();
+  });
+  return bound;
+}
+
+HoldBound::~HoldBound() {
+  MutexLock lock(mutex_);
+  for (const auto ticket : tickets_) task_timer::cancel(ticket);
+}
+
+void HoldBound::expire(std::shared_ptr<std::stop_source> lost) {
+  {
+    MutexLock lock(mutex_);
+    if (done_) return;
+  }
+  lost->request_stop();  // outside the mutex: the holder's callbacks run here
+}
+
+void HoldBound::cut() {
+  std::function<void()> cut_off;
+  std::string what;
+  {
+    MutexLock lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    cut_off = std::move(cut_off_);
+    what = what_;
+  }
+  log(LogLevel::Warn, what +
+                          " outlived its HoldLimit (max_hold plus grace): released for its holder, whose later "
+                          "writes the fencing token must refuse");
+  cut_off();
+}
+
+bool HoldBound::claim() noexcept {
+  std::function<void()> unused;  // destroyed outside the mutex
+  MutexLock lock(mutex_);
+  if (done_) return false;
+  done_ = true;
+  unused = std::move(cut_off_);
+  for (auto& ticket : tickets_) task_timer::cancel(std::exchange(ticket, 0));
+  return true;
+}
+
+}  // namespace dlock::detail
