@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "dlock/leader_latch.hpp"
+#include "dlock/leader_selector.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/revocation.hpp"
 #include "dlock/testing/eventually.hpp"
@@ -257,6 +259,35 @@ TEST(ElectionInterop, KilledPausedAndClosedLeadersNeverLeaveTwoValidLeaders) {
   EXPECT_GE(report.holds, 6u);
   EXPECT_EQ(report.exclusive_overlaps, 0u) << report.summary();
   EXPECT_EQ(report.token_disorders, 0u) << report.summary();
+}
+
+// kazoo's Election is kazoo's Lock (`<hex>__lock__<seq>` nodes): it ignores the `latch-` and
+// `lock-` nodes of Curator's and dlock's recipes, so on one path it leads beside their leader.
+// This pins the documented answer: never share an election path with kazoo.
+TEST(ElectionInterop, KazoosElectionLeadsBesideADlockLeaderOnOnePath) {
+  Session session(session_options());
+  LeaderLatch latch(session, test_root() + "/latch", "dlock");
+  latch.start();
+  ASSERT_TRUE(latch.await_leadership_for(5s));
+  std::atomic<bool> selected{false};
+  LeaderSelector selector(session, test_root() + "/selector",
+                          [&](const LeaderTerm& term) {
+                            selected = true;
+                            while (term.still_leader()) std::this_thread::sleep_for(5ms);
+                          },
+                          {.id = "dlock", .auto_requeue = false});
+  selector.start();
+  ASSERT_TRUE(eventually([&] { return selected.load(); }, 5s));
+  for (const char* path : {"/latch", "/selector"}) {
+    ChildProcess kazoo({peer_program("kazoo_peer"), "elect-hold", "--connect", zk_connect(), "--path",
+                        test_root() + path, "--id", "kazoo"});
+    const auto line = kazoo.read_line(30s);
+    EXPECT_TRUE(line && line->starts_with("LEADER")) << "kazoo on " << path << " said " << line.value_or("nothing");
+    EXPECT_TRUE(path == std::string("/latch") ? latch.has_leadership() : selector.has_leadership())
+        << "two leaders at once on " << path;
+    kazoo.write_line("close");
+    kazoo.wait();
+  }
 }
 
 // A dlock client asks a Curator holder that made its lock revocable; Curator's listener runs and
