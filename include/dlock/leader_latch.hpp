@@ -49,10 +49,16 @@
 #include "dlock/leadership.hpp"
 #include "dlock/session.hpp"
 
+// The asynchronous forms' default completion token (dlock/async_recipes.hpp defines them).
+namespace boost::asio {
+class deferred_t;
+}  // namespace boost::asio
+
 namespace dlock {
 
 namespace detail {
 class Candidacy;
+struct RecipeAccess;
 }  // namespace detail
 
 class LeaderLatch {
@@ -72,6 +78,10 @@ class LeaderLatch {
   [[nodiscard]] LeaderTerm await_leadership();
   // The same, waiting at most `timeout`: nullopt once it has passed.
   [[nodiscard]] std::optional<LeaderTerm> await_leadership_for(std::chrono::milliseconds timeout);
+  // await_leadership() without blocking a thread: completion `void(boost::system::error_code,
+  // LeaderTerm)`. Defined in dlock/async_recipes.hpp (include it to call it).
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_await_leadership(CompletionToken&& token = CompletionToken());
   // True while this participant leads (its term's stop token not requested). No ZooKeeper call.
   bool has_leadership() const;
   // The current term; nullopt when not leading. No ZooKeeper call.
@@ -91,6 +101,7 @@ class LeaderLatch {
   const std::string& id() const noexcept;
 
  private:
+  friend struct detail::RecipeAccess;
   std::shared_ptr<detail::Candidacy> candidacy_;
 };
 

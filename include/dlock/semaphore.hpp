@@ -48,11 +48,17 @@
 #include "dlock/hold_limit.hpp"
 #include "dlock/session.hpp"
 
+// The asynchronous forms' default completion token (dlock/async_recipes.hpp defines them).
+namespace boost::asio {
+class deferred_t;
+}  // namespace boost::asio
+
 namespace dlock {
 
 namespace detail {
 class LeaseTaker;
 struct LeaseAccess;
+struct RecipeAccess;
 }  // namespace detail
 
 // One lease of a Semaphore.
@@ -106,12 +112,21 @@ class Semaphore {
   // are released).
   [[nodiscard]] std::vector<Lease> try_acquire_for(int count, std::chrono::milliseconds timeout);
 
+  // acquire() and try_acquire_for() without blocking the caller: completion
+  // `void(boost::system::error_code, Lease)` (an empty Lease when the time ran out). Defined in
+  // dlock/async_recipes.hpp (include it to call them).
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_acquire(CompletionToken&& token = CompletionToken());
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_try_acquire_for(std::chrono::milliseconds timeout, CompletionToken&& token = CompletionToken());
+
   // The lease nodes now on the server (of every client), in sequence order. One ZooKeeper call.
   std::vector<std::string> leases() const;
   int max_leases() const noexcept;
   const std::string& path() const noexcept;
 
  private:
+  friend struct detail::RecipeAccess;
   std::shared_ptr<detail::LeaseTaker> taker_;
   HoldLimit limit_;
 };

@@ -14,7 +14,7 @@ LeaderLatch::LeaderLatch(Session& session, std::string path, std::string id) {
                                           detail::LeaderKind{detail::kLatchPolicy, "leader latch", {}, true});
 }
 
-LeaderLatch::~LeaderLatch() = default;  // the candidacy closes
+LeaderLatch::~LeaderLatch() { candidacy_->close(); }
 
 void LeaderLatch::start() { candidacy_->start(); }
 

@@ -19,7 +19,7 @@ LeaderSelector::LeaderSelector(Session& session, std::string path, Leadership le
       detail::LeaderKind{detail::kExclusivePolicy, "leader selector", std::move(leadership), options.auto_requeue});
 }
 
-LeaderSelector::~LeaderSelector() = default;  // the candidacy closes
+LeaderSelector::~LeaderSelector() { candidacy_->close(); }
 
 void LeaderSelector::start() { candidacy_->start(); }
 bool LeaderSelector::requeue() { return candidacy_->requeue(); }

@@ -1,6 +1,7 @@
 #include "dlock/semaphore.hpp"
 
 #include "recipes/holds/hold_bound.hpp"
+#include "recipes/semaphore/lease_access.hpp"
 #include "recipes/semaphore/lease_taker.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
@@ -21,15 +22,13 @@ struct Lease::State {
 
 namespace detail {
 
-struct LeaseAccess {
-  static Lease make(std::shared_ptr<LeaseTaker> taker, TakenLease lease, const HoldLimit& limit) {
-    auto state = std::make_unique<Lease::State>(Lease::State{std::move(taker), std::move(lease), {}});
-    state->bound = HoldBound::start(
-        limit, state->lease.lost, [taker = state->taker, node = state->lease.node] { taker->release(node); },
-        "the semaphore lease " + state->lease.node);
-    return Lease(std::move(state));
-  }
-};
+Lease LeaseAccess::make(std::shared_ptr<LeaseTaker> taker, TakenLease lease, const HoldLimit& limit) {
+  auto state = std::make_unique<Lease::State>(Lease::State{std::move(taker), std::move(lease), {}});
+  state->bound = HoldBound::start(
+      limit, state->lease.lost, [taker = state->taker, node = state->lease.node] { taker->release(node); },
+      "the semaphore lease " + state->lease.node);
+  return Lease(std::move(state));
+}
 
 }  // namespace detail
 

@@ -86,13 +86,47 @@ void Candidacy::interrupt() {
   if (end) end->request_stop();
 }
 
+std::map<std::uint64_t, Candidacy::TermWaiter> Candidacy::take_waiters() { return std::exchange(waiters_, {}); }
+
+void Candidacy::run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term) {
+  for (auto& [id, waiter] : waiters) waiter(term);
+}
+
+std::uint64_t Candidacy::when_leading(TermWaiter waiter) {
+  std::optional<LeaderTerm> now;
+  {
+    MutexLock lock(mutex_);
+    if (!term_ && started_ && !over_) {
+      const auto id = next_waiter_++;
+      waiters_.emplace(id, std::move(waiter));
+      return id;
+    }
+    now = term_;
+  }
+  waiter(now);  // a term now, or none can come
+  return 0;
+}
+
+bool Candidacy::forget(std::uint64_t id) {
+  TermWaiter taken;  // destroyed outside the mutex
+  MutexLock lock(mutex_);
+  const auto it = waiters_.find(id);
+  if (it == waiters_.end()) return false;
+  taken = std::move(it->second);
+  waiters_.erase(it);
+  return true;
+}
+
 void Candidacy::close() {
+  std::map<std::uint64_t, TermWaiter> waiters;
   {
     MutexLock lock(mutex_);
     over_ = true;
     turns_ = 0;
     changed_.notify_all();
+    waiters = take_waiters();
   }
+  run_waiters(std::move(waiters), std::nullopt);
   interrupt();
   MutexLock threads(thread_mutex_);
   if (thread_.joinable()) {
@@ -127,10 +161,15 @@ bool Candidacy::ended_for_good() const {
 }
 
 void Candidacy::end_candidacy() {
-  MutexLock lock(mutex_);
-  over_ = true;
-  turns_ = 0;
-  changed_.notify_all();
+  std::map<std::uint64_t, TermWaiter> waiters;
+  {
+    MutexLock lock(mutex_);
+    over_ = true;
+    turns_ = 0;
+    changed_.notify_all();
+    waiters = take_waiters();
+  }
+  run_waiters(std::move(waiters), std::nullopt);
 }
 
 void Candidacy::pause_before_retry(const std::stop_token& closing, std::chrono::milliseconds pause) {
@@ -179,13 +218,16 @@ bool Candidacy::take_turn(const std::stop_token& closing) {
     // A loss of the session's trust ends the term at once, on the thread that saw it.
     std::stop_callback lost(held.lost->get_token(), [end] { end->request_stop(); });
     std::stop_callback closed(closing, [end] { end->request_stop(); });
+    std::map<std::uint64_t, TermWaiter> waiters;
     {
       MutexLock lock(mutex_);
       if (!kind_.requeue_after_term) --turns_;
       term_ = term;
       term_end_ = end;
       changed_.notify_all();
+      waiters = take_waiters();
     }
+    run_waiters(std::move(waiters), term);
     if (kind_.serve) {
       try {
         kind_.serve(term);

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -74,6 +75,14 @@ class Candidacy {
   std::optional<LeaderTerm> await(const Deadline& deadline);
   std::optional<LeaderTerm> term() const;
 
+  // The asynchronous await: `waiter` runs once, with the next term (or the current one), or with
+  // nullopt once no term can come. It may run at once, on this thread; otherwise on the
+  // candidacy's thread or the closing one, with no mutex of the candidacy held. It must not block.
+  using TermWaiter = std::function<void(std::optional<LeaderTerm>)>;
+  std::uint64_t when_leading(TermWaiter waiter);
+  // Takes `id`'s waiter back: true if it had not run (it never will).
+  bool forget(std::uint64_t id);
+
   // Every participant of the directory in queue order, the first marked leader.
   std::vector<Participant> participants() const;
 
@@ -88,6 +97,9 @@ class Candidacy {
   // Waits up to `pause` or until closed; then until connected (or closed, or ended for good).
   void pause_before_retry(const std::stop_token& closing, std::chrono::milliseconds pause);
   void end_candidacy();
+  // The waiters, taken out under the mutex (for a term or the end), to run outside it.
+  std::map<std::uint64_t, TermWaiter> take_waiters() DLOCK_REQUIRES(mutex_);
+  static void run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term);
 
   const std::shared_ptr<Client> client_;
   const std::string path_;
@@ -102,6 +114,8 @@ class Candidacy {
   int turns_ DLOCK_GUARDED_BY(mutex_) = 0;      // turns asked for and not yet begun
   std::optional<LeaderTerm> term_ DLOCK_GUARDED_BY(mutex_);
   std::shared_ptr<std::stop_source> term_end_ DLOCK_GUARDED_BY(mutex_);
+  std::map<std::uint64_t, TermWaiter> waiters_ DLOCK_GUARDED_BY(mutex_);
+  std::uint64_t next_waiter_ DLOCK_GUARDED_BY(mutex_) = 1;
   Mutex thread_mutex_;  // start() and close() on the thread object
   std::jthread thread_ DLOCK_GUARDED_BY(thread_mutex_);
 };

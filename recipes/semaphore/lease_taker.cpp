@@ -113,6 +113,8 @@ std::optional<TakenLease> LeaseTaker::take_under_mutex(const Deadline& deadline)
   auto events = std::make_shared<ChildEvents>();
   const auto watch_id = client_->watch_children(leases_, [events](std::uint64_t) { events->bump(); });
   const auto state_id = client_->subscribe([events](SessionState) { events->bump(); });
+  // An abandoned deadline (an asynchronous request cancelled) ends the wait too.
+  std::stop_callback abandoned(deadline.cancel_token(), [events] { events->bump(); });
   struct Unwatch {
     Client& client;
     std::uint64_t watch, state;
@@ -129,6 +131,10 @@ std::optional<TakenLease> LeaseTaker::take_under_mutex(const Deadline& deadline)
         seen = events->count;
       }
       throw_if_session_ended(*client_, what);
+      if (deadline.abandoned()) {
+        client_->release_node(node);
+        return std::nullopt;
+      }
       Pending<ChildrenResult> listed;
       client_->children(leases_, listed.callback(), /*watch=*/true);
       auto result = listed.get();
@@ -158,6 +164,7 @@ std::optional<TakenLease> LeaseTaker::take_under_mutex(const Deadline& deadline)
       }
       UniqueLock lock(events->mutex);
       const auto changed = [&]() DLOCK_REQUIRES(events->mutex) { return events->count != seen; };
+      if (deadline.abandoned()) continue;  // checked at the top, with the node released
       if (deadline.is_never()) {
         events->changed.wait(lock, changed);
       } else if (!events->changed.wait_until(lock, *deadline.when(), changed)) {

@@ -38,7 +38,8 @@ class LeaseTaker {
  public:
   LeaseTaker(std::shared_ptr<Client> client, std::string path, int max_leases);
 
-  // One lease by `deadline`; nullopt once it passed (nothing left behind). Throws LockLost, Error.
+  // One lease by `deadline`; nullopt once it passed or was abandoned (nothing left behind; an
+  // abandonment while queued for the mutex throws Error(lock_destroyed)). Throws LockLost, Error.
   std::optional<TakenLease> take(const Deadline& deadline);
   // Sends the lease node's delete (retried in the background while disconnected).
   void release(const std::string& node) noexcept { client_->release_node(node); }

@@ -1,0 +1,55 @@
+// dlock/async_recipes.hpp: the asynchronous forms of the coordination recipes, for Boost.Asio
+// completion tokens and C++20 coroutines (the machinery, executors, cancellation and lifetimes
+// are dlock/async.hpp's, and its rules apply).
+//
+//   LeaderLatch::async_await_leadership(token)                 void(error_code, LeaderTerm)
+//   Semaphore::async_acquire(token)                            void(error_code, Lease)
+//   Semaphore::async_try_acquire_for(timeout, token)           void(error_code, Lease)
+//
+//   co_await latch.async_await_leadership(boost::asio::use_awaitable);
+//
+// Errors: errc::lock_lost once the latch can no longer lead (closed, never started, its session
+// ended for good), as await_leadership() throws; a semaphore's errors are acquire()'s, and a
+// time-out is an empty Lease, not an error. Cancellation (the handler's cancellation slot)
+// completes with boost::asio::error::operation_aborted: an awaiting latch stays in the queue (only
+// the wait is cancelled), a waiting lease request deletes its node first.
+//
+// Threads: a latch waits on its own background thread already; a waiting semaphore request
+// occupies a thread of dlock's while it waits (the lease algorithm is Curator's, one lease at a
+// time under the semaphore's mutex), never the handler's executor.
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include "dlock/async.hpp"
+#include "dlock/leader_latch.hpp"
+#include "dlock/semaphore.hpp"
+
+namespace dlock {
+namespace detail {
+
+std::shared_ptr<AsyncAcquisition<LeaderTerm>> async_leadership(LeaderLatch& latch);
+std::shared_ptr<AsyncAcquisition<Lease>> async_lease(Semaphore& semaphore,
+                                                     std::optional<std::chrono::milliseconds> timeout);
+
+}  // namespace detail
+
+template <class CompletionToken>
+auto LeaderLatch::async_await_leadership(CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LeaderTerm)>(
+      detail::AsyncInitiation<LeaderTerm, LeaderTerm>{}, token, [this] { return detail::async_leadership(*this); });
+}
+
+template <class CompletionToken>
+auto Semaphore::async_acquire(CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Lease)>(
+      detail::AsyncInitiation<Lease, Lease>{}, token, [this] { return detail::async_lease(*this, std::nullopt); });
+}
+
+template <class CompletionToken>
+auto Semaphore::async_try_acquire_for(std::chrono::milliseconds timeout, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Lease)>(
+      detail::AsyncInitiation<Lease, Lease>{}, token, [this, timeout] { return detail::async_lease(*this, timeout); });
+}
+
+}  // namespace dlock

@@ -1,0 +1,136 @@
+// The recipes' asynchronous forms: a latch's await and a semaphore's lease requests complete on
+// the handler's executor, honour cancellation and leave nothing behind.
+#include <gtest/gtest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "dlock/async_recipes.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+TEST(AsyncRecipes, ALatchsAwaitCompletesOnTheHandlersThreadWhenItLeads) {
+  Session s1(session_options());
+  Session s2(session_options());
+  LeaderLatch first(s1, test_root(), "first");
+  first.start();
+  const auto first_term = first.await_leadership_for(5s);
+  ASSERT_TRUE(first_term);
+  LeaderLatch second(s2, test_root(), "second");
+  second.start();
+  asio::io_context io;
+  std::optional<LeaderTerm> got;
+  boost::system::error_code error;
+  std::thread::id ran_on;
+  second.async_await_leadership(asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm term) {
+    error = ec;
+    got = term;
+    ran_on = std::this_thread::get_id();
+  }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(io.poll(), 0u);
+  first.close();
+  io.run_for(5s);
+  ASSERT_TRUE(got) << "the await did not complete";
+  EXPECT_FALSE(error) << error.message();
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_GT(got->fencing_token(), first_term->fencing_token());
+  EXPECT_TRUE(got->still_leader());
+}
+
+TEST(AsyncRecipes, ACancelledAwaitEndsWithOperationAbortedAndTheLatchStaysQueued) {
+  Session s1(session_options());
+  Session s2(session_options());
+  LeaderLatch first(s1, test_root(), "first");
+  first.start();
+  ASSERT_TRUE(first.await_leadership_for(5s));
+  LeaderLatch second(s2, test_root(), "second");
+  second.start();
+  asio::io_context io;
+  asio::cancellation_signal cancel;
+  std::optional<boost::system::error_code> error;
+  second.async_await_leadership(asio::bind_cancellation_slot(
+      cancel.slot(), asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm) { error = ec; })));
+  cancel.emit(asio::cancellation_type::terminal);
+  io.run_for(5s);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(*error, asio::error::operation_aborted);
+  EXPECT_TRUE(eventually([&] { return second.participants().size() == 2; }, 5s)) << "only the wait was cancelled";
+
+  LeaderLatch never(s2, test_root() + "-never");
+  std::optional<boost::system::error_code> lost;
+  never.async_await_leadership(asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm) { lost = ec; }));
+  io.restart();
+  io.run_for(5s);
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(*lost, make_error_code(errc::lock_lost)) << "a latch never started cannot lead";
+}
+
+TEST(AsyncRecipes, ACoroutineAwaitsLeadership) {
+  Session session(session_options());
+  LeaderLatch latch(session, test_root(), "coroutine");
+  latch.start();
+  asio::io_context io;
+  std::int64_t token = 0;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const auto term = co_await latch.async_await_leadership(asio::use_awaitable);
+        token = term.fencing_token();
+      },
+      asio::detached);
+  io.run_for(5s);
+  EXPECT_GT(token, 0);
+}
+
+TEST(AsyncRecipes, LeaseRequestsWaitTimeOutAndCancelLeavingNothing) {
+  Session session(session_options());
+  Semaphore semaphore(session, test_root(), 1);
+  auto held = semaphore.acquire();
+  asio::io_context io;
+
+  std::optional<Lease> waited;
+  semaphore.async_acquire(asio::bind_executor(io, [&](boost::system::error_code ec, Lease lease) {
+    EXPECT_FALSE(ec) << ec.message();
+    waited = std::move(lease);
+  }));
+  std::optional<boost::system::error_code> timed_out;
+  semaphore.async_try_acquire_for(200ms, asio::bind_executor(io, [&](boost::system::error_code ec, Lease lease) {
+                                    EXPECT_FALSE(lease.held());
+                                    timed_out = ec;
+                                  }));
+  asio::cancellation_signal cancel;
+  std::optional<boost::system::error_code> cancelled;
+  semaphore.async_acquire(asio::bind_cancellation_slot(
+      cancel.slot(), asio::bind_executor(io, [&](boost::system::error_code ec, Lease) { cancelled = ec; })));
+  io.run_for(1s);
+  ASSERT_TRUE(timed_out);
+  EXPECT_FALSE(*timed_out) << "a time-out is an empty lease, not an error";
+  EXPECT_FALSE(waited);
+  cancel.emit(asio::cancellation_type::terminal);
+  io.restart();
+  io.run_for(2s);
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(*cancelled, asio::error::operation_aborted);
+
+  held.release();
+  io.restart();
+  io.run_for(5s);
+  ASSERT_TRUE(waited) << "the waiting request is granted once the lease is free";
+  EXPECT_TRUE(waited->held());
+  EXPECT_EQ(semaphore.leases().size(), 1u) << "the cancelled and timed-out requests left no node";
+}
+
+}  // namespace
+}  // namespace dlock::testing
