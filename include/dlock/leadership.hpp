@@ -11,6 +11,11 @@
 // its late writes must be rejected by the resource, with the term's fencing token (larger than
 // every earlier term's on the path; dlock/fencing.hpp, docs/FENCING.md).
 //
+// Closing the Session ends every term too, but only after the session's nodes are gone: close a
+// LeaderLatch or LeaderSelector before its Session so that its term ends first. In a term's stop
+// callback, the participant may be closed (close() then does not wait for its thread) but not
+// destroyed, and nothing that waits for ZooKeeper (participants()) may be called.
+//
 // Thread-safety: a LeaderTerm is a value; copies may be used from any threads.
 #pragma once
 

@@ -92,9 +92,14 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   auto state = std::make_unique<State>(
       State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report), {}});
   // The cut-off keeps what it releases (the site, a copy of the grant): the handle may be gone.
-  state->bound = detail::HoldBound::start(
-      limit, state->lost, [site = state->site, grant = state->grant, mode] { site->taker(mode).release(grant); },
-      "the hold of lock " + state->site->path + " (node " + state->grant.node + ")");
+  try {
+    state->bound = detail::HoldBound::start(
+        limit, state->lost, [site = state->site, grant = state->grant, mode] { site->taker(mode).release(grant); },
+        "the hold of lock " + state->site->path + " (node " + state->grant.node + ")");
+  } catch (...) {
+    state->site->taker(mode).release(state->grant);  // a hold nobody would own otherwise
+    throw;
+  }
   return LockHandle(std::move(state));
 }
 

@@ -26,6 +26,10 @@ struct RevocationWatch::State : std::enable_shared_from_this<State> {
 
   void listen() {
     if (stopped.load() || revoked.stop_requested()) return;
+    // A session that ended took the node with it. Checked before the waiter is added: added to an
+    // ended session, a waiter is woken at once on this thread, which would call listen() again.
+    const auto state = client->state();
+    if (state == SessionState::Lost || state == SessionState::Closed) return stop();
     std::weak_ptr<State> weak = weak_from_this();
     auto next = std::make_shared<detail::CallbackWaiter>([weak] {
       if (auto self = weak.lock()) self->listen();
@@ -37,8 +41,7 @@ struct RevocationWatch::State : std::enable_shared_from_this<State> {
       waiter = next;
     }
     client->add_waiter(node, next);
-    const auto state = client->state();
-    if (state == SessionState::Lost || state == SessionState::Closed) return;  // the node went with it
+    if (stopped.load()) return stop();  // stop() ran meanwhile and may have missed `next`
     client->get(
         node,
         [weak](detail::DataResult read) {

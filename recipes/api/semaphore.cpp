@@ -23,11 +23,16 @@ struct Lease::State {
 namespace detail {
 
 Lease LeaseAccess::make(std::shared_ptr<LeaseTaker> taker, TakenLease lease, const HoldLimit& limit) {
-  auto state = std::make_unique<Lease::State>(Lease::State{std::move(taker), std::move(lease), {}});
-  state->bound = HoldBound::start(
-      limit, state->lease.lost, [taker = state->taker, node = state->lease.node] { taker->release(node); },
-      "the semaphore lease " + state->lease.node);
-  return Lease(std::move(state));
+  try {
+    auto state = std::make_unique<Lease::State>(Lease::State{taker, lease, {}});
+    state->bound = HoldBound::start(
+        limit, state->lease.lost, [taker = state->taker, node = state->lease.node] { taker->release(node); },
+        "the semaphore lease " + state->lease.node);
+    return Lease(std::move(state));
+  } catch (...) {
+    taker->release(lease.node);  // a lease nobody would own otherwise
+    throw;
+  }
 }
 
 }  // namespace detail
@@ -110,7 +115,11 @@ std::vector<Lease> take_leases(const std::shared_ptr<detail::LeaseTaker>& taker,
 
 }  // namespace
 
-Lease Semaphore::acquire() { return std::move(take_leases(taker_, 1, detail::Deadline::never(), limit_).front()); }
+Lease Semaphore::acquire() {
+  auto leases = take_leases(taker_, 1, detail::Deadline::never(), limit_);
+  if (leases.empty()) throw LockLost(make_error_code(errc::lock_lost), "semaphore " + taker_->path() + ": no lease");
+  return std::move(leases.front());
+}
 
 std::vector<Lease> Semaphore::acquire(int count) {
   return take_leases(taker_, count, detail::Deadline::never(), limit_);

@@ -1,5 +1,6 @@
 #include "recipes/election/candidacy.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "dlock/error.hpp"
@@ -29,6 +30,8 @@ std::string describe(const std::exception_ptr& error) {
 
 }  // namespace
 
+thread_local const Candidacy* Candidacy::t_ending = nullptr;
+
 LeaderTerm TermAccess::make(std::int64_t token, std::stop_token stop, std::string path, std::string node) {
   LeaderTerm term;
   term.token_ = token;
@@ -47,8 +50,6 @@ Candidacy::Candidacy(std::shared_ptr<Client> client, std::string path, std::stri
       // participants of one process are two places in the queue, as in Curator), and the node's
       // data is the id.
       taker_(std::make_shared<DirectTaker>(client_, path_, kind_.policy, LockLabels{}, id_)) {}
-
-Candidacy::~Candidacy() { close(); }
 
 void Candidacy::start() {
   MutexLock threads(thread_mutex_);
@@ -96,12 +97,12 @@ std::uint64_t Candidacy::when_leading(TermWaiter waiter) {
   std::optional<LeaderTerm> now;
   {
     MutexLock lock(mutex_);
-    if (!term_ && started_ && !over_) {
+    if (!live_term() && started_ && !over_) {
       const auto id = next_waiter_++;
       waiters_.emplace(id, std::move(waiter));
       return id;
     }
-    now = term_;
+    if (live_term()) now = term_;
   }
   waiter(now);  // a term now, or none can come
   return 0;
@@ -128,23 +129,43 @@ void Candidacy::close() {
   }
   run_waiters(std::move(waiters), std::nullopt);
   interrupt();
-  MutexLock threads(thread_mutex_);
-  if (thread_.joinable()) {
-    thread_.request_stop();  // abandons a wait in the queue: its node is deleted
-    // From the term's own callback the loop ends once the callback returns; the destructor joins.
-    if (thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  std::stop_source stopping;
+  bool join = false;
+  {
+    MutexLock threads(thread_mutex_);
+    if (thread_.joinable()) {
+      stopping = thread_.get_stop_source();
+      // Not from the candidacy's own thread (a LeaderSelector callback), nor from a thread the
+      // candidacy's thread may be waiting on: a ZooKeeper completion thread or the supervisor
+      // (its queued attempt awaits a delete's reply they deliver), or a thread ending this very
+      // term (its stop callbacks run there, and the candidacy's thread waits for them to
+      // return). The loop then ends by itself; the destructor joins.
+      join = thread_.get_id() != std::this_thread::get_id() && !Client::on_callback_thread() && t_ending != this;
+    }
   }
+  // Outside the mutex: this requests the term's stop, which runs the user's stop callbacks.
+  if (stopping.stop_possible()) stopping.request_stop();  // abandons a wait in the queue: its node is deleted
+  if (join) {
+    MutexLock threads(thread_mutex_);
+    if (thread_.joinable()) thread_.join();
+  }
+}
+
+Candidacy::~Candidacy() {
+  close();
+  MutexLock threads(thread_mutex_);
+  if (thread_.joinable()) thread_.join();  // a close() from a callback left it running
 }
 
 std::optional<LeaderTerm> Candidacy::await(const Deadline& deadline) {
   UniqueLock lock(mutex_);
-  const auto ready = [&]() DLOCK_REQUIRES(mutex_) { return over_ || !started_ || term_.has_value(); };
+  const auto ready = [&]() DLOCK_REQUIRES(mutex_) { return over_ || !started_ || live_term(); };
   if (deadline.is_never()) {
     changed_.wait(lock, ready);
   } else if (!changed_.wait_until(lock, *deadline.when(), ready)) {
     return std::nullopt;
   }
-  if (term_) return term_;
+  if (live_term()) return term_;
   throw LockLost(make_error_code(errc::lock_lost),
                  std::string(kind_.recipe) + " " + path_ + ": cannot lead: " +
                      (!started_ ? "it was never started" : "it was closed, or its session ended for good"));
@@ -180,6 +201,11 @@ void Candidacy::pause_before_retry(const std::stop_token& closing, std::chrono::
   while (!closing.stop_requested() && !ended_for_good()) {
     const auto waited = client_->wait_connected(Deadline::in(kRetryPause).abandoned_by(closing));
     if (waited == WaitResult::ready || waited == WaitResult::abandoned) return;
+    if (waited == WaitResult::session_ended) {
+      // Lost, with a renewal to come: wait_connected answers at once until then. Pause instead.
+      UniqueLock lock(mutex_);
+      changed_.wait_for(lock, kRetryPause, [&]() DLOCK_REQUIRES(mutex_) { return over_; });
+    }
   }
 }
 
@@ -204,47 +230,72 @@ bool Candidacy::take_turn(const std::stop_token& closing) {
     grant = taker_->acquire(Deadline::never().abandoned_by(closing));
   } catch (...) {
     if (closing.stop_requested() || ended_for_good()) return false;
-    // A drop or an expiry the Session renews: queue again once connected. The turn stays.
+    // A drop, or an expiry the Session renews: queue again once connected. The turn stays. A
+    // failure that repeats (a refused ACL) is retried ever more slowly, and logged less often.
+    failures_ = std::min(failures_ + 1, 6);
+    const auto pause = kRetryPause * (1 << (failures_ - 1));  // 0.2 s doubling to 6.4 s
     log(LogLevel::Warn, std::string(kind_.recipe) + " " + path_ + ": queueing failed (" +
-                            describe(std::current_exception()) + "); joining again once connected");
-    pause_before_retry(closing, kRetryPause);
+                            describe(std::current_exception()) + "); joining again in " +
+                            std::to_string(pause.count()) + " ms, once connected");
+    pause_before_retry(closing, pause);
     return !closing.stop_requested();
   }
   if (!grant) return !closing.stop_requested();
-  HeldLock held = std::move(tracking).confirm(std::move(*grant), taker_->labels());
+  failures_ = 0;
+  std::optional<HeldLock> confirmed;
+  try {
+    confirmed = std::move(tracking).confirm(Grant(*grant), taker_->labels());
+  } catch (...) {
+    taker_->release(*grant);  // a hold nobody would own otherwise; queue again
+    log(LogLevel::Warn, std::string(kind_.recipe) + " " + path_ + ": " + describe(std::current_exception()));
+    return !closing.stop_requested();
+  }
+  HeldLock& held = *confirmed;
   auto end = std::make_shared<std::stop_source>();
   LeaderTerm term = TermAccess::make(held.grant.token, end->get_token(), path_, held.grant.node);
   {
-    // A loss of the session's trust ends the term at once, on the thread that saw it.
-    std::stop_callback lost(held.lost->get_token(), [end] { end->request_stop(); });
-    std::stop_callback closed(closing, [end] { end->request_stop(); });
+    // A loss of the session's trust, or close(), ends the term at once, on the thread that saw
+    // it; a close() from the callbacks this runs does not wait for this thread (see close()).
+    const auto end_term = [this, end] {
+      const auto* outer = std::exchange(t_ending, this);
+      end->request_stop();
+      t_ending = outer;
+    };
+    std::stop_callback lost(held.lost->get_token(), end_term);
+    std::stop_callback closed(closing, end_term);
     std::map<std::uint64_t, TermWaiter> waiters;
+    bool publish = false;
     {
       MutexLock lock(mutex_);
-      if (!kind_.requeue_after_term) --turns_;
-      term_ = term;
-      term_end_ = end;
-      changed_.notify_all();
-      waiters = take_waiters();
-    }
-    run_waiters(std::move(waiters), term);
-    if (kind_.serve) {
-      try {
-        kind_.serve(term);
-      } catch (...) {
-        log(LogLevel::Error, std::string(kind_.recipe) + " " + path_ + ": the leadership callback threw (" +
-                                 describe(std::current_exception()) + "); its term ends");
-      }
-    } else {
-      // Registered before the mutex is taken: it runs at once if the term already ended.
-      std::stop_callback wake(term.stop_token(), [this] {
-        MutexLock inner(mutex_);
+      publish = !over_;  // closed while the grant came: never hand out a term after close()
+      if (publish) {
+        if (!kind_.requeue_after_term) --turns_;
+        term_ = term;
+        term_end_ = end;
         changed_.notify_all();
-      });
-      UniqueLock lock(mutex_);
-      changed_.wait(lock, [&] { return term.stop_token().stop_requested(); });
+        waiters = take_waiters();
+      }
     }
-    end->request_stop();
+    if (publish) {
+      run_waiters(std::move(waiters), term);
+      if (kind_.serve) {
+        try {
+          kind_.serve(term);
+        } catch (...) {
+          log(LogLevel::Error, std::string(kind_.recipe) + " " + path_ + ": the leadership callback threw (" +
+                                   describe(std::current_exception()) + "); its term ends");
+        }
+      } else {
+        // Registered before the mutex is taken: it runs at once if the term already ended.
+        std::stop_callback wake(term.stop_token(), [this] {
+          MutexLock inner(mutex_);
+          changed_.notify_all();
+        });
+        UniqueLock lock(mutex_);
+        changed_.wait(lock, [&] { return term.stop_token().stop_requested(); });
+      }
+    }
+    end_term();
     {
       MutexLock lock(mutex_);
       term_.reset();

@@ -67,7 +67,9 @@ class Candidacy {
   bool requeue();
   // Ends the current term (its stop token requested); the turn is over.
   void interrupt();
-  // Ends the term, sends the node's delete, stops the thread. Idempotent.
+  // Ends the term, sends the node's delete, stops the thread and waits for it, except from the
+  // candidacy's own thread, a ZooKeeper callback thread or the term's own stop callbacks (then the
+  // thread ends by itself moments later, and the destructor waits). Idempotent.
   void close();
 
   // Waits for a term until `deadline`: nullopt once it passed. LockLost once no term can come
@@ -97,6 +99,8 @@ class Candidacy {
   // Waits up to `pause` or until closed; then until connected (or closed, or ended for good).
   void pause_before_retry(const std::stop_token& closing, std::chrono::milliseconds pause);
   void end_candidacy();
+  // A term that has not ended (its stop not yet requested: the thread resets term_ a moment later).
+  bool live_term() const DLOCK_REQUIRES(mutex_) { return term_ && !term_->stop_token().stop_requested(); }
   // The waiters, taken out under the mutex (for a term or the end), to run outside it.
   std::map<std::uint64_t, TermWaiter> take_waiters() DLOCK_REQUIRES(mutex_);
   static void run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term);
@@ -116,6 +120,9 @@ class Candidacy {
   std::shared_ptr<std::stop_source> term_end_ DLOCK_GUARDED_BY(mutex_);
   std::map<std::uint64_t, TermWaiter> waiters_ DLOCK_GUARDED_BY(mutex_);
   std::uint64_t next_waiter_ DLOCK_GUARDED_BY(mutex_) = 1;
+  int failures_ = 0;  // queueing failures in a row (the candidacy's thread only)
+  // The candidacy whose term the calling thread is ending (its stop callbacks run there).
+  static thread_local const Candidacy* t_ending;
   Mutex thread_mutex_;  // start() and close() on the thread object
   std::jthread thread_ DLOCK_GUARDED_BY(thread_mutex_);
 };

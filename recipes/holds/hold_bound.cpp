@@ -1,6 +1,7 @@
 #include "recipes/holds/hold_bound.hpp"
 
 #include "dlock/error.hpp"
+#include "dlock/steady_deadline.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/task_timer.hpp"
 
@@ -18,18 +19,27 @@ std::shared_ptr<HoldBound> HoldBound::start(const HoldLimit& limit, std::shared_
                                             std::function<void()> cut_off, std::string what) {
   if (!limit.bounded()) return nullptr;
   auto bound = std::make_shared<HoldBound>();
-  const auto now = Clock::now();
+  // Saturated: a limit too large for the clock (milliseconds::max(): "tell, never cut off") is a
+  // time that never comes, never a sum that wraps into the past.
+  const auto tell_at = steady_deadline_after(limit.max_hold);
+  const auto total = limit.grace > std::chrono::milliseconds::max() - limit.max_hold ? std::chrono::milliseconds::max()
+                                                                                     : limit.max_hold + limit.grace;
+  const auto cut_at = steady_deadline_after(total);
   std::weak_ptr<HoldBound> weak = bound;
   MutexLock lock(bound->mutex_);
   bound->cut_off_ = std::move(cut_off);
   bound->what_ = std::move(what);
   // `lost` is held by the timer task, not the bound: the owner may have let the hold go.
-  bound->tickets_[0] = task_timer::run_at(now + limit.max_hold, [weak, lost = std::move(lost)] {
-    if (auto self = weak.lock()) self->expire(lost);
-  });
-  bound->tickets_[1] = task_timer::run_at(now + limit.max_hold + limit.grace, [weak] {
-    if (auto self = weak.lock()) self->cut();
-  });
+  if (tell_at != Clock::time_point::max()) {
+    bound->tickets_[0] = task_timer::run_at(tell_at, [weak, lost = std::move(lost)] {
+      if (auto self = weak.lock()) self->expire(lost);
+    });
+  }
+  if (cut_at != Clock::time_point::max()) {
+    bound->tickets_[1] = task_timer::run_at(cut_at, [weak] {
+      if (auto self = weak.lock()) self->cut();
+    });
+  }
   return bound;
 }
 

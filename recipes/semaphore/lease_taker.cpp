@@ -68,11 +68,24 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
   }
 }
 
-CreateResult LeaseTaker::create_node(const std::string& prefix) {
+std::optional<CreateResult> LeaseTaker::create_node(const Deadline& deadline) {
   const std::string what = "semaphore " + path_;
-  const std::string base = leases_ + "/" + prefix + "lease-";
   const std::string data = holder_info_json();
   for (int tries = 0; tries < kMaxCreateTries; ++tries) {
+    // While disconnected a create would sit in the C client's queue whatever the deadline: wait
+    // for the connection within it instead.
+    if (client_->state() != SessionState::Connected) {
+      const auto waited = client_->wait_connected(deadline);
+      if (waited == WaitResult::timed_out || waited == WaitResult::abandoned) return std::nullopt;
+      if (waited == WaitResult::session_ended) {
+        throw_if_session_ended(*client_, what);
+        throw_lock_lost(what + ": the session expired while creating a lease");
+      }
+    }
+    if (deadline.abandoned()) return std::nullopt;
+    // A prefix per try: a lost reply's node is deleted by its prefix, never this try's.
+    const std::string prefix = "_c_" + random_uuid() + "-";
+    const std::string base = leases_ + "/" + prefix + "lease-";
     Pending<CreateResult> created;
     client_->create(base, data, ZOO_EPHEMERAL_SEQUENTIAL, created.callback());
     auto result = created.get();
@@ -91,23 +104,20 @@ CreateResult LeaseTaker::create_node(const std::string& prefix) {
       continue;
     }
     if (!reply_lost(result.rc)) fail(*client_, result.rc, what + ": creating " + base, {kCreate, leases_});
-    // The reply was lost: a node may exist under our prefix. Deleted in the background (the next
-    // create has a new prefix, so its deletion cannot touch it).
+    // The reply was lost: a node may exist under this prefix. Deleted in the background.
     client_->release_prefixed(leases_, prefix);
-    throw_if_session_ended(*client_, what);
-    if (client_->wait_connected(Deadline::in(std::chrono::seconds(1))) == WaitResult::session_ended) {
-      throw_if_session_ended(*client_, what);
-    }
-    return create_node("_c_" + random_uuid() + "-");
   }
-  fail(*client_, ZNONODE, what + ": " + leases_ + " keeps vanishing while creating a lease in it");
+  fail(*client_, ZNONODE,
+       what + ": " + std::to_string(kMaxCreateTries) + " creates of a lease in " + leases_ +
+           " failed (its parent kept vanishing, or the replies were lost)");
 }
 
 std::optional<TakenLease> LeaseTaker::take_under_mutex(const Deadline& deadline) {
   const std::string what = "semaphore " + path_;
   LossTracking tracking(*client_);
-  const std::string prefix = "_c_" + random_uuid() + "-";
-  const auto created = create_node(prefix);
+  const auto made = create_node(deadline);
+  if (!made) return std::nullopt;
+  const CreateResult& created = *made;
   const std::string node = created.path;
   const std::string_view ours = std::string_view(node).substr(leases_.size() + 1);
   auto events = std::make_shared<ChildEvents>();
@@ -139,12 +149,15 @@ std::optional<TakenLease> LeaseTaker::take_under_mutex(const Deadline& deadline)
       client_->children(leases_, listed.callback(), /*watch=*/true);
       auto result = listed.get();
       if (reply_lost(result.rc)) {
-        if (client_->wait_connected(deadline) != WaitResult::ready) {
+        const auto waited = client_->wait_connected(deadline);
+        if (waited == WaitResult::ready) continue;
+        client_->release_node(node);
+        if (waited == WaitResult::session_ended) {
+          // Our node went with the session (renewed or not): never "not granted in time".
           throw_if_session_ended(*client_, what);
-          client_->release_node(node);
-          return std::nullopt;
+          throw_lock_lost(what + ": the session expired while we waited; our lease node " + node + " went with it");
         }
-        continue;
+        return std::nullopt;
       }
       if (result.rc != ZOK && result.rc != ZNONODE) {
         fail(*client_, result.rc, what + ": listing " + leases_, {kRead, leases_});

@@ -52,8 +52,9 @@ class LeaseTaker {
  private:
   // With the Mutex held: the lease node, created and granted, or nullopt at the deadline.
   std::optional<TakenLease> take_under_mutex(const Deadline& deadline);
-  // Creates our node (retrying after a lost reply, deleting what a lost reply may have left).
-  CreateResult create_node(const std::string& prefix);
+  // Creates our node (retrying after a lost reply, deleting what a lost reply may have left);
+  // nullopt once the deadline passed or was abandoned.
+  std::optional<CreateResult> create_node(const Deadline& deadline);
 
   const std::shared_ptr<Client> client_;
   const std::string path_;

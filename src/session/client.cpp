@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "src/session/client_internal.hpp"
 #include "src/session/security_options.hpp"
 
 namespace dlock::detail {
@@ -87,5 +88,7 @@ void Client::unsubscribe(std::uint64_t id) { listeners_.unsubscribe(id); }
 std::shared_ptr<StateObserver> Client::state_observer(const std::function<std::shared_ptr<StateObserver>()>& make) {
   return listeners_.observer(make);
 }
+
+bool Client::on_callback_thread() noexcept { return t_callback_thread; }
 
 }  // namespace dlock::detail

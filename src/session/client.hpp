@@ -191,6 +191,10 @@ class Client {
   std::uint64_t subscribe(std::function<void(SessionState)> listener);
   void unsubscribe(std::uint64_t id);
 
+  // Whether the calling thread is one dlock calls back on (a C client completion thread, the
+  // supervisor): code there must not wait for what those threads deliver.
+  static bool on_callback_thread() noexcept;
+
   Session::Stats stats() const noexcept;
   // The session's metrics sink and lock-family labels (SessionOptions::metrics).
   SessionMetrics& metrics() noexcept { return metrics_; }

@@ -72,6 +72,15 @@ TEST(HoldLimit, TheStopTokenComesFirstAndAReleaseInTheGraceEndsTheBound) {
   EXPECT_FALSE(another_session_locks(test_root(), 200ms));
 }
 
+// A grace of milliseconds::max() means "tell, never cut off": the sum must not wrap into the past.
+TEST(HoldLimit, AnEndlessGraceTellsButNeverCutsOff) {
+  Session session(session_options());
+  auto handle = LockHandle::acquire(session, test_root(), LockMode::Exclusive,
+                                    {.max_hold = 100ms, .grace = std::chrono::milliseconds::max()});
+  EXPECT_TRUE(eventually([&] { return handle.stop_token().stop_requested(); }, 2s));
+  EXPECT_FALSE(another_session_locks(test_root(), 300ms)) << "an endless grace must never release the hold";
+}
+
 TEST(HoldLimit, ALeaseIsCutOffToo) {
   Session stuck_session(session_options());
   Semaphore bounded(stuck_session, test_root(), 1, {.max_hold = 200ms, .grace = 100ms});

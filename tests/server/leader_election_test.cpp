@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <ctime>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "dlock/leader_latch.hpp"
 #include "dlock/leader_selector.hpp"
 #include "dlock/testing/eventually.hpp"
+#include "dlock/testing/fault_proxy.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "dlock/testing/temp_dir.hpp"
 #include "raw_zk.hpp"
@@ -120,6 +122,46 @@ TEST(LeaderLatch, SessionExpiryEndsTheTermBeforeAnotherLeadsAndTheLatchJoinsAgai
   EXPECT_TRUE(eventually([&] { return other.participants().size() == 2; }, 10s))
       << "the latch of the renewed session joins again";
   EXPECT_FALSE(leader.has_leadership());
+}
+
+// While the session is Lost and its renewal waits for the server (the default renew_expired_session),
+// the latch waits to join again without burning a core.
+TEST(LeaderLatch, ALostSessionAwaitingRenewalDoesNotSpin) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 1s, .connect_timeout = 10s});
+  LeaderLatch latch(session, test_root(), "cut-off");
+  latch.start();
+  const auto term = latch.await_leadership_for(5s);
+  ASSERT_TRUE(term);
+  proxy.cut_off();
+  ASSERT_TRUE(eventually([&] { return session.state() == SessionState::Lost; }, 10s));
+  std::this_thread::sleep_for(300ms);  // the latch has seen the loss and waits to join again
+  const auto cpu_before = std::clock();
+  std::this_thread::sleep_for(1s);
+  const double cpu_seconds = static_cast<double>(std::clock() - cpu_before) / CLOCKS_PER_SEC;
+  EXPECT_LT(cpu_seconds, 0.3) << "the process burned " << cpu_seconds << " s of CPU in 1 s while Lost";
+  proxy.heal();
+  EXPECT_TRUE(latch.await_leadership_for(15s)) << "the latch leads again on the renewed session";
+}
+
+// The term's stop callback closes the latch (on the thread that saw the connection drop): it
+// returns, and the latch ends.
+TEST(LeaderLatch, CloseFromTheTermsStopCallbackOnAZooKeeperThreadReturns) {
+  FaultProxy proxy(zk_server().port());
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s, .connect_timeout = 10s});
+  LeaderLatch latch(session, test_root(), "closing");
+  latch.start();
+  const auto term = latch.await_leadership_for(5s);
+  ASSERT_TRUE(term);
+  std::atomic<bool> closed{false};
+  std::stop_callback on_end(term->stop_token(), [&] {
+    latch.close();
+    closed = true;
+  });
+  proxy.cut_off_for(500ms);
+  EXPECT_TRUE(eventually([&] { return closed.load(); }, 5s)) << "close() from the stop callback hung";
+  EXPECT_THROW((void)latch.await_leadership(), LockLost);
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }, 10s));
 }
 
 // Participants in several threads lead in turn, each term logged; a leader closes and joins again.

@@ -57,5 +57,19 @@ TEST(Revocation, AGoneNodeIsNoErrorAndListeningEndsWithTheHold) {
   EXPECT_THROW(revoke(session, "relative/node"), InvalidPath);
 }
 
+// The session ends under a listening watch (closed here; an expiry wakes it the same way), and a
+// watch begins on a session already closed: listening ends, nothing more happens.
+TEST(Revocation, ASessionThatEndsEndsTheWatch) {
+  Session session(session_options());
+  auto handle = LockHandle::acquire(session, test_root());
+  RevocationWatch revocation(session, handle.node());
+  const auto node = handle.node();
+  handle.release();
+  session.close();
+  EXPECT_FALSE(revocation.requested());
+  RevocationWatch late(session, node);
+  EXPECT_FALSE(late.requested());
+}
+
 }  // namespace
 }  // namespace dlock::testing
