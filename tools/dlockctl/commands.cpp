@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dlock/inspect.hpp"
+#include "dlock/revocation.hpp"
 #include "output.hpp"
 
 namespace dlockctl {
@@ -150,6 +151,17 @@ int force_release(dlock::Session& session, const std::string& path, const std::s
     std::cout << "deleted " << printable(full) << " (" << who(*target) << ", " << dlock::to_string(target->kind)
               << (target->holds ? ", was holding" : ", was waiting") << ", session " << session_hex(target->session_id)
               << ", token " << target->fencing_token << ")\n";
+  }
+  return kOk;
+}
+
+int revoke_node(dlock::Session& session, const std::string& node, bool json) {
+  dlock::revoke(session, node);
+  if (json) {
+    print_json(std::cout, {{"node", node}, {"revocation_requested", true}});
+  } else {
+    std::cout << "asked the holder of " << printable(node)
+              << " to give it up (nothing happens if the node no longer exists, or if its holder does not listen)\n";
   }
   return kOk;
 }

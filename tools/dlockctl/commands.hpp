@@ -37,6 +37,10 @@ int watch_lock(dlock::Session& session, const std::string& path, std::optional<s
                std::optional<std::int64_t> updates, bool json);
 // Deletes contender `node` of `path` (someone else's node). The caller has checked the flags.
 int force_release(dlock::Session& session, const std::string& path, const std::string& node, bool json);
+// Asks the holder of lock node `node` (a full path) to give it up, in Curator's wire format
+// (dlock::revoke): only a holder that listens (dlockctl --revocable, a RevocationWatch, Curator's
+// makeRevocable) acts on it. A node that no longer exists is no error (its holder has gone).
+int revoke_node(dlock::Session& session, const std::string& node, bool json);
 
 // The warning `release` always prints on stderr.
 inline constexpr const char* kReleaseWarning =

@@ -1,9 +1,10 @@
 // dlockctl's exit codes: what a script can tell apart (printed by `dlockctl --help`).
 //
-// `lock` and `read-lock` exit with their command's status, so their own statuses are the ones
-// timeout(1), env(1) and shells use (123..127 and 128+signal), which commands rarely return;
-// the 1, 3 and 4 of the other commands are statuses any command returns. Usage errors are 2 for
-// every command: they are found before anything is connected to or run.
+// `lock`, `read-lock`, `semaphore` and `elect` exit with their command's status, so their own
+// statuses are the ones timeout(1), env(1) and shells use (123..127 and 128+signal), and 122 next
+// to them, which commands rarely return; the 1, 3 and 4 of the other commands are statuses any
+// command returns. Usage errors are 2 for every command: they are found before anything is
+// connected to or run.
 #pragma once
 
 namespace dlockctl {
@@ -14,9 +15,10 @@ enum ExitCode : int {
   kUsage = 2,      // a bad command line: unknown option, a value breaking its rule, `release` without --force/--yes
   kZooKeeper = 3,  // ZooKeeper: not reachable or --connect malformed, credentials refused, a request failed or refused
   kNotFound = 4,   // `release`: NODE is not (or no longer) a contender of PATH; nothing deleted
-  // lock, read-lock (otherwise the command's own status):
+  // lock, read-lock, semaphore, elect (otherwise the command's own status):
+  kRevoked = 122,          // --revocable: the holder was asked to give the hold up; the command was sent SIGTERM
   kHoldLost = 123,         // the hold was lost before the command exited; it was sent SIGTERM (SIGKILL later)
-  kWaitTimedOut = 124,     // --timeout-ms ran out before the lock was granted; nothing run
+  kWaitTimedOut = 124,     // --timeout-ms ran out before the hold was granted; nothing run
   kNotStarted = 125,       // dlockctl or ZooKeeper failed before the command started; nothing run
   kCannotExecute = 126,    // the command was found but could not be executed
   kCommandNotFound = 127,  // the command was not found (not in PATH)
@@ -24,19 +26,22 @@ enum ExitCode : int {
 };
 
 inline constexpr const char* kExitCodesHelp =
-    "Exit codes of list, show, wait, watch, release:\n"
-    "  0  done (wait: no contender is queued)\n"
+    "Exit codes of list, show, wait, watch, release, revoke:\n"
+    "  0  done (wait: no contender is queued; revoke: asked, or NODE no longer exists)\n"
     "  1  wait: contenders still queued when --timeout-ms ran out\n"
     "  2  bad command line: unknown option, a value breaking its rule (the error names both),\n"
-    "     release without --force and --yes\n"
+    "     release without --force and --yes, revoke of a NODE that is no absolute path\n"
     "  3  ZooKeeper: not reachable or --connect malformed, credentials refused, a request failed\n"
     "     or was refused (ACL)\n"
     "  4  release: NODE is not (or no longer) a contender of PATH; nothing deleted\n"
-    "Exit codes of lock and read-lock: the command's own status, or\n"
+    "Exit codes of lock, read-lock, semaphore and elect: the command's own status, or\n"
     "  2    bad command line (as above; also no command after --); nothing run\n"
+    "  122  --revocable: a client asked the holder to give the hold up (dlockctl revoke, Curator's\n"
+    "       Revoker): the command was sent SIGTERM, and SIGKILL --kill-after-ms later\n"
     "  123  the hold was lost (session expired, or the connection to ZooKeeper dropped) before\n"
     "       the command exited: it was sent SIGTERM, and SIGKILL --kill-after-ms later\n"
-    "  124  --timeout-ms ran out before the lock was granted; nothing run, no node left\n"
+    "  124  --timeout-ms ran out before the lock, the leases or the leadership was granted;\n"
+    "       nothing run, no node left\n"
     "  125  dlockctl or ZooKeeper failed before the command started (not reachable, credentials\n"
     "       refused, a request failed, the hold lost at once); nothing run\n"
     "  126  the command was found but could not be executed (no permission, not an executable)\n"

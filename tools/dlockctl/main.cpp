@@ -1,25 +1,31 @@
 // dlockctl: who holds a lock and who waits for it, across dlock, Curator and kazoo clients, and
-// running a command under a lock (docs/OPERATIONS.md). The command line, its checks and the exit
-// codes; the inspection commands are in commands.cpp, their output in output.cpp; lock and
-// read-lock take their hold in lock_hold.cpp and run the command under it in run_under.cpp.
+// running a command under a lock, semaphore leases or a leadership term (docs/OPERATIONS.md). The
+// command line, its checks and the exit codes; the inspection commands (and revoke) are in
+// commands.cpp, their output in output.cpp; lock and read-lock take their hold in lock_hold.cpp,
+// semaphore and elect in recipe_holds.cpp, and all four run the command under it in run_under.cpp.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <charconv>
+#include <climits>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "any_stop.hpp"
 #include "commands.hpp"
 #include "dlock/error.hpp"
+#include "dlock/revocation.hpp"
 #include "dlock/session.hpp"
 #include "lock_hold.hpp"
 #include "output.hpp"
+#include "recipe_holds.hpp"
 #include "run_under.hpp"
 #include "signals.hpp"
 #include "spawn.hpp"
@@ -61,9 +67,9 @@ void check_base(const std::string& base) {
 // Far beyond any script's wait, and far from overflowing a steady_clock deadline.
 constexpr std::int64_t kMaxTimeoutMs = 366LL * 24 * 3600 * 1000;
 
-// A whole number of milliseconds in [min, max], checked before CLI11 converts it, so that
-// garbage gets the rule too ("--kill-after-ms: must be ..., got \"soon\"").
-CLI::Validator milliseconds_in(std::int64_t min, std::int64_t max, const std::string& rule) {
+// A whole number in [min, max], checked before CLI11 converts it, so that garbage gets the rule
+// too ("--kill-after-ms: must be ..., got \"soon\""). `unit` names it in the usage ("MS", "N").
+CLI::Validator whole_number_in(std::int64_t min, std::int64_t max, const std::string& rule, const std::string& unit) {
   return CLI::Validator(
       [=](std::string& value) -> std::string {
         std::int64_t ms = 0;
@@ -72,10 +78,14 @@ CLI::Validator milliseconds_in(std::int64_t min, std::int64_t max, const std::st
         if (ec == std::errc() && stop == end && ms >= min && ms <= max) return {};
         return "must be " + rule + ", got \"" + dlock::escape_text(value, 40) + "\"";
       },
-      "MS");
+      unit);
 }
 
-// Splits argv at the first "--": what dlockctl parses, and the command lock and read-lock run
+CLI::Validator milliseconds_in(std::int64_t min, std::int64_t max, const std::string& rule) {
+  return whole_number_in(min, max, rule, "MS");
+}
+
+// Splits argv at the first "--": what dlockctl parses, and the command lock, semaphore, ... run
 // (which CLI11 then never sees, so none of its options can be taken for dlockctl's).
 struct SplitArgs {
   std::vector<std::string> own;  // argv[1] up to "--", reversed: CLI11's parse(vector) order
@@ -102,13 +112,17 @@ int fail(bool json, int code, const std::string& message) {
 int main(int argc, char** argv) {
   CLI::App app{
       "dlockctl: who holds a lock and who waits for it, across dlock, Apache Curator and kazoo clients;\n"
-      "and a command run while a lock is held (lock, read-lock), as flock(1) runs one under a file lock.\n"
+      "and a command run while a lock, semaphore leases or the leadership of an election are held (lock,\n"
+      "read-lock, semaphore, elect), as flock(1) runs one under a file lock.\n"
       "Lock paths are lock directories, as a dlock::Mutex or Curator's InterProcessMutex names them."};
   app.footer(std::string(dlockctl::kExitCodesHelp) +
              "Examples:\n"
              "  dlockctl --connect zk1:2181 show /locks/orders/42\n"
              "  dlockctl --connect zk1:2181 lock /locks/nightly-report -- nightly-report --day today\n"
-             "  dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- export-catalogue\n");
+             "  dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- export-catalogue\n"
+             "  dlockctl --connect zk1:2181 semaphore /semaphores/reindex --leases 3 -- reindex-shard\n"
+             "  dlockctl --connect zk1:2181 elect /elections/scheduler --id \"$(hostname)\" -- run-scheduler\n"
+             "  dlockctl --connect zk1:2181 revoke /locks/nightly-report/_c_...-lock-0000000007\n");
   app.require_subcommand(1);
   // Global options may also follow the command ("dlockctl show /x --auth ..."): otherwise CLI11
   // reports them as unexpected arguments, secret included.
@@ -171,41 +185,110 @@ int main(int argc, char** argv) {
   release->add_flag("--force", force, "required: this deletes a node this tool does not own");
   release->add_flag("--yes", yes, "required: confirms the deletion");
 
-  // lock and read-lock: the same options; the mode is the subcommand's.
+  std::string revoke_target;
+  auto* revoke = app.add_subcommand("revoke",
+                                    "ask the holder of a lock node to give it up (Curator's Revoker): a holder run "
+                                    "with --revocable stops its command; one that does not listen is left alone");
+  revoke
+      ->add_option("NODE", revoke_target,
+                   "the lock node's full path: PATH/NODE as `dlockctl show PATH` lists it, or a holder's DLOCK_NODE")
+      ->required();
+
+  // lock, read-lock, semaphore and elect: PATH, the wait's bound and the kill delay; the rest is
+  // each subcommand's.
   std::optional<std::int64_t> kill_after_ms;
-  auto add_hold_command = [&](const char* name, const char* description, const char* example) {
+  bool revocable = false;
+  const auto ms_rule = [](std::int64_t min) {
+    return milliseconds_in(min, kMaxTimeoutMs,
+                           "a whole number of milliseconds from " + std::to_string(min) + " to " +
+                               std::to_string(kMaxTimeoutMs) + " (a year)");
+  };
+  auto add_hold_command = [&](const char* name, const char* description, const char* path_example,
+                              const std::string& timeout_help, std::int64_t min_timeout, const char* variables,
+                              const char* example) {
     auto* command = app.add_subcommand(name, description);
-    command->add_option("PATH", path, "the lock directory, e.g. /locks/nightly-report")->required();
-    command
-        ->add_option("--timeout-ms", timeout_ms,
-                     "give up (exit 124, nothing run) if not granted within this many milliseconds; 0: only if "
-                     "free now (default: wait as long as it takes)")
-        ->check(
-            milliseconds_in(0, kMaxTimeoutMs,
-                            "a whole number of milliseconds from 0 to " + std::to_string(kMaxTimeoutMs) + " (a year)"));
+    command->add_option("PATH", path, path_example)->required();
+    command->add_option("--timeout-ms", timeout_ms, timeout_help)->check(ms_rule(min_timeout));
     command
         ->add_option("--kill-after-ms", kill_after_ms,
-                     "if the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL this many milliseconds "
-                     "later (default 10000)")
-        ->check(
-            milliseconds_in(0, kMaxTimeoutMs,
-                            "a whole number of milliseconds from 0 to " + std::to_string(kMaxTimeoutMs) + " (a year)"));
-    command->footer("The command follows \"--\": dlockctl ... " + std::string(name) +
-                    " PATH [OPTIONS] -- CMD [ARGS...]. It runs with DLOCK_FENCING_TOKEN, DLOCK_PATH and DLOCK_NODE "
-                    "set; its exit status is dlockctl's (see dlockctl --help for dlockctl's own).\nExample: " +
-                    example);
+                     "if the hold is lost (or, with --revocable, revoked) while CMD runs, CMD gets SIGTERM, then "
+                     "SIGKILL this many milliseconds later (default 10000)")
+        ->check(ms_rule(0));
+    command->footer(
+        "The command follows \"--\": dlockctl ... " + std::string(name) +
+        " PATH [OPTIONS] -- CMD [ARGS...]. It runs with " + variables +
+        " set; its exit status is dlockctl's (see dlockctl --help for dlockctl's own).\nExample: " + example);
     return command;
   };
+  const auto add_revocable = [&](CLI::App* command) {
+    command->add_flag("--revocable", revocable,
+                      "listen for revocation requests on the hold's node(s) (dlockctl revoke, Curator's Revoker): "
+                      "one stops CMD as a lost hold does (SIGTERM, SIGKILL --kill-after-ms later), exit 122");
+  };
+  const std::string wait_help =
+      "give up (exit 124, nothing run) if not granted within this many milliseconds; 0: only if free now "
+      "(default: wait as long as it takes)";
+  const char* lock_variables = "DLOCK_FENCING_TOKEN, DLOCK_PATH and DLOCK_NODE";
   auto* lock = add_hold_command("lock",
                                 "run a command while holding PATH's exclusive lock (as Curator's InterProcessMutex "
                                 "and dlock::Mutex take it): dlockctl lock PATH -- CMD [ARGS...]",
+                                "the lock directory, e.g. /locks/nightly-report", wait_help, 0, lock_variables,
                                 "dlockctl --connect zk1:2181 lock /locks/nightly-report -- nightly-report --day today");
+  add_revocable(lock);
   auto* read_lock = add_hold_command("read-lock",
                                      "run a command while holding the read side of PATH (as Curator's "
                                      "InterProcessReadWriteLock and dlock::SharedMutex take it): readers share, "
                                      "writers and exclusive holders exclude them",
+                                     "the lock directory, e.g. /locks/catalogue", wait_help, 0, lock_variables,
                                      "dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- "
                                      "export-catalogue");
+  add_revocable(read_lock);
+
+  std::int64_t max_leases = 0;
+  std::int64_t lease_count = 1;
+  auto* semaphore = add_hold_command(
+      "semaphore",
+      "run a command while holding --count of the --leases leases of PATH's semaphore (as Curator's "
+      "InterProcessSemaphoreV2 and dlock::Semaphore take them): at most --leases at once across every client",
+      "the semaphore's directory, e.g. /semaphores/reindex",
+      "give up (exit 124, nothing run) if the leases are not granted within this many milliseconds; 0: only if "
+      "free now (default: wait as long as it takes)",
+      0,
+      "DLOCK_FENCING_TOKEN (the largest of its leases' tokens), DLOCK_PATH, DLOCK_NODE (the first lease's node) "
+      "and DLOCK_NODES (every lease's node, one per line)",
+      "dlockctl --connect zk1:2181 semaphore /semaphores/reindex --leases 3 -- reindex-shard");
+  semaphore
+      ->add_option("--leases", max_leases,
+                   "how many leases the semaphore has: every client of PATH must use the same number (required)")
+      ->required()
+      ->check(whole_number_in(1, INT_MAX, "a whole number of leases from 1 to " + std::to_string(INT_MAX), "N"));
+  semaphore->add_option("--count", lease_count, "how many of them to hold while CMD runs, at most --leases (default 1)")
+      ->check(whole_number_in(1, INT_MAX, "a whole number of leases from 1 to --leases", "K"));
+  add_revocable(semaphore);
+
+  std::string participant_id;
+  auto* elect = add_hold_command(
+      "elect",
+      "join PATH's leader election (as Curator's LeaderLatch and dlock::LeaderLatch do) and run a command while "
+      "leader; the next participant leads once it exits",
+      "the election's directory, e.g. /elections/scheduler",
+      "give up (exit 124, nothing run, the participant leaves) if not leader within this many milliseconds "
+      "(default: wait as long as it takes)",
+      1, "DLOCK_FENCING_TOKEN (the term's token), DLOCK_PATH and DLOCK_NODE (the participant's node)",
+      "dlockctl --connect zk1:2181 elect /elections/scheduler --id \"$(hostname)\" -- run-scheduler");
+  elect
+      ->add_option("--id", participant_id,
+                   "the participant's id, as Curator's getParticipants() and LeaderLatch::participants() show it "
+                   "(required)")
+      ->required();
+
+  // The subcommand that runs a command, if one was parsed.
+  const auto hold_command = [&]() -> const char* {
+    for (const auto* command : {lock, read_lock, semaphore, elect}) {
+      if (command->parsed()) return command->get_name().c_str();
+    }
+    return nullptr;
+  };
 
   auto split = split_at_double_dash(argc, argv);
   app.name(argv[0]);  // as parse(argc, argv) would name it in the usage line
@@ -219,7 +302,7 @@ int main(int argc, char** argv) {
     }
   };
   auto parse_error = try_parse(split.own);
-  if (split.command && !lock->parsed() && !read_lock->parsed()) {
+  if (split.command && !hold_command()) {
     // The "--" of another command ("show -- /x"): read by CLI11 as before lock existed.
     split.command.reset();
     app.clear();
@@ -232,10 +315,12 @@ int main(int argc, char** argv) {
       std::rethrow_exception(parse_error);
     } catch (const CLI::ExtrasError&) {
       // CLI11 would list the unexpected arguments: one of them may be a password.
-      const bool hold = lock->parsed() || read_lock->parsed();
+      const auto* hold = hold_command();
       return fail(json, dlockctl::kUsage,
                   std::string("unexpected arguments after the command (not shown: they may hold a password)") +
-                      (hold ? "; the command to run goes after \"--\": dlockctl lock PATH -- CMD [ARGS...]" : "") +
+                      (hold ? std::string("; the command to run goes after \"--\": dlockctl ") + hold +
+                                  " PATH [OPTIONS] -- CMD [ARGS...]"
+                            : std::string()) +
                       "; see dlockctl --help");
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);  // --help
@@ -243,19 +328,19 @@ int main(int argc, char** argv) {
     }
   }
 
-  const bool runs_command = lock->parsed() || read_lock->parsed();
+  const char* const hold_name = hold_command();
+  const bool runs_command = hold_name != nullptr;
   // A failure before the command runs must not look like one of the command's own statuses.
   const int failure = runs_command ? dlockctl::kNotStarted : dlockctl::kZooKeeper;
   try {
     if (runs_command) {
-      const auto* name = lock->parsed() ? "lock" : "read-lock";
+      const std::string name = hold_name;
       if (!split.command || split.command->empty()) {
-        throw CommandError(dlockctl::kUsage, std::string(name) + " needs a command after \"--\": dlockctl " + name +
+        throw CommandError(dlockctl::kUsage, name + " needs a command after \"--\": dlockctl " + name +
                                                  " PATH [OPTIONS] -- CMD [ARGS...]");
       }
       if (json) {
-        throw CommandError(dlockctl::kUsage,
-                           std::string("--json does not go with ") + name + ": the command's output is on stdout");
+        throw CommandError(dlockctl::kUsage, "--json does not go with " + name + ": the command's output is on stdout");
       }
     }
     if (connect_timeout_ms <= 0) {
@@ -274,6 +359,10 @@ int main(int argc, char** argv) {
       throw CommandError(dlockctl::kUsage, std::string(watch->parsed() ? "watch" : "wait") +
                                                " --timeout-ms must be 0 or more, got " + std::to_string(*timeout_ms));
     }
+    if (semaphore->parsed() && lease_count > max_leases) {
+      throw CommandError(dlockctl::kUsage, "semaphore --count must be from 1 to --leases (" +
+                                               std::to_string(max_leases) + "), got " + std::to_string(lease_count));
+    }
     if (updates && *updates < 1) {
       throw CommandError(dlockctl::kUsage, "watch --updates must be 1 or more, got " + std::to_string(*updates));
     }
@@ -281,6 +370,7 @@ int main(int argc, char** argv) {
     if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed() || runs_command) {
       check_path("PATH", path);
     }
+    if (revoke->parsed()) check_path("revoke NODE", revoke_target);
     if (release->parsed()) {
       std::cerr << dlockctl::kReleaseWarning;
       if (node.empty() || node.find('/') != std::string::npos || !dlock::is_contender_name(node)) {
@@ -309,14 +399,37 @@ int main(int argc, char** argv) {
       boost::asio::io_context io;
       dlockctl::SignalWatch signals(io);
       dlock::Session session(std::move(options));
-      const auto mode = lock->parsed() ? dlock::LockMode::Exclusive : dlock::LockMode::Read;
       const auto patience = timeout_ms ? std::optional(std::chrono::milliseconds(*timeout_ms)) : std::nullopt;
-      auto acquired = dlockctl::acquire_lock(session, path, mode, patience, signals, io);
-      if (const auto* status = std::get_if<int>(&acquired)) return *status;
-      return dlockctl::run_under(std::get<dlockctl::LockHold>(acquired),
+      std::unique_ptr<dlockctl::Hold> hold;
+      if (semaphore->parsed()) {
+        auto acquired = dlockctl::acquire_leases(session, path, static_cast<int>(max_leases),
+                                                 static_cast<int>(lease_count), patience, signals, io);
+        if (const auto* status = std::get_if<int>(&acquired)) return *status;
+        hold = std::move(std::get<0>(acquired));
+      } else if (elect->parsed()) {
+        auto acquired = dlockctl::await_leadership(session, path, participant_id, patience, signals, io);
+        if (const auto* status = std::get_if<int>(&acquired)) return *status;
+        hold = std::move(std::get<0>(acquired));
+      } else {
+        const auto mode = lock->parsed() ? dlock::LockMode::Exclusive : dlock::LockMode::Read;
+        auto acquired = dlockctl::acquire_lock(session, path, mode, patience, signals, io);
+        if (const auto* status = std::get_if<int>(&acquired)) return *status;
+        hold = std::make_unique<dlockctl::LockHold>(std::move(std::get<dlockctl::LockHold>(acquired)));
+      }
+      // --revocable: a request on any of the hold's nodes (a request made before this counts).
+      dlockctl::AnyStop revoked;
+      std::vector<std::unique_ptr<dlock::RevocationWatch>> revocations;
+      if (revocable) {
+        for (const auto& node_path : hold->nodes()) {
+          revocations.push_back(std::make_unique<dlock::RevocationWatch>(session, node_path));
+          revoked.add(revocations.back()->stop_token());
+        }
+      }
+      return dlockctl::run_under(*hold,
                                  {.command = std::move(*split.command),
                                   .inherited_fds = std::move(inherited_fds),
-                                  .kill_after = std::chrono::milliseconds(kill_after_ms.value_or(10'000))},
+                                  .kill_after = std::chrono::milliseconds(kill_after_ms.value_or(10'000)),
+                                  .revoked = revoked.token()},
                                  signals, io);
     }
     dlock::Session session(std::move(options));
@@ -324,6 +437,7 @@ int main(int argc, char** argv) {
     if (show->parsed()) return dlockctl::show_lock(session, path, json);
     if (wait->parsed()) return dlockctl::wait_free(session, path, timeout_ms, json);
     if (watch->parsed()) return dlockctl::watch_lock(session, path, timeout_ms, updates, json);
+    if (revoke->parsed()) return dlockctl::revoke_node(session, revoke_target, json);
     return dlockctl::force_release(session, path, node, json);
   } catch (const CommandError& e) {
     return fail(json, e.code(), e.what());

@@ -30,16 +30,22 @@ std::string describe_status(int status) {
 // the hold, all on the io_context's thread.
 class Supervision {
  public:
-  Supervision(Hold& hold, pid_t pid, std::chrono::milliseconds kill_after, SignalWatch& signals,
-              boost::asio::io_context& io)
-      : hold_(hold), pid_(pid), kill_after_(kill_after), signals_(signals), io_(io), kill_timer_(io) {}
+  Supervision(Hold& hold, pid_t pid, const RunOptions& options, SignalWatch& signals, boost::asio::io_context& io)
+      : hold_(hold),
+        pid_(pid),
+        kill_after_(options.kill_after),
+        revoked_token_(options.revoked),
+        signals_(signals),
+        io_(io),
+        kill_timer_(io) {}
 
   // Blocks until the command has exited and has been reaped; returns its wait status.
   int wait() {
     signals_.set_handler([this](const SignalWatch::Signal& s) { on_signal(s); });
     {
-      // On a dlock thread, or here if already lost: only hand it over to the io_context.
+      // On a dlock thread, or here if already requested: only hand them over to the io_context.
       std::stop_callback on_loss(hold_.stop_token(), [this] { boost::asio::post(io_, [this] { on_lost(); }); });
+      std::stop_callback on_revocation(revoked_token_, [this] { boost::asio::post(io_, [this] { on_revoked(); }); });
       while (!status_) io_.run_one();
       // Decided when dlockctl learns of the exit: lost before that, the command may have worked
       // without the hold for a moment, and the caller must know.
@@ -52,6 +58,8 @@ class Supervision {
   }
 
   bool lost() const { return lost_; }
+  // Sent SIGTERM because the hold was revoked (and not lost).
+  bool revoked() const { return revoked_ && !lost_; }
 
  private:
   void on_signal(const SignalWatch::Signal& s) {
@@ -67,9 +75,27 @@ class Supervision {
     if (status_ || lost_) return;
     lost_ = true;
     std::cerr << "dlockctl: " << describe(hold_)
-              << " was lost (its session expired, or the connection to ZooKeeper dropped) while the command ran: "
-                 "sent SIGTERM to pid "
-              << pid_ << ", SIGKILL in " << kill_after_.count() << " ms if it still runs\n";
+              << " was lost (its session expired, or the connection to ZooKeeper dropped) while the command ran: ";
+    stop_command();
+  }
+
+  void on_revoked() {
+    if (status_ || lost_ || revoked_) return;
+    revoked_ = true;
+    std::cerr << "dlockctl: " << describe(hold_)
+              << " was revoked (a client asked its holder to give it up: dlockctl revoke, Curator's Revoker) "
+                 "while the command ran: ";
+    stop_command();
+  }
+
+  // SIGTERM now, SIGKILL kill_after_ later; once, whatever asked for it first.
+  void stop_command() {
+    if (stopping_) {
+      std::cerr << "it was already sent SIGTERM\n";
+      return;
+    }
+    stopping_ = true;
+    std::cerr << "sent SIGTERM to pid " << pid_ << ", SIGKILL in " << kill_after_.count() << " ms if it still runs\n";
     ::kill(pid_, SIGTERM);
     kill_timer_.expires_after(kill_after_);
     kill_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -91,11 +117,14 @@ class Supervision {
   Hold& hold_;
   const pid_t pid_;
   const std::chrono::milliseconds kill_after_;
+  const std::stop_token revoked_token_;
   SignalWatch& signals_;
   boost::asio::io_context& io_;
   boost::asio::steady_timer kill_timer_;
   std::optional<int> status_;
   bool lost_ = false;
+  bool revoked_ = false;
+  bool stopping_ = false;
 };
 
 }  // namespace
@@ -106,10 +135,16 @@ int run_under(Hold& hold, const RunOptions& options, SignalWatch& signals, boost
     std::cerr << "dlockctl: " << describe(hold) << " was lost as soon as it was granted; the command was not run\n";
     return kNotStarted;
   }
-  const auto spawned = spawn(options.command,
-                             {"DLOCK_FENCING_TOKEN=" + std::to_string(hold.fencing_token()),
-                              "DLOCK_PATH=" + hold.path(), "DLOCK_NODE=" + hold.node()},
-                             options.inherited_fds, signals);
+  if (options.revoked.stop_requested()) {
+    hold.release();
+    std::cerr << "dlockctl: exit " << kRevoked << ": " << describe(hold)
+              << " was revoked as soon as it was granted; the command was not run\n";
+    return kRevoked;
+  }
+  std::vector<std::string> environment = {"DLOCK_FENCING_TOKEN=" + std::to_string(hold.fencing_token()),
+                                          "DLOCK_PATH=" + hold.path(), "DLOCK_NODE=" + hold.node()};
+  for (auto& variable : hold.environment()) environment.push_back(std::move(variable));
+  const auto spawned = spawn(options.command, environment, options.inherited_fds, signals);
   if (spawned.pid < 0) {
     hold.release();
     const auto name = dlock::escape_text(options.command.front());
@@ -122,13 +157,18 @@ int run_under(Hold& hold, const RunOptions& options, SignalWatch& signals, boost
               << "\": " << ::strerror(spawned.error) << "\n";
     return missing ? kCommandNotFound : kCannotExecute;
   }
-  Supervision supervision(hold, spawned.pid, options.kill_after, signals, io);
+  Supervision supervision(hold, spawned.pid, options, signals, io);
   const int status = supervision.wait();
   hold.release();
   if (supervision.lost()) {
     std::cerr << "dlockctl: exit " << kHoldLost << ": " << describe(hold) << " was lost before the command "
               << describe_status(status) << "\n";
     return kHoldLost;
+  }
+  if (supervision.revoked()) {
+    std::cerr << "dlockctl: exit " << kRevoked << ": " << describe(hold) << " was revoked; the command "
+              << describe_status(status) << " after SIGTERM\n";
+    return kRevoked;
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : kSignalBase + WTERMSIG(status);
 }
