@@ -41,6 +41,9 @@ ChildProcess::ChildProcess(std::vector<std::string> argv) {
     if (::getppid() != parent) ::_exit(1);
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(in[0], STDIN_FILENO);
+    // Only stdin, stdout and stderr: the test's other descriptors (its ZooKeeper sockets, other
+    // children's pipes, opened by threads without close-on-exec) are none of the child's.
+    ::close_range(3, ~0U, 0);
     ::execv(args[0], args.data());
     ::_exit(127);
   }

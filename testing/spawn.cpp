@@ -44,6 +44,7 @@ pid_t spawn_child(const std::vector<std::string>& argv, const SpawnOptions& opti
     }
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, STDIN_FILENO);
+    ::close_range(3, ~0U, 0);  // only stdin, stdout and stderr: the test's other descriptors are not the child's
     if (options.gid) {
       if (::setgroups(0, nullptr) != 0 || ::setgid(*options.gid) != 0) give_up("spawn: cannot take the group id\n");
     }

@@ -7,7 +7,8 @@
 //   service.pause(); ... service.resume();                     // a stall longer than the session
 //   service.kill(SIGTERM); int code = service.wait();
 //
-// The child's stdout and stdin are pipes to the test (stderr stays the test's own). The destructor
+// The child's stdout and stdin are pipes to the test (stderr stays the test's own); it inherits no
+// other descriptor of the test. The destructor
 // kills (SIGKILL) and reaps a child still running, paused or not; the kernel kills it if the thread
 // that started it dies first (PR_SET_PDEATHSIG), so a crashing test leaves no process behind.
 //
