@@ -12,11 +12,13 @@ struct Lease::State {
   std::shared_ptr<detail::LeaseTaker> taker;
   detail::TakenLease lease;
   std::shared_ptr<detail::HoldBound> bound;  // the HoldLimit's clock, if any
+  detail::LossReport loss_report;            // reports `lease.lost` to the metrics
 
   // Sends the delete, unless the HoldLimit did already.
-  void release() const {
+  void release() {
+    loss_report.reset();  // a loss signalled from now on is not this lease's
     if (bound && !bound->claim()) return;
-    taker->release(lease.node);
+    taker->release(lease);
   }
 };
 
@@ -24,13 +26,14 @@ namespace detail {
 
 Lease LeaseAccess::make(std::shared_ptr<LeaseTaker> taker, TakenLease lease, const HoldLimit& limit) {
   try {
-    auto state = std::make_unique<Lease::State>(Lease::State{taker, lease, {}});
+    auto state = std::make_unique<Lease::State>(Lease::State{taker, lease, {}, {}});
+    state->loss_report = report_loss(taker->labels(), *state->lease.lost);
     state->bound = HoldBound::start(
-        limit, state->lease.lost, [taker = state->taker, node = state->lease.node] { taker->release(node); },
+        limit, state->lease.lost, [taker = state->taker, taken = state->lease] { taker->release(taken); },
         "the semaphore lease " + state->lease.node);
     return Lease(std::move(state));
   } catch (...) {
-    taker->release(lease.node);  // a lease nobody would own otherwise
+    taker->release(lease);  // a lease nobody would own otherwise
     throw;
   }
 }

@@ -49,7 +49,10 @@ Candidacy::Candidacy(std::shared_ptr<Client> client, std::string path, std::stri
       // Its own taker, never the path's LockSite: a participant keeps a node of its own (two
       // participants of one process are two places in the queue, as in Curator), and the node's
       // data is the id.
-      taker_(std::make_shared<DirectTaker>(client_, path_, kind_.policy, LockLabels{}, id_)) {}
+      // Reported as a lock family of its path (acquisitions, hold times, losses: dlock/metrics.hpp).
+      taker_(std::make_shared<DirectTaker>(
+          client_, path_, kind_.policy,
+          LockLabels{&client_->metrics(), client_->metrics().family_of(path_, {}), LockMode::Exclusive}, id_)) {}
 
 void Candidacy::start() {
   MutexLock threads(thread_mutex_);
@@ -304,6 +307,7 @@ bool Candidacy::take_turn(const std::stop_token& closing) {
     }
   }
   // Only now, with the term over here, may another participant lead.
+  held.loss_report.reset();  // a loss from now on is not this term's
   taker_->release(held.grant);
   const bool lost = held.lost->stop_requested();
   if (closing.stop_requested() || ended_for_good()) return false;

@@ -6,6 +6,7 @@
 #include "recipes/holds/held_lock.hpp"
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/queue/policies.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/pending.hpp"
 
@@ -41,7 +42,8 @@ LeaseTaker::LeaseTaker(std::shared_ptr<Client> client, std::string path, int max
       path_(std::move(path)),
       leases_(path_ + "/leases"),
       max_leases_(max_leases),
-      mutex_site_(site_of(client_, path_ + "/locks")) {}
+      mutex_(std::make_shared<DirectTaker>(client_, path_ + "/locks", kExclusivePolicy, LockLabels{})),
+      labels_{&client_->metrics(), client_->metrics().family_of(path_, {}), LockMode::Exclusive} {}
 
 std::vector<std::string> LeaseTaker::listing() const {
   Pending<ChildrenResult> listed;
@@ -55,17 +57,28 @@ std::vector<std::string> LeaseTaker::listing() const {
 }
 
 std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
-  auto mutex = acquire_held(*mutex_site_, LockMode::Exclusive, deadline);
-  if (!mutex) return std::nullopt;
-  Taker& taker = mutex_site_->taker(LockMode::Exclusive);
+  AcquireReport report(labels_);
+  std::optional<TakenLease> lease;
   try {
-    auto lease = take_under_mutex(deadline);
-    taker.release(mutex->grant);
-    return lease;
+    if (const auto mutex = mutex_->acquire(deadline)) {
+      try {
+        lease = take_under_mutex(deadline);
+      } catch (...) {
+        mutex_->release(*mutex);
+        throw;
+      }
+      mutex_->release(*mutex);
+    }
   } catch (...) {
-    taker.release(mutex->grant);
+    report.failed();
     throw;
   }
+  if (lease) {
+    report.granted(lease->grant);
+  } else {
+    report.not_granted(deadline);
+  }
+  return lease;
 }
 
 std::optional<CreateResult> LeaseTaker::create_node(const Deadline& deadline) {
@@ -173,7 +186,7 @@ std::optional<TakenLease> LeaseTaker::take_under_mutex(const Deadline& deadline)
         }
         Grant grant{node, fencing_token_of(created.czxid), created.generation, nullptr, GrantSource::ZooKeeper};
         auto held = std::move(tracking).confirm(std::move(grant), LockLabels{});
-        return TakenLease{node, held.grant.token, std::move(held.lost)};
+        return TakenLease{node, held.grant.token, std::move(held.lost), std::move(held.grant)};
       }
       UniqueLock lock(events->mutex);
       const auto changed = [&]() DLOCK_REQUIRES(events->mutex) { return events->count != seen; };

@@ -22,7 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "recipes/handoff/lock_site.hpp"
+#include "recipes/handoff/direct_taker.hpp"
+#include "recipes/handoff/lock_metrics.hpp"
 #include "src/base/deadline.hpp"
 #include "src/session/client.hpp"
 
@@ -32,6 +33,7 @@ struct TakenLease {
   std::string node;
   std::int64_t token = 0;
   std::shared_ptr<std::stop_source> lost;
+  Grant grant;  // as the lock metrics report it (lock_metrics.hpp)
 };
 
 class LeaseTaker {
@@ -41,8 +43,14 @@ class LeaseTaker {
   // One lease by `deadline`; nullopt once it passed or was abandoned (nothing left behind; an
   // abandonment while queued for the mutex throws Error(lock_destroyed)). Throws LockLost, Error.
   std::optional<TakenLease> take(const Deadline& deadline);
-  // Sends the lease node's delete (retried in the background while disconnected).
-  void release(const std::string& node) noexcept { client_->release_node(node); }
+  // Sends the lease node's delete (retried in the background while disconnected), and reports
+  // the release to the metrics.
+  void release(const TakenLease& lease) noexcept {
+    report_release(labels_, lease.grant);
+    client_->release_node(lease.node);
+  }
+  // What its leases are reported under: the semaphore's path as a lock family.
+  const LockLabels& labels() const noexcept { return labels_; }
   // The names under <path>/leases, in sequence order.
   std::vector<std::string> listing() const;
 
@@ -60,7 +68,10 @@ class LeaseTaker {
   const std::string path_;
   const std::string leases_;  // <path>/leases
   const int max_leases_;
-  const std::shared_ptr<LockSite> mutex_site_;  // <path>/locks
+  // The Mutex at <path>/locks: a node per take, as Curator's, and not counted in the metrics
+  // (the leases are; a take of the mutex is part of a lease's acquisition).
+  const std::shared_ptr<DirectTaker> mutex_;
+  const LockLabels labels_;
 };
 
 }  // namespace dlock::detail

@@ -72,6 +72,37 @@ TEST(Metrics, AGrantAndItsReleaseAreCountedUnderTheDeclaredFamilyWithWaitAndHold
   EXPECT_EQ(s.locks.size(), 1u) << "a family per path would be unbounded";
 }
 
+// A semaphore's leases and an election's terms are counted as a lock family of their path: granted,
+// holding while held, released with a hold time; a revocation request is a setData.
+TEST(Metrics, LeasesAndLeadershipTermsAreCountedUnderTheirPathsFamily) {
+  auto registry = std::make_shared<MetricsRegistry>();
+  Session session(with_metrics(registry, {test_root() + "/pool", test_root() + "/leader"}));
+  Semaphore pool(session, test_root() + "/pool", 2);
+  {
+    auto lease = pool.acquire();
+    auto second = pool.acquire();
+    const auto s = registry->snapshot();
+    const auto& f = figures(s, test_root() + "/pool", LockMode::Exclusive);
+    EXPECT_EQ(f.acquired(Outcome::Granted), 2u);
+    EXPECT_EQ(f.holding, 2u);
+    EXPECT_FALSE(pool.try_acquire_for(50ms).held());
+    revoke(session, lease.node());
+  }
+  LeaderLatch latch(session, test_root() + "/leader", "counted");
+  latch.start();
+  ASSERT_TRUE(latch.await_leadership_for(5s));
+  latch.close();
+  const auto s = registry->snapshot();
+  const auto& leases = figures(s, test_root() + "/pool", LockMode::Exclusive);
+  EXPECT_EQ(leases.acquired(Outcome::TimedOut), 1u);
+  EXPECT_EQ(leases.holding, 0u);
+  EXPECT_EQ(leases.hold.count(), 2u);
+  const auto& terms = figures(s, test_root() + "/leader", LockMode::Exclusive);
+  EXPECT_EQ(terms.acquired(Outcome::Granted), 1u);
+  EXPECT_EQ(terms.holding, 0u);
+  EXPECT_EQ(s.sent(RequestKind::SetData), 1u);
+}
+
 TEST(Metrics, FamiliesAreTheLongestDeclaredPrefixThenTheScopeNamespaceThenOther) {
   auto registry = std::make_shared<MetricsRegistry>();
   const std::string root = test_root();
