@@ -25,6 +25,10 @@
 //     `order_defect` saying why; dlock refuses to grant over it, Curator and kazoo clients may
 //     still grant, each in its own order, so `holds` is then only the listing's order. A node
 //     this identity may not read shows its stat only (data "(not readable by this identity)").
+//   - A semaphore's `leases` directory (dlock and Curator leases) is listed too, when it holds no
+//     lock contender: every lease in sequence order, kind Lease, each `holds` (a lease node is
+//     held, except that while every lease is taken the newest one may be a taker still waiting
+//     for one to be released: the semaphore's limit is the clients' own number, not on the server).
 //   - A directory that does not exist is an empty queue (`exists` false), not an error. Children
 //     that are not contenders of any known client are not listed (`ignored_children` counts them).
 //   - What a node's data says comes from another process and is not trusted: it is parsed
@@ -75,10 +79,11 @@ class Session;
 // Which client made a contender's node.
 enum class LockClient { Dlock, Curator, Kazoo, Unknown };
 // What the node asks for: a Mutex / kazoo Lock (`lock-`, `__lock__`), a read/write lock's read
-// side (`__READ__`, `__rlock__`) or its write side (`__WRIT__`).
-enum class LockKind { Exclusive, Read, Write };
+// side (`__READ__`, `__rlock__`) or its write side (`__WRIT__`); or a semaphore's lease
+// (`_c_<uuid>-lease-<seq>` in `<semaphore>/leases`, dlock/semaphore.hpp).
+enum class LockKind { Exclusive, Read, Write, Lease };
 
-// "dlock", "curator", "kazoo", "unknown"; "exclusive", "read", "write".
+// "dlock", "curator", "kazoo", "unknown"; "exclusive", "read", "write", "lease".
 std::string_view to_string(LockClient client) noexcept;
 std::string_view to_string(LockKind kind) noexcept;
 

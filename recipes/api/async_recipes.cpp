@@ -43,10 +43,15 @@ class AsyncLeadership final : public AsyncAcquisition<LeaderTerm>,
     sink_.set(std::move(sink));
     // The waiter keeps this alive until it runs or is forgotten; this keeps the candidacy only
     // weakly (the latch's destructor closes it, which runs the waiter).
-    const auto id = candidacy_.lock()->when_leading([self = shared_from_this()](std::optional<LeaderTerm> term) {
-      if (term) return self->sink_.complete({}, std::move(*term));
-      self->sink_.complete(make_error_code(errc::lock_lost), LeaderTerm());
-    });
+    std::uint64_t id = 0;
+    try {
+      id = candidacy_.lock()->when_leading([self = shared_from_this()](std::optional<LeaderTerm> term) {
+        if (term) return self->sink_.complete({}, std::move(*term));
+        self->sink_.complete(make_error_code(errc::lock_lost), LeaderTerm());
+      });
+    } catch (...) {
+      return sink_.complete(Failure::current().code(), LeaderTerm());  // the handler still runs
+    }
     bool cancel_now = false;
     {
       MutexLock lock(mutex_);
@@ -84,7 +89,11 @@ class AsyncLease final : public AsyncAcquisition<Lease>, public std::enable_shar
     sink_.set(std::move(sink));
     // The thread owns this operation; it ends when the take does (granted, timed out, failed or
     // cancelled), never later than the session.
-    std::thread([self = shared_from_this()] { self->run(); }).detach();
+    try {
+      std::thread([self = shared_from_this()] { self->run(); }).detach();
+    } catch (...) {
+      sink_.complete(Failure::current().code(), Lease());  // no thread to wait on: the handler still runs
+    }
   }
 
   void cancel() noexcept override { cancel_.request_stop(); }
@@ -100,7 +109,10 @@ class AsyncLease final : public AsyncAcquisition<Lease>, public std::enable_shar
     } catch (...) {
       if (cancel_.stop_requested()) return sink_.complete(make_error_code(errc::cancelled), Lease());
       const auto failure = Failure::current();
-      log(LogLevel::Warn, "asynchronous semaphore lease: " + failure.message());
+      // Quiet as dlock/async.hpp says: a dropped connection and running out of memory.
+      if (failure.code() != make_error_code(errc::disconnected) && failure.kind() != Failure::Kind::OutOfMemory) {
+        log(LogLevel::Warn, "asynchronous semaphore lease: " + failure.message());
+      }
       sink_.complete(failure.code(), Lease());
     }
   }

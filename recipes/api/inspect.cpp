@@ -42,6 +42,8 @@ std::string_view to_string(LockKind kind) noexcept {
       return "read";
     case LockKind::Write:
       return "write";
+    case LockKind::Lease:
+      return "lease";
     case LockKind::Exclusive:
       break;
   }
@@ -106,6 +108,18 @@ bool is_kazoo_name(std::string_view name) {
   return false;
 }
 
+// A semaphore's lease node (Curator's InterProcessSemaphoreV2, dlock::Semaphore):
+// `_c_<uuid>-lease-<seq>`; its sort key, the sequence, or nullopt for another name.
+std::optional<std::string_view> lease_sequence(std::string_view name) {
+  const auto at = name.rfind("-lease-");
+  if (!name.starts_with("_c_") || at == std::string_view::npos) return std::nullopt;
+  const auto sequence = name.substr(at + 7);
+  if (sequence.empty() || !std::all_of(sequence.begin(), sequence.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return sequence;
+}
+
 // Curator's protected mode (which dlock uses too): `_c_<uuid>-<marker><seq>`.
 bool is_curator_name(std::string_view name) { return name.starts_with("_c_"); }
 
@@ -168,9 +182,21 @@ LockQueue inspect(Session& session, std::string_view path_view) {
     detail::fail(*client, children.rc, what + ": listing its children", {kRead, path});
   result.exists = children.rc == ZOK;
 
-  const auto queue = detail::queue_of(children.names);
+  auto queue = detail::queue_of(children.names);
+  bool leases = false;
+  if (queue.empty()) {
+    // A semaphore's leases: listed in sequence order, each holding (see inspect.hpp).
+    for (const auto& name : children.names) {
+      if (const auto sequence = lease_sequence(name)) {
+        queue.push_back(detail::Contender{name, *sequence, detail::ContenderKind::Exclusive});
+      }
+    }
+    std::stable_sort(queue.begin(), queue.end(),
+                     [](const detail::Contender& a, const detail::Contender& b) { return a.sequence < b.sequence; });
+    leases = !queue.empty();
+  }
   result.ignored_children = children.names.size() - queue.size();
-  if (const auto defect = detail::order_defect(queue)) result.order_defect = printable(*defect);
+  if (const auto defect = detail::order_defect(queue); defect && !leases) result.order_defect = printable(*defect);
 
   // Every read at once: one round trip for the whole queue.
   std::vector<detail::Pending<detail::DataResult>> reads(queue.size());
@@ -208,7 +234,15 @@ LockQueue inspect(Session& session, std::string_view path_view) {
     c.czxid = reply.stat.czxid;
     c.fencing_token = c.czxid >= 0 && c.czxid <= max_fenced_czxid() ? fencing_token_of(c.czxid) : 0;
     c.created = std::chrono::system_clock::time_point(std::chrono::milliseconds(reply.stat.ctime));
+    if (leases) {
+      c.kind = LockKind::Lease;
+      c.holds = true;
+    }
     result.contenders.push_back(std::move(c));
+  }
+  if (leases) {
+    if (const auto site = detail::find_site(client, path)) result.local_waiters = site->local_waiters();
+    return result;
   }
   // Who holds, by the locks' own rules, over the contenders still there. A downgrade's read node
   // ties with its own write node (same sequence; their order in the listing is arbitrary): it is

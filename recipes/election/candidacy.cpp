@@ -70,6 +70,7 @@ void Candidacy::start() {
     turns_ = 1;
   }
   thread_ = std::jthread([this](std::stop_token closing) { run(std::move(closing)); });
+  thread_id_ = thread_.get_id();
 }
 
 bool Candidacy::requeue() {
@@ -93,7 +94,15 @@ void Candidacy::interrupt() {
 std::map<std::uint64_t, Candidacy::TermWaiter> Candidacy::take_waiters() { return std::exchange(waiters_, {}); }
 
 void Candidacy::run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term) {
-  for (auto& [id, waiter] : waiters) waiter(term);
+  if (term && term->stop_token().stop_requested()) {
+    // The term ended before its waiters heard of it: they wait for the next, unless none can come.
+    MutexLock lock(mutex_);
+    if (!over_) {
+      waiters_.merge(waiters);
+      return;
+    }
+  }
+  for (auto& [id, waiter] : waiters) waiter(term && !term->stop_token().stop_requested() ? term : std::nullopt);
 }
 
 std::uint64_t Candidacy::when_leading(TermWaiter waiter) {
@@ -136,28 +145,44 @@ void Candidacy::close() {
   bool join = false;
   {
     MutexLock threads(thread_mutex_);
-    if (thread_.joinable()) {
-      stopping = thread_.get_stop_source();
+    if (thread_.joinable() || joining_) {  // (another close() may be joining it now)
+      if (thread_.joinable()) stopping = thread_.get_stop_source();
       // Not from the candidacy's own thread (a LeaderSelector callback), nor from a thread the
       // candidacy's thread may be waiting on: a ZooKeeper completion thread or the supervisor
       // (its queued attempt awaits a delete's reply they deliver), or a thread ending this very
       // term (its stop callbacks run there, and the candidacy's thread waits for them to
       // return). The loop then ends by itself; the destructor joins.
-      join = thread_.get_id() != std::this_thread::get_id() && !Client::on_callback_thread() && t_ending != this;
+      join = thread_id_ != std::this_thread::get_id() && !Client::on_callback_thread() && t_ending != this;
     }
   }
   // Outside the mutex: this requests the term's stop, which runs the user's stop callbacks.
   if (stopping.stop_possible()) stopping.request_stop();  // abandons a wait in the queue: its node is deleted
-  if (join) {
-    MutexLock threads(thread_mutex_);
-    if (thread_.joinable()) thread_.join();
+  if (join) join_thread();
+}
+
+void Candidacy::join_thread() {
+  // Joined outside thread_mutex_, which callers that must not wait (above) take too; one thread
+  // joins, any other that must wait waits for it.
+  std::jthread joining;
+  {
+    UniqueLock threads(thread_mutex_);
+    if (joining_) {
+      joined_.wait(threads, [&]() DLOCK_REQUIRES(thread_mutex_) { return !joining_; });
+      return;
+    }
+    if (!thread_.joinable()) return;
+    joining = std::move(thread_);
+    joining_ = true;
   }
+  joining.join();
+  MutexLock threads(thread_mutex_);
+  joining_ = false;
+  joined_.notify_all();
 }
 
 Candidacy::~Candidacy() {
   close();
-  MutexLock threads(thread_mutex_);
-  if (thread_.joinable()) thread_.join();  // a close() from a callback left it running
+  join_thread();  // a close() from a callback left it running
 }
 
 std::optional<LeaderTerm> Candidacy::await(const Deadline& deadline) {

@@ -103,7 +103,11 @@ class Candidacy {
   bool live_term() const DLOCK_REQUIRES(mutex_) { return term_ && !term_->stop_token().stop_requested(); }
   // The waiters, taken out under the mutex (for a term or the end), to run outside it.
   std::map<std::uint64_t, TermWaiter> take_waiters() DLOCK_REQUIRES(mutex_);
-  static void run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term);
+  // Runs `waiters` with `term`; a term that already ended puts them back to wait for the next
+  // (or, closed, runs them with nullopt).
+  void run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term);
+  // Joins the thread, without holding thread_mutex_ meanwhile; a second caller waits for the first.
+  void join_thread();
 
   const std::shared_ptr<Client> client_;
   const std::string path_;
@@ -124,7 +128,10 @@ class Candidacy {
   // The candidacy whose term the calling thread is ending (its stop callbacks run there).
   static thread_local const Candidacy* t_ending;
   Mutex thread_mutex_;  // start() and close() on the thread object
+  CondVar joined_;
   std::jthread thread_ DLOCK_GUARDED_BY(thread_mutex_);
+  bool joining_ DLOCK_GUARDED_BY(thread_mutex_) = false;
+  std::thread::id thread_id_ DLOCK_GUARDED_BY(thread_mutex_);  // kept while another thread joins it
 };
 
 }  // namespace dlock::detail

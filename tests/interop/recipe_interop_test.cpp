@@ -9,10 +9,12 @@
 #include <sstream>
 #include <thread>
 
+#include "dlock/inspect.hpp"
 #include "dlock/leader_latch.hpp"
 #include "dlock/leader_selector.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/revocation.hpp"
+#include "dlock/semaphore.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "peers.hpp"
 
@@ -105,6 +107,34 @@ TEST(SemaphoreInterop, DlockAndCuratorNeverHoldMoreThanTheLeasesWithAHolderKille
 TEST(SemaphoreInterop, NegativeControlADlockClientAllowingFourIsCaught) {
   const auto report = semaphore_with_a_killed_holder(4);
   EXPECT_GT(report.most_leases_at_once, 2u) << "the check must catch a client breaking the limit: " << report.summary();
+}
+
+// inspect() (what `dlockctl show` prints) lists a semaphore's leases, dlock's and Curator's.
+TEST(SemaphoreInterop, InspectListsDlockAndCuratorLeases) {
+  Session session(session_options());
+  Semaphore semaphore(session, test_root(), 3);
+  auto mine = semaphore.acquire();
+  ChildProcess curator({peer_program("curator_peer"), "semaphore-hold", "--connect", zk_connect(), "--path",
+                        test_root(), "--leases", "3"});
+  const auto held = curator.read_line(60s);
+  ASSERT_TRUE(held && held->starts_with("HELD ")) << "the Curator holder did not get its lease";
+  const auto queue = inspect(session, test_root() + "/leases");
+  ASSERT_EQ(queue.contenders.size(), 2u);
+  EXPECT_TRUE(queue.order_defect.empty());
+  EXPECT_EQ(queue.ignored_children, 0u);
+  for (const auto& c : queue.contenders) {
+    EXPECT_EQ(c.kind, LockKind::Lease);
+    EXPECT_TRUE(c.holds);
+  }
+  EXPECT_EQ(queue.contenders[0].client, LockClient::Dlock);
+  EXPECT_EQ(test_root() + "/leases/" + queue.contenders[0].node, mine.node());
+  EXPECT_EQ(queue.contenders[0].fencing_token, mine.fencing_token());
+  EXPECT_EQ(queue.contenders[1].client, LockClient::Curator);
+  EXPECT_EQ(std::to_string(queue.contenders[1].fencing_token), held->substr(5));
+  EXPECT_TRUE(inspect(session, test_root()).contenders.empty()) << "the semaphore's own directory holds no contender";
+  curator.write_line("release");
+  EXPECT_EQ(curator.read_line(10s), std::optional<std::string>("RELEASED"));
+  curator.wait();
 }
 
 std::vector<std::string> elect_run(const std::string& peer, const std::string& client, const std::string& recipe) {

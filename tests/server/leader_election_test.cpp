@@ -164,6 +164,25 @@ TEST(LeaderLatch, CloseFromTheTermsStopCallbackOnAZooKeeperThreadReturns) {
   EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }, 10s));
 }
 
+// The callback closes its selector when its term is stopped, while another thread is closing it:
+// both calls return (close() waits for the callback; the callback's close() must not wait on it).
+TEST(LeaderSelector, CloseFromTheCallbackWhileAnotherThreadClosesReturns) {
+  Session session(session_options());
+  std::atomic<bool> leading{false};
+  LeaderSelector* self = nullptr;
+  LeaderSelector selector(session, test_root(), [&](const LeaderTerm& term) {
+    leading = true;
+    while (term.still_leader()) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);  // the other close() is joining by now
+    self->close();
+  });
+  self = &selector;
+  selector.start();
+  ASSERT_TRUE(eventually([&] { return leading.load(); }, 5s));
+  auto closing = std::async(std::launch::async, [&] { selector.close(); });
+  EXPECT_EQ(closing.wait_for(10s), std::future_status::ready) << "close() and the callback's close() deadlocked";
+}
+
 // Participants in several threads lead in turn, each term logged; a leader closes and joins again.
 // With a correct election no two terms overlap and tokens rise term by term.
 HoldReport churn_terms(int participants, int terms_each) {

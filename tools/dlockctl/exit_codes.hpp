@@ -16,7 +16,8 @@ enum ExitCode : int {
   kZooKeeper = 3,  // ZooKeeper: not reachable or --connect malformed, credentials refused, a request failed or refused
   kNotFound = 4,   // `release`: NODE is not (or no longer) a contender of PATH; nothing deleted
   // lock, read-lock, semaphore, elect (otherwise the command's own status):
-  kRevoked = 122,          // --revocable: the holder was asked to give the hold up; the command was sent SIGTERM
+  kRevoked = 122,          // --revocable: the holder was asked to give the hold up; the command was sent
+                           // SIGTERM (or, asked before it started, was not run)
   kHoldLost = 123,         // the hold was lost before the command exited; it was sent SIGTERM (SIGKILL later)
   kWaitTimedOut = 124,     // --timeout-ms ran out before the hold was granted; nothing run
   kNotStarted = 125,       // dlockctl or ZooKeeper failed before the command started; nothing run
@@ -37,7 +38,8 @@ inline constexpr const char* kExitCodesHelp =
     "Exit codes of lock, read-lock, semaphore and elect: the command's own status, or\n"
     "  2    bad command line (as above; also no command after --); nothing run\n"
     "  122  --revocable: a client asked the holder to give the hold up (dlockctl revoke, Curator's\n"
-    "       Revoker): the command was sent SIGTERM, and SIGKILL --kill-after-ms later\n"
+    "       Revoker): the command was sent SIGTERM, and SIGKILL --kill-after-ms later (asked\n"
+    "       before it started: nothing run)\n"
     "  123  the hold was lost (session expired, or the connection to ZooKeeper dropped) before\n"
     "       the command exited: it was sent SIGTERM, and SIGKILL --kill-after-ms later\n"
     "  124  --timeout-ms ran out before the lock, the leases or the leadership was granted;\n"

@@ -269,8 +269,8 @@ int main(int argc, char** argv) {
   std::string participant_id;
   auto* elect = add_hold_command(
       "elect",
-      "join PATH's leader election (as Curator's LeaderLatch and dlock::LeaderLatch do) and run a command while "
-      "leader; the next participant leads once it exits",
+      "join PATH's leader election (as Curator's LeaderSelector and dlock::LeaderSelector do) and run a command "
+      "while leader; the next participant leads once it exits",
       "the election's directory, e.g. /elections/scheduler",
       "give up (exit 124, nothing run, the participant leaves) if not leader within this many milliseconds "
       "(default: wait as long as it takes)",
@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
       "dlockctl --connect zk1:2181 elect /elections/scheduler --id \"$(hostname)\" -- run-scheduler");
   elect
       ->add_option("--id", participant_id,
-                   "the participant's id, as Curator's getParticipants() and LeaderLatch::participants() show it "
+                   "the participant's id, as Curator's getParticipants() and LeaderSelector::participants() show it "
                    "(required)")
       ->required();
 

@@ -72,19 +72,23 @@ std::variant<std::unique_ptr<SemaphoreHold>, int> acquire_leases(dlock::Session&
   }
   if (waited.error) fail_waiting(what, waited.error);
   if (waited.value->empty()) {
+    if (!timeout) throw CommandError(kNotStarted, "waiting for " + what + ": no lease was granted");
     std::cerr << "dlockctl: " << what << " not granted within --timeout-ms " << timeout->count() << "; nothing run\n";
     return kWaitTimedOut;
   }
   return std::make_unique<SemaphoreHold>(std::move(*waited.value));
 }
 
-ElectionHold::ElectionHold(std::unique_ptr<dlock::LeaderLatch> latch, dlock::LeaderTerm term)
-    : latch_(std::move(latch)), term_(std::move(term)) {}
+ElectionHold::ElectionHold(std::unique_ptr<dlock::LeaderSelector> selector, std::shared_ptr<Candidate> candidate,
+                           dlock::LeaderTerm term)
+    : selector_(std::move(selector)), candidate_(std::move(candidate)), term_(std::move(term)) {}
 
 void ElectionHold::release() noexcept {
-  // Ends the term and sends the node's delete (retried in the background until the session ends).
+  // The callback returns, the term ends and the node's delete is sent (retried in the background
+  // until the session ends).
+  candidate_->release();
   try {
-    latch_->close();
+    selector_->close();
   } catch (...) {
   }
 }
@@ -93,33 +97,56 @@ std::variant<std::unique_ptr<ElectionHold>, int> await_leadership(dlock::Session
                                                                   const std::string& id,
                                                                   std::optional<std::chrono::milliseconds> timeout,
                                                                   SignalWatch& signals, boost::asio::io_context& io) {
-  auto latch = std::make_unique<dlock::LeaderLatch>(session, path, id);
-  latch->start();
+  auto candidate = std::make_shared<Candidate>();
+  auto selector = std::make_unique<dlock::LeaderSelector>(
+      session, path,
+      [candidate](const dlock::LeaderTerm& term) {
+        std::unique_lock lock(candidate->mutex);
+        candidate->term = term;
+        candidate->changed.notify_all();
+        // Leads until dlockctl lets go, not merely until the term's stop token: dlockctl stops the
+        // command on that token, and only then may the node go.
+        candidate->changed.wait(lock, [&] { return candidate->released; });
+      },
+      dlock::LeaderSelectorOptions{.id = id, .auto_requeue = false});
+  selector->start();
   auto waited = wait_interruptibly<std::optional<dlock::LeaderTerm>>(
       [&]() -> std::optional<dlock::LeaderTerm> {
-        if (timeout) return latch->await_leadership_for(*timeout);
-        return latch->await_leadership();
+        std::unique_lock lock(candidate->mutex);
+        const auto ready = [&] { return candidate->term.has_value() || candidate->released; };
+        if (timeout) {
+          candidate->changed.wait_for(lock, *timeout, ready);
+        } else {
+          candidate->changed.wait(lock, ready);
+        }
+        if (candidate->released) return std::nullopt;
+        return candidate->term;
       },
-      // Closing the latch wakes the wait (LockLost) and deletes its node.
-      [&] { latch->close(); }, signals, io);
+      // Letting go wakes the wait; closing the selector deletes its node.
+      [&] { candidate->release(); }, signals, io);
+  const auto let_go = [&] {
+    candidate->release();
+    selector->close();
+  };
   const auto what = "leadership of " + dlock::escape_text(path) + " (as \"" + dlock::escape_text(id) + "\")";
   if (waited.signal != 0) {
-    latch->close();  // already: a term granted just as the signal came ends here
+    let_go();  // a term granted just as the signal came ends here
     std::cerr << "dlockctl: " << ::strsignal(waited.signal) << " while waiting for " << what
               << ": stopped waiting, nothing run\n";
     return kSignalBase + waited.signal;
   }
   if (waited.error) {
-    latch->close();
+    let_go();
     fail_waiting(what, waited.error);
   }
-  if (!*waited.value) {
-    latch->close();
+  if (!waited.value || !*waited.value) {
+    let_go();
+    if (!timeout) throw CommandError(kNotStarted, "waiting for " + what + ": the election ended");
     std::cerr << "dlockctl: " << what << " not granted within --timeout-ms " << timeout->count() << "; nothing run\n";
     return kWaitTimedOut;
   }
   auto term = std::move(**waited.value);
-  return std::make_unique<ElectionHold>(std::move(latch), std::move(term));
+  return std::make_unique<ElectionHold>(std::move(selector), std::move(candidate), std::move(term));
 }
 
 }  // namespace dlockctl

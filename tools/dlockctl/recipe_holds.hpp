@@ -3,6 +3,9 @@
 // on the server.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
+
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <memory>
@@ -12,7 +15,7 @@
 #include <vector>
 
 #include "any_stop.hpp"
-#include "dlock/leader_latch.hpp"
+#include "dlock/leader_selector.hpp"
 #include "dlock/semaphore.hpp"
 #include "hold.hpp"
 #include "signals.hpp"
@@ -60,9 +63,27 @@ std::variant<std::unique_ptr<SemaphoreHold>, int> acquire_leases(dlock::Session&
 
 // A leadership term of a LeaderLatch; release() closes the latch (its node deleted, so the next
 // participant leads).
+// The participant's state shared with its selector's callback: the term it leads, and whether
+// dlockctl let it go (the command exited, or a signal stopped the wait).
+struct Candidate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::optional<dlock::LeaderTerm> term;
+  bool released = false;
+  void release() {
+    std::lock_guard lock(mutex);
+    released = true;
+    changed.notify_all();
+  }
+};
+
+// A leadership term of a LeaderSelector whose callback leads until dlockctl releases: the node
+// stays until the command has exited, even after the term ended (a dropped connection), so no
+// other participant can lead while the command is still being stopped.
 class ElectionHold final : public Hold {
  public:
-  ElectionHold(std::unique_ptr<dlock::LeaderLatch> latch, dlock::LeaderTerm term);
+  ElectionHold(std::unique_ptr<dlock::LeaderSelector> selector, std::shared_ptr<Candidate> candidate,
+               dlock::LeaderTerm term);
   std::string_view kind() const override { return "leadership"; }
   const std::string& path() const override { return term_.path(); }
   const std::string& node() const override { return term_.node(); }
@@ -71,13 +92,14 @@ class ElectionHold final : public Hold {
   void release() noexcept override;
 
  private:
-  std::unique_ptr<dlock::LeaderLatch> latch_;
+  std::unique_ptr<dlock::LeaderSelector> selector_;
+  std::shared_ptr<Candidate> candidate_;
   dlock::LeaderTerm term_;
 };
 
-// Joins the election at `path` as participant `id` (Curator's LeaderLatch) and waits until it
+// Joins the election at `path` as participant `id` (Curator's LeaderSelector) and waits until it
 // leads, at most `timeout` (nullopt: no limit). Returns the term; or, with none, dlockctl's exit
-// status, the latch closed first (its node deleted): kWaitTimedOut, or kSignalBase + N when
+// status, the selector closed first (its node deleted): kWaitTimedOut, or kSignalBase + N when
 // signal N stopped the wait. Throws CommandError(kNotStarted) when it cannot lead (the session
 // ended).
 std::variant<std::unique_ptr<ElectionHold>, int> await_leadership(dlock::Session& session, const std::string& path,

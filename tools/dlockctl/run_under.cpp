@@ -141,6 +141,13 @@ int run_under(Hold& hold, const RunOptions& options, SignalWatch& signals, boost
               << " was revoked as soon as it was granted; the command was not run\n";
     return kRevoked;
   }
+  if (const auto signal = signals.take_pending_stop()) {
+    // Came between the grant and now: neither the wait's handler nor a command saw it.
+    hold.release();
+    std::cerr << "dlockctl: " << ::strsignal(*signal) << " as " << describe(hold)
+              << " was granted: the command was not run\n";
+    return kSignalBase + *signal;
+  }
   std::vector<std::string> environment = {"DLOCK_FENCING_TOKEN=" + std::to_string(hold.fencing_token()),
                                           "DLOCK_PATH=" + hold.path(), "DLOCK_NODE=" + hold.node()};
   for (auto& variable : hold.environment()) environment.push_back(std::move(variable));

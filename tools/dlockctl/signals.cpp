@@ -77,4 +77,18 @@ void SignalWatch::restore_in_child() const noexcept {
   ::sigprocmask(SIG_SETMASK, &original_mask_, nullptr);
 }
 
+std::optional<int> SignalWatch::take_pending_stop() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return std::nullopt;
+  for (const int number : {SIGINT, SIGTERM, SIGHUP}) {
+    if (::sigismember(&pending, number) != 1) continue;
+    sigset_t one;
+    ::sigemptyset(&one);
+    ::sigaddset(&one, number);
+    const timespec now{};
+    if (::sigtimedwait(&one, nullptr, &now) == number) return number;
+  }
+  return std::nullopt;
+}
+
 }  // namespace dlockctl

@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <functional>
+#include <optional>
 
 namespace dlockctl {
 
@@ -41,6 +42,12 @@ class SignalWatch {
   // Where the signals go from now on, one call per signal, on the io_context's thread. While no
   // handler is set they wait in the kernel (one of each kind) for the next handler.
   void set_handler(Handler handler);
+
+  // A SIGINT, SIGTERM or SIGHUP that arrived while no handler was set and still waits in the
+  // kernel: taken (it will not reach a handler) and returned. For the moment between a grant and
+  // the command's start, when a terminal's Ctrl-C would reach neither dlockctl's handler nor a
+  // command that does not exist yet.
+  std::optional<int> take_pending_stop();
 
   // In a forked child before exec: the signal mask, and SIGCHLD's disposition, that dlockctl
   // started with, so the command sees signals as any program it starts would. Async-signal-safe.
