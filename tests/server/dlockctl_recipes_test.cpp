@@ -37,7 +37,7 @@ std::vector<std::string> words(const std::string& text) {
   return out;
 }
 
-// The nodes of live sessions under `path` (lock, lease and latch nodes; not the containers).
+// The nodes of live sessions under `path` (lock, lease and election nodes; not the containers).
 std::size_t nodes_under(const std::string& path) {
   RawZk zk(zk_connect());
   return ephemeral_nodes_under(zk, path).size();
@@ -236,7 +236,7 @@ TEST(DlockctlElect, TwoParticipantsNeverRunAtOnceAndTheSecondHasALargerToken) {
   for (auto& run : runs) {
     EXPECT_EQ(exit_within(run, 20s), 0) << read_file(dir.path() + "/stderr.a") << read_file(dir.path() + "/stderr.b");
   }
-  EXPECT_EQ(nodes_under(path), 0u) << "a latch node was left";
+  EXPECT_EQ(nodes_under(path), 0u) << "an election node was left";
   const auto log = read_file(dir.path() + "/log");
   auto stays = read_stays(log);
   ASSERT_EQ(stays.size(), 2u) << log;
@@ -262,7 +262,7 @@ TEST(DlockctlElect, SigintOrTimeoutWhileWaitingLeavesTheElectionRunningNothing) 
   EXPECT_EQ(leader.participants().back().id, "waiting");
   waiting.kill(SIGINT);
   EXPECT_EQ(exit_within(waiting, 10s), 130) << read_file(dir.path() + "/stderr");
-  EXPECT_EQ(nodes_under(path), 1u) << "dlockctl's latch node outlived it";
+  EXPECT_EQ(nodes_under(path), 1u) << "dlockctl's election node outlived it";
   EXPECT_FALSE(fs::exists(marker));
 
   const auto timed_out = dlockctl({"elect", path, "--id", "late", "--timeout-ms", "300", "--", "touch", marker});

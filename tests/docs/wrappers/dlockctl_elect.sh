@@ -15,8 +15,8 @@ DLOCK_DOCS_LOG="$work/log"
 export DLOCK_DOCS_LOG
 # @snippet
 cat "$work/log"
-if ! grep -q '^scheduler [1-9][0-9]* /elections/scheduler _c_.*-latch-[0-9]*$' "$work/log"; then
-  echo "expected run-scheduler to run once as leader, with the term's token and latch node" >&2
+if ! grep -q '^scheduler [1-9][0-9]* /elections/scheduler _c_.*-lock-[0-9]*$' "$work/log"; then
+  echo "expected run-scheduler to run once as leader, with the term's token and its LeaderSelector (lock-) node" >&2
   exit 1
 fi
 echo "dlockctl elect ran the command while leader"
