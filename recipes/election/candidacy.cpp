@@ -131,15 +131,7 @@ bool Candidacy::forget(std::uint64_t id) {
 }
 
 void Candidacy::close() {
-  std::map<std::uint64_t, TermWaiter> waiters;
-  {
-    MutexLock lock(mutex_);
-    over_ = true;
-    turns_ = 0;
-    changed_.notify_all();
-    waiters = take_waiters();
-  }
-  run_waiters(std::move(waiters), std::nullopt);
+  end_candidacy();  // no further turn; awaiting waiters hear that none comes
   interrupt();
   std::stop_source stopping;
   bool join = false;
