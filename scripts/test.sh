@@ -50,7 +50,8 @@ mark "Docker ensemble"
 # not change with the build's sanitizers), the packaging check (it only re-tests the install),
 # the ensemble fault scenarios and the example's integration test (run above; under the sanitizers
 # they cost 100 s of the 20-minute budget: bash scripts/test-reliability-asan.sh runs the first by
-# hand; the account service itself runs under the sanitizers in AccountServiceE2E).
+# hand; the account service itself runs under the sanitizers in AccountServiceE2E), and the
+# interop suites (the wire protocol with Curator's and kazoo's processes: tests/CMakeLists.txt).
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ctest -j"$jobs" --output-on-failure -LE 'compile|packaging|reliability|example')
