@@ -13,6 +13,7 @@ std::atomic<bool> legacy_downgrade;
 std::atomic<bool> keep_waiters_on_destroy;
 std::atomic<bool> no_self_wait_check;
 std::atomic<bool> self_wait_counts_lost_holds;
+std::atomic<bool> omit_holds_from_node_data;
 std::atomic<bool> downgrade_token_from_create;
 std::atomic<bool> ignore_order_defects;
 std::atomic<bool> handoff_share_exclusive;

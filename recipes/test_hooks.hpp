@@ -42,6 +42,10 @@ DLOCK_TEST_SWITCH(bool, no_self_wait_check);
 // The self-wait check counts a hold whose session has ended as blocking for ever.
 DLOCK_TEST_SWITCH(bool, self_wait_counts_lost_holds);
 
+// A lock node's data does not list what its creator held when it queued ("holds"), so a wait-for
+// cycle through it cannot be told apart from threads that hold and wait independently.
+DLOCK_TEST_SWITCH(bool, omit_holds_from_node_data);
+
 // A downgraded read hold's token is its own node's creation zxid, which is larger than the
 // tokens of writers that queued during the write hold, though it holds before them.
 DLOCK_TEST_SWITCH(bool, downgrade_token_from_create);

@@ -29,3 +29,4 @@
 #include "dlock/session.hpp"
 #include "dlock/session_state.hpp"
 #include "dlock/shared_mutex.hpp"
+#include "dlock/wait_graph.hpp"

@@ -40,8 +40,8 @@
 //
 // Client identification (`client`):
 //   - Dlock: a `_c_<uuid>-...` node whose data is dlock's JSON
-//     {"client":"dlock","host","pid","thread","acquired_at"}: host, pid, thread and acquired_at
-//     are filled in.
+//     {"client":"dlock","host","pid","thread","thread_name","acquired_at","shared","holding"}: those
+//     fields are filled in (docs/PROTOCOL.md, "What a lock node's data says").
 //   - Curator: any other `_c_<uuid>-...` node; Curator writes the creating host's IP address as
 //     text, shown as `host`.
 //   - Kazoo: `<hex>__lock__<seq>` / `<hex>__rlock__<seq>` nodes, and `<32 hex>-lock-<seq>` (kazoo's
@@ -96,9 +96,18 @@ struct QueuedContender {
   std::string host;                    // dlock: its host name; Curator: the creator's IP address
   std::optional<std::int64_t> pid;     // dlock only
   std::optional<std::int64_t> thread;  // dlock only: the creating thread's Linux thread id
+  std::string thread_name;             // dlock only: the creating thread's name (pthread_setname_np)
   std::string acquired_at;             // dlock only: when the node was created (client's clock, UTC ISO 8601)
-  std::string identifier;              // kazoo only: its Lock's identifier
-  std::string data;                    // the raw data, escaped, cut after 256 bytes
+  // dlock only: other threads of its process may hold and wait through this node (local
+  // hand-off), so `thread` names only the thread that created it.
+  bool shared = false;
+  // dlock only: the nodes (names) that the node's creator held (through a Mutex, a SharedMutex
+  // side or a scope guard) when it queued this node: while this node waits, its creator waits
+  // holding them. Nullopt when the data does not say (a LockHandle's node, other clients, older
+  // dlock versions). What dlock/wait_graph.hpp proves a deadlock with.
+  std::optional<std::vector<std::string>> holding;
+  std::string identifier;  // kazoo only: its Lock's identifier
+  std::string data;        // the raw data, escaped, cut after 256 bytes
   // From the node's stat (the server's view).
   std::int64_t session_id = 0;                      // the session that owns the node (ephemeralOwner)
   std::int64_t czxid = 0;                           // the zxid of the node's creation

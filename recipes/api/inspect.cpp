@@ -135,6 +135,18 @@ std::string text_field(const nlohmann::json& doc, const char* key) {
   return printable(it->get_ref<const std::string&>(), kMaxField, detail::Quotes::Keep);
 }
 
+// A list of node names, each escaped; nullopt unless the field is an array of strings (at most 64).
+std::optional<std::vector<std::string>> names_field(const nlohmann::json& doc, const char* key) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || !it->is_array() || it->size() > 64) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& name : *it) {
+    if (!name.is_string()) return std::nullopt;
+    names.push_back(printable(name.get_ref<const std::string&>(), kMaxField, detail::Quotes::Keep));
+  }
+  return names;
+}
+
 // Fills in what the node's name and data tell about the client that made it. Never throws.
 void identify(QueuedContender& c, const std::string& data) {
   c.data = printable(data, kMaxField, detail::Quotes::Keep);  // dlock's JSON stays readable
@@ -147,7 +159,12 @@ void identify(QueuedContender& c, const std::string& data) {
         c.host = text_field(doc, "host");
         c.pid = integer_field(doc, "pid");
         c.thread = integer_field(doc, "thread");
+        c.thread_name = text_field(doc, "thread_name");
         c.acquired_at = text_field(doc, "acquired_at");
+        if (const auto shared = doc.find("shared"); shared != doc.end() && shared->is_boolean()) {
+          c.shared = shared->get<bool>();
+        }
+        c.holding = names_field(doc, "holding");
         return;
       }
     }

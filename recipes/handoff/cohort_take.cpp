@@ -19,6 +19,7 @@
 #include "recipes/handoff/cohort.hpp"
 #include "recipes/queue/acquire_op.hpp"
 #include "recipes/queue/held_nodes.hpp"
+#include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/task_timer.hpp"
@@ -311,6 +312,8 @@ void Cohort::begin_drive(Locked& lock, const std::shared_ptr<AsyncTake>& take) {
         *client_, dir_, policy_, take->deadline, watch, take->owner,
         [this, take](AcquireResult result) { on_driven(take, std::move(result.acquired), std::move(result.failure)); },
         take->home);
+    // Other threads of the process hold and wait through this node in turn.
+    op->set_node_data(holder_info_json({.owner = take->owner, .shared = true}));
   } catch (...) {
     // Nothing was sent: as a driving acquisition that failed (the next waiter drives).
     return on_driven(take, std::nullopt, Failure::current());

@@ -36,7 +36,7 @@ AcquireOp::AcquireOp(Private, Client& client, std::string dir, const LockPolicy&
       owner_(owner),
       what_(std::string("lock ").append(dir_)),
       prefix_(std::string("_c_").append(random_uuid()).append("-")),
-      data_(holder_info_json()),
+      data_(holder_info_json({.owner = owner, .shared = false})),
       done_(std::move(done)) {}
 
 AcquireOp::~AcquireOp() = default;

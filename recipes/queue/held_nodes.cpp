@@ -95,4 +95,22 @@ bool holds_any(std::uint64_t token) {
   });
 }
 
+std::optional<std::vector<std::string>> names_held_by(std::uint64_t token, std::size_t limit) {
+  std::vector<std::string> names;
+  auto& r = registry();
+  if (token == 0 || r.size.load() == 0) return names;
+  {
+    MutexLock lock(r.mutex);
+    for (const auto& [name, holders] : r.holders_of) {
+      if (std::any_of(holders.begin(), holders.end(),
+                      [&](const Holder& h) { return h.token == token && h.counts(); })) {
+        if (names.size() == limit) return std::nullopt;
+        names.push_back(name);
+      }
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace dlock::detail::held_nodes

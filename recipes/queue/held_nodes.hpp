@@ -18,8 +18,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlock/error.hpp"
 
@@ -53,5 +55,10 @@ WouldDeadlock would_wait_on_itself(const std::string& dir, std::string_view node
 // Whether the holder with `token` holds any node at all (cheap when nobody holds one). False for
 // token 0.
 bool holds_any(std::uint64_t token);
+
+// The names of the nodes the holder with `token` holds (still owned), sorted, at most `limit` of
+// them; nullopt when it holds more (the list would not be the whole truth). Empty for token 0.
+// What a lock node's data says its creator held when it queued (holder_info.hpp).
+std::optional<std::vector<std::string>> names_held_by(std::uint64_t token, std::size_t limit);
 
 }  // namespace dlock::detail::held_nodes

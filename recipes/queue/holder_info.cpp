@@ -1,5 +1,6 @@
 #include "recipes/queue/holder_info.hpp"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -8,6 +9,9 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
+
+#include "recipes/queue/held_nodes.hpp"
+#include "recipes/test_hooks.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -30,18 +34,31 @@ std::string utc_now_iso8601() {
   return buffer;
 }
 
+// The calling thread's name (pthread_setname_np, prctl PR_SET_NAME; the program's name unless set).
+std::string thread_name() {
+  char buffer[32] = {};
+  if (pthread_getname_np(pthread_self(), buffer, sizeof buffer) != 0) return {};
+  return buffer;
+}
+
 }  // namespace
 
-std::string holder_info_json() {
+std::string holder_info_json(HolderInfo info) {
   static const std::string host = host_name();
-  return nlohmann::json{
+  nlohmann::json doc{
       {"client", "dlock"},
       {"host", host},
       {"pid", static_cast<long>(getpid())},
       {"thread", static_cast<long>(syscall(SYS_gettid))},
+      {"thread_name", thread_name()},
       {"acquired_at", utc_now_iso8601()},
+      {"shared", info.shared},
+  };
+  // 16 names of about 50 bytes keep the node small (inspect() parses up to 4 KiB).
+  if (info.owner != 0 && !test_hooks::omit_holds_from_node_data.load()) {
+    if (auto held = held_nodes::names_held_by(info.owner, 16)) doc["holding"] = std::move(*held);
   }
-      .dump();
+  return doc.dump();
 }
 
 std::string random_uuid() {

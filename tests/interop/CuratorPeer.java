@@ -8,8 +8,10 @@
 //                      --client NAME --log FILE [--counter FILE] [--hold-us U]
 //                      [--pause-us U: sleep between a release and the next acquire]
 //                      [--start-at-ns CLOCK_MONOTONIC ns to begin the cycles at, or go: print READY, read "GO <ns>"]
-//   curator_peer hold  --connect HOST:PORT --path P --lock mutex|read|write [--revocable]
+//   curator_peer hold  --connect HOST:PORT --path P --lock mutex|read|write [--revocable] [--then P2]
 //       prints "HELD <token> <node>", releases on a line on stdin (or its end), prints "RELEASED".
+//       [--then P2]: right after "HELD", the same thread also takes a mutex on P2 (waiting while it
+//       holds P: half of a deadlock), prints "HELD2 <token>" once granted and releases it.
 //       --revocable: makeRevocable() before acquiring; when a revocation is requested (Revoker,
 //       `revoke` below) prints "REVOKE-REQUESTED", releases, prints "RELEASED". A request that came
 //       while it still waited is acted on right after "HELD".
@@ -211,7 +213,7 @@ public final class CuratorPeer {
         break;
       case "hold":
         required = List.of("connect", "path", "lock");
-        optional = Set.of();
+        optional = Set.of("then");
         flags = Set.of("revocable");
         break;
       case "probe":
@@ -572,6 +574,13 @@ public final class CuratorPeer {
       lock.acquire();
       try {
         say("HELD " + token(client, lock) + " " + lock.node());
+        if (options.has("then")) {
+          // A deadlock's second half: the same thread, still holding P, waits for THEN.
+          NodeLock then = newLock(client, options.get("then"), "mutex");
+          then.acquire();
+          say("HELD2 " + token(client, then));
+          then.release();
+        }
         watchStdin(events);
         if (events.take().equals("revoke")) say("REVOKE-REQUESTED");
       } finally {

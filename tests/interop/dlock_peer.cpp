@@ -27,7 +27,7 @@
 //
 //   dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE]
 //                   [--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced]
-//                   [--stderr FILE]
+//                   [--omit-holding] [--stderr FILE]
 //
 // Takes a Mutex on P and prints "HELD <token> <session>"; prints "SIGNALLED" when the hold's stop
 // token is requested and "STATE <state>" on every session state change; then obeys lines on stdin:
@@ -35,7 +35,11 @@
 //                hold_log.hpp; --unfenced: without the token check), prints
 //                "WRITE accepted|rejected still_held=0|1"
 //   status       prints "STATUS still_held=0|1 stop_requested=0|1 state=<state>"
-//   release      (or end of input) logs the hold, unlocks, prints "RELEASED" and exits.
+//   lock PATH2   takes a second Mutex, on PATH2, on the same thread while holding P (blocking until
+//                granted: a deadlock's second half), then prints "HELD2 <token>"
+//   release      (or end of input) logs the hold, unlocks (PATH2's first), prints "RELEASED" and exits.
+// --omit-holding: its lock nodes' data does not say what the thread held when it queued them (the
+// switch test_hooks::omit_holds_from_node_data): the negative control of `dlockctl deadlocks`.
 #include <time.h>
 
 #include <atomic>
@@ -46,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <sstream>
 #include <stdexcept>
@@ -62,6 +67,7 @@
 #include "dlock/async.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/hold_log.hpp"
+#include "recipes/test_hooks.hpp"
 
 namespace {
 
@@ -74,7 +80,7 @@ struct Options {
   int session_timeout_ms = 10000, attempt_timeout_ms = 0;
   std::int64_t start_at_ns = 0;
   bool start_on_go = false;  // --start-at-ns go
-  bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false;
+  bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false, omit_holding = false;
   bool async = false;  // --async: T coroutines on one io_context thread instead of T threads
   dlock::LossSignal loss_signal = dlock::LossSignal::OnSuspended;
   dlock::HandoffOptions handoff{};
@@ -116,6 +122,8 @@ Options parse(int argc, char** argv) {
       o.linger = true;
     } else if (flag == "--unfenced") {
       o.unfenced = true;
+    } else if (flag == "--omit-holding") {
+      o.omit_holding = true;
     } else if (flag == "--async") {
       o.async = true;
     } else if (flag.starts_with("--") && i + 1 < argc) {
@@ -521,6 +529,8 @@ int hold(const Options& o) {
       session.subscribe([](dlock::SessionState s) { say("STATE " + std::string(dlock::to_string(s))); });
   dlock::Mutex mutex(session, o.path);
   HoldLog log(o.log);
+  dlock::detail::test_hooks::omit_holds_from_node_data = o.omit_holding;
+  std::optional<dlock::Mutex> second;
   mutex.lock();
   const auto token = mutex.fencing_token();
   const auto session_id = session.id();
@@ -537,6 +547,10 @@ int hold(const Options& o) {
       say(std::string("STATUS still_held=") + (mutex.still_held() ? "1" : "0") +
           " stop_requested=" + (mutex.stop_token().stop_requested() ? "1" : "0") +
           " state=" + std::string(dlock::to_string(session.state())));
+    } else if (line.starts_with("lock ") && !second) {
+      second.emplace(session, line.substr(5));
+      second->lock();
+      say("HELD2 " + std::to_string(second->fencing_token()));
     } else if (line == "release") {
       break;
     } else {
@@ -545,6 +559,7 @@ int hold(const Options& o) {
   }
   const auto exit = monotonic_ns();
   const bool lost = !mutex.still_held();
+  if (second) second->unlock();
   mutex.unlock();
   log.hold(o.client, session_id, "exclusive", token, enter, exit, lost, lost_at_enter);
   log.check();
@@ -566,7 +581,8 @@ int main(int argc, char** argv) {
                  "[--loss-signal on-suspended|on-lost] [--attempt-timeout-ms MS] [--tolerate-loss] "
                  "[--linger] [--stderr FILE]\n"
                  "       dlock_peer hold --connect HOST:PORT --path P [--client NAME] [--log FILE] "
-                 "[--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced] [--stderr FILE]\n",
+                 "[--session-timeout-ms MS] [--loss-signal ...] [--resource FILE] [--unfenced] [--omit-holding] "
+                 "[--stderr FILE]\n",
                  e.what());
     return 2;
   }

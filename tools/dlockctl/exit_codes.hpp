@@ -15,6 +15,8 @@ enum ExitCode : int {
   kUsage = 2,      // a bad command line: unknown option, a value breaking its rule, `release` without --force/--yes
   kZooKeeper = 3,  // ZooKeeper: not reachable or --connect malformed, credentials refused, a request failed or refused
   kNotFound = 4,   // `release`: NODE is not (or no longer) a contender of PATH; nothing deleted
+  kDeadlock = 5,   // `deadlocks`: a deadlock (a cycle of certain waits) was found
+  kPossibleDeadlock = 6,  // `deadlocks`: no certain one, but a possible deadlock (a session-level cycle)
   // lock, read-lock, semaphore, elect (otherwise the command's own status):
   kRevoked = 122,          // --revocable: the holder was asked to give the hold up; the command was sent
                            // SIGTERM (or, asked before it started, was not run)
@@ -27,7 +29,7 @@ enum ExitCode : int {
 };
 
 inline constexpr const char* kExitCodesHelp =
-    "Exit codes of list, show, wait, watch, release, revoke:\n"
+    "Exit codes of list, show, wait, watch, release, revoke, waits, why, deadlocks:\n"
     "  0  done (wait: no contender is queued; revoke: asked, or NODE no longer exists)\n"
     "  1  wait: contenders still queued when --timeout-ms ran out\n"
     "  2  bad command line: unknown option, a value breaking its rule (the error names both),\n"
@@ -35,6 +37,10 @@ inline constexpr const char* kExitCodesHelp =
     "  3  ZooKeeper: not reachable or --connect malformed, credentials refused, a request failed\n"
     "     or was refused (ACL)\n"
     "  4  release: NODE is not (or no longer) a contender of PATH; nothing deleted\n"
+    "  5  deadlocks: a deadlock was found (a cycle of clients each holding what the previous waits\n"
+    "     for, proven by dlock's node data)\n"
+    "  6  deadlocks: no proven deadlock, but a possible one (a cycle of sessions; threads of one\n"
+    "     process may hold and wait independently: Curator and kazoo nodes, local hand-off)\n"
     "Exit codes of lock, read-lock, semaphore and elect: the command's own status, or\n"
     "  2    bad command line (as above; also no command after --); nothing run\n"
     "  122  --revocable: a client asked the holder to give the hold up (dlockctl revoke, Curator's\n"

@@ -29,6 +29,7 @@
 #include "run_under.hpp"
 #include "signals.hpp"
 #include "spawn.hpp"
+#include "waits.hpp"
 
 namespace {
 
@@ -118,6 +119,8 @@ int main(int argc, char** argv) {
   app.footer(std::string(dlockctl::kExitCodesHelp) +
              "Examples:\n"
              "  dlockctl --connect zk1:2181 show /locks/orders/42\n"
+             "  dlockctl --connect zk1:2181 why /locks/orders/42 --base /locks\n"
+             "  dlockctl --connect zk1:2181 deadlocks /locks\n"
              "  dlockctl --connect zk1:2181 lock /locks/nightly-report -- nightly-report --day today\n"
              "  dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- export-catalogue\n"
              "  dlockctl --connect zk1:2181 semaphore /semaphores/reindex --leases 3 -- reindex-shard\n"
@@ -172,6 +175,22 @@ int main(int argc, char** argv) {
   watch->add_option("--timeout-ms", timeout_ms, "stop after this many milliseconds (default: no limit)");
   watch->add_option("--updates", updates,
                     "stop after printing this many updates, the first included (default: no limit)");
+
+  std::string graph_base = "/";
+  auto* waits = app.add_subcommand("waits",
+                                   "who waits for whom under BASE, session by session, joined across lock paths "
+                                   "(each node's owning session): what each holds, what it waits for, behind whom");
+  waits->add_option("BASE", graph_base, "where to look, e.g. /locks (default \"/\": everything)");
+  auto* why = app.add_subcommand("why",
+                                 "why PATH's waiters wait: behind whom, held since when, and what that holder itself "
+                                 "waits for, lock by lock across BASE, to the end of the chain or around a cycle");
+  why->add_option("PATH", path, "the lock directory")->required();
+  why->add_option("--base", graph_base, "the locks to follow the chain through (default \"/\": everything)");
+  auto* deadlocks = app.add_subcommand(
+      "deadlocks",
+      "the cycles of waits under BASE: exit 0 when there is none, 5 for a deadlock, 6 for only possible ones (see "
+      "the exit codes)");
+  deadlocks->add_option("BASE", graph_base, "where to look, e.g. /locks (default \"/\": everything)");
 
   std::string node;
   bool force = false;
@@ -367,7 +386,10 @@ int main(int argc, char** argv) {
       throw CommandError(dlockctl::kUsage, "watch --updates must be 1 or more, got " + std::to_string(*updates));
     }
     if (list->parsed()) check_base(base);
-    if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed() || runs_command) {
+    if ((waits->parsed() || why->parsed() || deadlocks->parsed()) && graph_base != "/") {
+      check_path(why->parsed() ? "why --base" : "BASE", graph_base);
+    }
+    if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed() || why->parsed() || runs_command) {
       check_path("PATH", path);
     }
     if (revoke->parsed()) check_path("revoke NODE", revoke_target);
@@ -438,6 +460,9 @@ int main(int argc, char** argv) {
     if (wait->parsed()) return dlockctl::wait_free(session, path, timeout_ms, json);
     if (watch->parsed()) return dlockctl::watch_lock(session, path, timeout_ms, updates, json);
     if (revoke->parsed()) return dlockctl::revoke_node(session, revoke_target, json);
+    if (waits->parsed()) return dlockctl::show_waits(session, graph_base, json);
+    if (why->parsed()) return dlockctl::explain_wait(session, path, graph_base, json);
+    if (deadlocks->parsed()) return dlockctl::find_deadlocks(session, graph_base, json);
     return dlockctl::force_release(session, path, node, json);
   } catch (const CommandError& e) {
     return fail(json, e.code(), e.what());

@@ -32,6 +32,7 @@ std::string who(const dlock::QueuedContender& c) {
       if (!c.host.empty()) out += " " + c.host;
       if (c.pid) out += " pid " + std::to_string(*c.pid);
       if (c.thread) out += " thread " + std::to_string(*c.thread);
+      if (!c.thread_name.empty()) out += " (" + c.thread_name + ")";
       break;
     case dlock::LockClient::Curator:
       if (!c.host.empty()) out += " " + c.host;
@@ -71,6 +72,10 @@ nlohmann::ordered_json contender_json(const dlock::QueuedContender& c, std::size
       {"host", c.host.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.host)},
       {"pid", optional_number(c.pid)},
       {"thread", optional_number(c.thread)},
+      {"thread_name", c.thread_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.thread_name)},
+      {"shared",
+       c.client == dlock::LockClient::Dlock ? nlohmann::ordered_json(c.shared) : nlohmann::ordered_json(nullptr)},
+      {"holding", c.holding ? nlohmann::ordered_json(*c.holding) : nlohmann::ordered_json(nullptr)},
       {"acquired_at", c.acquired_at.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.acquired_at)},
       {"identifier", c.identifier.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.identifier)},
       {"data", c.data},

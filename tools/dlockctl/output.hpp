@@ -15,7 +15,7 @@ namespace dlockctl {
 std::string iso8601(std::chrono::system_clock::time_point t);
 // A session id as zkCli shows an ephemeralOwner: "0x1000a2b3c4d0005".
 std::string session_hex(std::int64_t id);
-// Who made a contender, in one phrase: "dlock host pid 1234 thread 1240", "curator 10.0.0.7",
+// Who made a contender, in one phrase: "dlock host pid 1234 thread 1240 (worker-3)", "curator 10.0.0.7",
 // "kazoo identifier 'worker-3'".
 std::string who(const dlock::QueuedContender& c);
 

@@ -1,0 +1,121 @@
+// dlock/wait_graph.hpp: who waits for whom across lock paths, and the deadlocks, from ZooKeeper
+// alone.
+//
+// A lock waits behind its holder, and that holder may itself wait for another lock held by a
+// third process: nothing in ZooKeeper says so directly. `dlock::wait_graph(session, base)` reads
+// every lock directory under `base` (dlock/inspect.hpp's inspect_tree) and joins them into one
+// graph whose vertices are the contenders' nodes (dlock's, Curator's and kazoo's alike) and whose
+// edges say what each one waits for. It is what `dlockctl waits`, `why` and `deadlocks` print:
+//
+//   dlock::WaitGraph graph = dlock::wait_graph(session, "/locks");
+//   for (const dlock::WaitCycle& cycle : graph.cycles) {
+//     std::cout << (cycle.certain ? "deadlock:" : "possible deadlock:");
+//     for (std::size_t e : cycle.edges) std::cout << ' ' << graph.contenders[graph.edges[e].from].path;
+//     std::cout << '\n';
+//   }
+//
+// Edges (from -> to: `from` cannot go before `to` does):
+//   - Behind: `from` waits in its lock's queue behind `to`, which it conflicts with (a writer or an
+//     exclusive contender waits behind everything ahead of it; a reader behind the writers and
+//     exclusive contenders ahead of it). Always certain: it is the server's order.
+//   - HeldWhileWaiting: `from` is held, and the client that holds it waits for `to`, a node of the
+//     same session (ephemeralOwner) on another lock: `from` will not be released until `to` is
+//     granted.
+//       certain:  `to` is dlock's and its data says its creator held `from` when it queued `to`
+//                 (QueuedContender::holding: the thread, or asynchronous holder, is blocked in
+//                 that acquisition while holding `from`).
+//       possible: anything else of one session: a Curator or kazoo node (their data does not say
+//                 which thread made it), a dlock node whose "holding" does not list `from` (another
+//                 thread of the process may hold `from` and run freely), or a dlock node shared by
+//                 the threads of its process (local hand-off: a thread that joined it is not the
+//                 one its data names). One session's nodes on one lock are never joined so: two of
+//                 its threads taking turns at one lock are no deadlock.
+//
+// Cycles: a cycle of certain edges is a deadlock: every client in it waits for the next and holds
+// what the previous one waits for; none of them can go on until a session ends (or a HoldLimit,
+// dlock/hold_limit.hpp, cuts a hold off). A cycle that needs a possible edge is a possible
+// deadlock: it may be threads of one process that hold and wait independently, and it then
+// dissolves when those threads' critical sections end; `since` says how long it has stood. One
+// cycle is reported per strongly connected set of contenders (certain cycles first); a possible
+// cycle is not reported where it overlaps a certain one.
+//
+// Limits (docs/OPERATIONS.md, "Who waits for whom"): the graph is a snapshot read over many
+// requests, so a cycle that formed or dissolved during the walk may be missed or seen (call it
+// again: a deadlock stays); a local hand-off node whose creator gave up its wait (timed out) while
+// another thread of its process waits on through it still names its creator's holdings; local
+// waiters (threads of a process queued behind its own node) and semaphores' lease waits are not
+// on the server and are not in the graph.
+//
+// Thread-safety: as inspect_tree(): any thread, not one dlock calls back on; blocks for the walk.
+// wait_graph_of() is a pure function.
+//
+// Errors: as inspect_tree() (InvalidPath for `base`, LockLost, Error).
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlock/inspect.hpp"
+
+namespace dlock {
+
+class Session;
+
+// One vertex: a contender's node on its lock.
+struct GraphContender {
+  std::string path;  // the lock directory
+  QueuedContender contender;
+};
+
+enum class WaitReason {
+  Behind,            // `from` waits in the queue behind `to`
+  HeldWhileWaiting,  // `from` is held by a client that waits for `to`
+};
+// "behind", "held-while-waiting".
+std::string_view to_string(WaitReason reason) noexcept;
+
+struct WaitEdge {
+  std::size_t from = 0;  // index into WaitGraph::contenders
+  std::size_t to = 0;
+  WaitReason reason = WaitReason::Behind;
+  bool certain = true;
+  // Why a possible edge is not certain, in a phrase ("" for a certain one).
+  std::string uncertain_because;
+};
+
+struct WaitCycle {
+  bool certain = false;
+  // Indices into WaitGraph::edges, in order around the cycle (each edge's `to` is the next one's
+  // `from`).
+  std::vector<std::size_t> edges;
+  // The newest node's creation (the server's clock): the cycle has stood at least since then.
+  std::chrono::system_clock::time_point since{};
+};
+
+struct WaitGraph {
+  std::string base;
+  bool base_exists = false;
+  // Every contender under `base`, lock by lock (sorted by path), each lock in queue order.
+  std::vector<GraphContender> contenders;
+  std::vector<WaitEdge> edges;
+  // Certain ones first, then by `since`, oldest first.
+  std::vector<WaitCycle> cycles;
+
+  // The edges leaving contender `from`, in the order of `edges`.
+  std::vector<std::size_t> edges_from(std::size_t from) const;
+  // Whether some cycle is certain.
+  bool deadlocked() const;
+};
+
+// Reads every lock under `base` (a lock path or "/") and builds its graph. See the contract above.
+WaitGraph wait_graph(Session& session, std::string_view base);
+
+// The graph of locks read already (what wait_graph() runs on its walk's result).
+WaitGraph wait_graph_of(const LockTree& tree);
+
+}  // namespace dlock

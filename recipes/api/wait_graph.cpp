@@ -1,0 +1,222 @@
+// dlock::wait_graph: the contenders under a base joined into one wait-for graph, and its cycles
+// (dlock/wait_graph.hpp).
+#include "dlock/wait_graph.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace dlock {
+namespace {
+
+bool exclusive_or_write(LockKind kind) { return kind == LockKind::Exclusive || kind == LockKind::Write; }
+
+// Whether `waiter` waits for `ahead` (queued before it on the same lock) to go.
+bool conflicts(const QueuedContender& waiter, const QueuedContender& ahead) {
+  if (waiter.kind == LockKind::Lease || ahead.kind == LockKind::Lease) return false;
+  return exclusive_or_write(waiter.kind) || exclusive_or_write(ahead.kind);
+}
+
+// Why the edge from a held node to a waiting node of its session is only possible.
+std::string uncertain_because(const QueuedContender& waiting) {
+  switch (waiting.client) {
+    case LockClient::Curator:
+      return "Curator's node does not say which thread waits";
+    case LockClient::Kazoo:
+      return "kazoo's node does not say which thread waits";
+    case LockClient::Unknown:
+      return "the waiting node's client is unknown";
+    case LockClient::Dlock:
+      break;
+  }
+  if (!waiting.holding) return "the waiting node's data does not say what its creator holds";
+  if (waiting.shared) return "threads of its process share the waiting node (local hand-off)";
+  return "its creator did not hold it when it queued (another thread of the process may)";
+}
+
+void add_queue_edges(WaitGraph& graph, std::size_t first, std::size_t end) {
+  for (std::size_t w = first; w < end; ++w) {
+    if (graph.contenders[w].contender.holds) continue;
+    for (std::size_t c = first; c < w; ++c) {
+      if (conflicts(graph.contenders[w].contender, graph.contenders[c].contender)) {
+        graph.edges.push_back(WaitEdge{w, c, WaitReason::Behind, true, {}});
+      }
+    }
+  }
+}
+
+// Held node -> waiting node of one session on another lock.
+void add_session_edges(WaitGraph& graph) {
+  std::map<std::int64_t, std::vector<std::size_t>> by_session;
+  for (std::size_t i = 0; i < graph.contenders.size(); ++i) {
+    const auto& c = graph.contenders[i].contender;
+    if (c.session_id != 0 && c.kind != LockKind::Lease) by_session[c.session_id].push_back(i);
+  }
+  for (const auto& [session, nodes] : by_session) {
+    for (const std::size_t h : nodes) {
+      const auto& held = graph.contenders[h];
+      if (!held.contender.holds) continue;
+      for (const std::size_t w : nodes) {
+        const auto& waiting = graph.contenders[w];
+        if (waiting.contender.holds) continue;
+        const auto& holding = waiting.contender.holding;
+        const bool certain = waiting.contender.client == LockClient::Dlock && holding &&
+                             std::find(holding->begin(), holding->end(), held.contender.node) != holding->end();
+        if (certain) {
+          graph.edges.push_back(WaitEdge{h, w, WaitReason::HeldWhileWaiting, true, {}});
+        } else if (held.path != waiting.path) {
+          graph.edges.push_back(
+              WaitEdge{h, w, WaitReason::HeldWhileWaiting, false, uncertain_because(waiting.contender)});
+        }
+      }
+    }
+  }
+}
+
+// Tarjan's strongly connected components over the edges `use` admits; each of two or more.
+std::vector<std::vector<std::size_t>> components(const WaitGraph& graph,
+                                                 const std::vector<std::vector<std::size_t>>& out,
+                                                 const std::function<bool(const WaitEdge&)>& use) {
+  const std::size_t n = graph.contenders.size();
+  std::vector<int> index(n, -1), low(n, 0);
+  std::vector<bool> on_stack(n, false);
+  std::vector<std::size_t> stack;
+  std::vector<std::vector<std::size_t>> found;
+  int next = 0;
+  // Iterative, so a long chain cannot overflow the stack: (vertex, position in its edges).
+  for (std::size_t root = 0; root < n; ++root) {
+    if (index[root] != -1) continue;
+    std::vector<std::pair<std::size_t, std::size_t>> frames{{root, 0}};
+    index[root] = low[root] = next++;
+    stack.push_back(root);
+    on_stack[root] = true;
+    while (!frames.empty()) {
+      auto& [v, at] = frames.back();
+      if (at < out[v].size()) {
+        const WaitEdge& edge = graph.edges[out[v][at++]];
+        if (!use(edge)) continue;
+        const std::size_t w = edge.to;
+        if (index[w] == -1) {
+          index[w] = low[w] = next++;
+          stack.push_back(w);
+          on_stack[w] = true;
+          frames.emplace_back(w, 0);
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      const std::size_t done = v;
+      frames.pop_back();
+      if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
+      if (low[done] != index[done]) continue;
+      std::vector<std::size_t> component;
+      for (;;) {
+        const std::size_t w = stack.back();
+        stack.pop_back();
+        on_stack[w] = false;
+        component.push_back(w);
+        if (w == done) break;
+      }
+      if (component.size() > 1) found.push_back(std::move(component));
+    }
+  }
+  return found;
+}
+
+// The shortest cycle through `start` inside `component`, over the edges `use` admits (breadth
+// first); its edges in order.
+std::vector<std::size_t> cycle_through(const WaitGraph& graph, const std::vector<std::vector<std::size_t>>& out,
+                                       const std::vector<std::size_t>& component, std::size_t start,
+                                       const std::function<bool(const WaitEdge&)>& use) {
+  std::vector<bool> inside(graph.contenders.size(), false);
+  for (const std::size_t v : component) inside[v] = true;
+  std::map<std::size_t, std::size_t> reached_by;  // vertex -> edge
+  std::deque<std::size_t> frontier{start};
+  while (!frontier.empty()) {
+    const std::size_t v = frontier.front();
+    frontier.pop_front();
+    for (const std::size_t e : out[v]) {
+      const WaitEdge& edge = graph.edges[e];
+      if (!use(edge) || !inside[edge.to]) continue;
+      if (edge.to == start) {
+        std::vector<std::size_t> path{e};
+        for (std::size_t at = v; at != start; at = graph.edges[reached_by.at(at)].from)
+          path.push_back(reached_by.at(at));
+        std::reverse(path.begin(), path.end());
+        return path;
+      }
+      if (reached_by.emplace(edge.to, e).second) frontier.push_back(edge.to);
+    }
+  }
+  return {};  // not reached: a component of two or more has a cycle through each vertex
+}
+
+WaitCycle make_cycle(const WaitGraph& graph, std::vector<std::size_t> edges) {
+  WaitCycle cycle;
+  cycle.certain = std::all_of(edges.begin(), edges.end(), [&](std::size_t e) { return graph.edges[e].certain; });
+  for (const std::size_t e : edges)
+    cycle.since = std::max(cycle.since, graph.contenders[graph.edges[e].from].contender.created);
+  cycle.edges = std::move(edges);
+  return cycle;
+}
+
+void find_cycles(WaitGraph& graph) {
+  std::vector<std::vector<std::size_t>> out(graph.contenders.size());
+  for (std::size_t e = 0; e < graph.edges.size(); ++e) out[graph.edges[e].from].push_back(e);
+  const auto certain_only = [](const WaitEdge& edge) { return edge.certain; };
+  const auto any = [](const WaitEdge&) { return true; };
+  std::vector<bool> in_certain(graph.contenders.size(), false);
+  for (const auto& component : components(graph, out, certain_only)) {
+    const std::size_t start = *std::min_element(component.begin(), component.end());
+    graph.cycles.push_back(make_cycle(graph, cycle_through(graph, out, component, start, certain_only)));
+    for (const std::size_t v : component) in_certain[v] = true;
+  }
+  for (const auto& component : components(graph, out, any)) {
+    if (std::any_of(component.begin(), component.end(), [&](std::size_t v) { return in_certain[v]; })) continue;
+    const std::size_t start = *std::min_element(component.begin(), component.end());
+    graph.cycles.push_back(make_cycle(graph, cycle_through(graph, out, component, start, any)));
+  }
+  std::stable_sort(graph.cycles.begin(), graph.cycles.end(), [](const WaitCycle& a, const WaitCycle& b) {
+    if (a.certain != b.certain) return a.certain;
+    return a.since < b.since;
+  });
+}
+
+}  // namespace
+
+std::string_view to_string(WaitReason reason) noexcept {
+  return reason == WaitReason::Behind ? "behind" : "held-while-waiting";
+}
+
+std::vector<std::size_t> WaitGraph::edges_from(std::size_t from) const {
+  std::vector<std::size_t> out;
+  for (std::size_t e = 0; e < edges.size(); ++e) {
+    if (edges[e].from == from) out.push_back(e);
+  }
+  return out;
+}
+
+bool WaitGraph::deadlocked() const {
+  return std::any_of(cycles.begin(), cycles.end(), [](const WaitCycle& c) { return c.certain; });
+}
+
+WaitGraph wait_graph_of(const LockTree& tree) {
+  WaitGraph graph;
+  graph.base = tree.base;
+  graph.base_exists = tree.base_exists;
+  for (const LockQueue& queue : tree.locks) {
+    const std::size_t first = graph.contenders.size();
+    for (const auto& c : queue.contenders) graph.contenders.push_back(GraphContender{queue.path, c});
+    add_queue_edges(graph, first, graph.contenders.size());
+  }
+  add_session_edges(graph);
+  find_cycles(graph);
+  return graph;
+}
+
+WaitGraph wait_graph(Session& session, std::string_view base) { return wait_graph_of(inspect_tree(session, base)); }
+
+}  // namespace dlock
