@@ -117,7 +117,8 @@ std::vector<HoldEvent> read_hold_events(const std::vector<std::string>& files) {
       if (!j.is_object() || !j.contains("event")) return;
       try {
         events.push_back({j.at("client"), j.value("session", ""), j.at("event"), j.value("what", ""),
-                          j.value("at_ns", std::int64_t{0})});
+                          j.value("at_ns", std::int64_t{0}), j.value("asked_ns", std::int64_t{0}),
+                          j.value("token", std::int64_t{0})});
       } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(file + ":" + std::to_string(number) + ": malformed event (" + e.what() + "): " + line);
       }
@@ -323,11 +324,13 @@ void HoldLogWriter::record(const HoldRecord& hold) {
 }
 
 void HoldLogWriter::record(const HoldEvent& event) {
-  const nlohmann::json line{{"client", event.client},
-                            {"session", event.session},
-                            {"event", event.event},
-                            {"what", event.what},
-                            {"at_ns", event.at_ns}};
+  nlohmann::json line{{"client", event.client},
+                      {"session", event.session},
+                      {"event", event.event},
+                      {"what", event.what},
+                      {"at_ns", event.at_ns}};
+  if (event.asked_ns != 0) line["asked_ns"] = event.asked_ns;
+  if (event.token != 0) line["token"] = event.token;
   write_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 

@@ -254,10 +254,15 @@ class HoldLog {
     line << "}\n";
     write(line.str());
   }
-  void event(const std::string& client, std::int64_t session, const std::string& event, const std::string& what) {
+  // `asked_ns`: when the acquisition that failed was invoked (0: not one), for the history checker
+  // (dlock/testing/history.hpp: its create may have taken effect).
+  void event(const std::string& client, std::int64_t session, const std::string& event, const std::string& what,
+             std::int64_t asked_ns = 0) {
     std::ostringstream line;
     line << R"({"client":")" << client << R"(","session":")" << hex(session) << R"(","event":")" << event
-         << R"(","what":)" << json_string(what) << R"(,"at_ns":)" << monotonic_ns() << "}\n";
+         << R"(","what":)" << json_string(what) << R"(,"at_ns":)" << monotonic_ns();
+    if (asked_ns != 0) line << R"(,"asked_ns":)" << asked_ns;
+    line << "}\n";
     write(line.str());
   }
   void check() {
@@ -461,13 +466,14 @@ int run(const Options& o) {
               locks = std::make_unique<ThreadLocks>(*session, o.path);
               locks_generation = generation;
             }
+            const auto asked = monotonic_ns();
             try {
               std::int64_t token = 0;
               bool lost_at_enter = false;
               if (!o.ignore_lock) {
                 if (!locks->acquire(o)) {
                   log.event(client, session->id(), "timeout",
-                            "no lock on " + o.path + " within " + std::to_string(o.attempt_timeout_ms) + " ms");
+                            "no lock on " + o.path + " within " + std::to_string(o.attempt_timeout_ms) + " ms", asked);
                   continue;
                 }
                 token = locks->token(o);
@@ -483,13 +489,13 @@ int run(const Options& o) {
               break;
             } catch (const dlock::LockLost& e) {
               if (!o.tolerate_loss) throw;
-              log.event(client, session->id(), "lost", e.what());
+              log.event(client, session->id(), "lost", e.what(), asked);
               slot.recover(generation, log, client);
             } catch (const dlock::NotOwner&) {
               throw;
             } catch (const dlock::Error& e) {
               if (!o.tolerate_loss) throw;
-              log.event(client, session->id(), "error", e.what());
+              log.event(client, session->id(), "error", e.what(), asked);
               slot.recover(generation, log, client);
               std::this_thread::sleep_for(50ms);
             }

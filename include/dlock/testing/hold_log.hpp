@@ -15,7 +15,8 @@
 // whose sessions were valid. Missing fields read as false (Curator and kazoo do not write them).
 //
 // A log may also hold event lines, which are not holds:
-//   {"client":"dlock-0#1","session":"0x...","event":"lost"|"error"|"timeout"|...,"what":"...","at_ns":<...>}
+//   {"client":"dlock-0#1","session":"0x...","event":"lost"|"error"|"timeout"|...,"what":"...","at_ns":<...>,
+//    "asked_ns":<when the failed acquisition was invoked>,"token":<"head" lines>}
 // read_hold_log skips them; read_hold_events returns them.
 //
 // The reliability scenarios also write to a fenced resource (`fenced_write` below): a file every
@@ -45,13 +46,20 @@ struct HoldRecord {
   bool excludes() const { return mode == "exclusive" || mode == "write"; }
 };
 
-// A line of a log that is not a hold: a cycle that failed and was retried, a session replaced, ...
+// A line of a log that is not a hold: a cycle that failed and was retried, a session replaced, a
+// queue's head seen by a HeadObserver (dlock/testing/history.hpp), ...
 struct HoldEvent {
   std::string client;
   std::string session;
-  std::string event;  // "lost", "error", "timeout", "new-session", ...
-  std::string what;   // the exception's message, if any
+  std::string event;  // "lost", "error", "timeout", "new-session", "head", ...
+  std::string what;   // the exception's message, if any; "head": the head node's name ("" for none)
   std::int64_t at_ns = 0;
+  // A failed acquisition ("timeout", "lost", "error"): when it was invoked (0: not logged). Its
+  // outcome on the server is unknown (its create may have taken effect): history.hpp's checker
+  // treats it as possibly holding from then on.
+  std::int64_t asked_ns = 0;
+  // "head": the head node's fencing token (fencing_token_of its czxid; 0 for an empty queue).
+  std::int64_t token = 0;
 };
 
 // Appends records to a log file, one JSON line each, written at once (a test can follow a run,
