@@ -27,7 +27,8 @@ class JoinedHandle {
     if (zh_ == nullptr) {
       const int error = errno;
       throw std::runtime_error("dlock::testing::expire_session: zookeeper_init failed for " + connect + ": " +
-                               std::strerror(error) + " (" + zerror(ZSYSTEMERROR) + ")");
+                               std::strerror(error) + " (" + zerror(ZSYSTEMERROR) + ", " +
+                               std::to_string(ZSYSTEMERROR) + ")");
     }
   }
   ~JoinedHandle() {
@@ -94,7 +95,8 @@ void expire_session(Session& session, std::chrono::milliseconds timeout) {
         return;  // the server no longer knows the session: confirmed
       case JoinedHandle::Outcome::Failed:
         throw std::runtime_error("dlock::testing::expire_session: joining session " + hex_id(id.client_id) + " on " +
-                                 connect + " failed: " + zerror(ZAUTHFAILED));
+                                 connect + " failed: " + zerror(ZAUTHFAILED) + " (" + std::to_string(ZAUTHFAILED) +
+                                 ")");
       case JoinedHandle::Outcome::TimedOut:
         break;  // the loop's condition ends it
       case JoinedHandle::Outcome::Connected:
