@@ -22,6 +22,7 @@
 
 #include "dlock/testing/server.hpp"
 #include "loopback.hpp"
+#include "peer_links.hpp"
 #include "spawn.hpp"
 
 namespace dlock::testing {
@@ -143,6 +144,7 @@ TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(o
   }
   if (options_.members < 1) throw std::invalid_argument("TestingEnsemble: members must be >= 1");
   members_.resize(static_cast<std::size_t>(options_.members));
+  if (options_.partitionable) links_ = std::make_unique<PeerLinks>(options_.members);
   if (options_.backend == EnsembleBackend::Docker) {
     const char* host = std::getenv("DOCKER_HOST");
     const std::string where = host != nullptr && *host != '\0' ? std::string("DOCKER_HOST=") + host
@@ -197,6 +199,11 @@ void TestingEnsemble::configure() {
     servers += "server." + std::to_string(member_id(i)) + "=127.0.0.1:" + std::to_string(m.peer_port) + ":" +
                std::to_string(m.election_port) + "\n";
   }
+  if (links_) {
+    std::vector<std::pair<int, int>> targets;
+    for (const Member& m : members_) targets.emplace_back(m.peer_port, m.election_port);
+    links_->set_targets(targets);
+  }
   for (int i = 0; i < member_count(); ++i) {
     const Member& m = members_[static_cast<std::size_t>(i)];
     std::filesystem::remove_all(m.dir);  // a retry starts from empty data
@@ -223,9 +230,12 @@ void TestingEnsemble::start_member(int i) {
   m.paused = false;
   SpawnOptions spawn;
   spawn.log_file = m.dir + "/server.log";
+  // Partitionable: the member's connections to its peers go through its gateway (peer_links.hpp).
+  const std::vector<std::string> jvm_options = links_ ? links_->jvm_options(i) : std::vector<std::string>{};
   if (options_.backend == EnsembleBackend::Process) {
     m.pid = spawn_child(
-        zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms), spawn);
+        zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms, jvm_options),
+        spawn);
     return;
   }
   // The member's directory (zoo.cfg, data) at the same path inside, so zoo.cfg's dataDir holds;
@@ -233,8 +243,8 @@ void TestingEnsemble::start_member(int i) {
   m.container =
       "dlock-zk-" + std::filesystem::path(dir_.path()).filename().string() + "-" + std::to_string(member_id(i));
   docker({"rm", "-f", m.container});  // a container of an earlier start of this member, if left
-  auto command =
-      zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms);
+  auto command = zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg",
+                                   options_.container_check_ms, jvm_options);
   // As the caller's user, so the files it writes into the member's directory are the caller's.
   // No --rm: kill() and stop() remove the container themselves, before its name is used again.
   std::vector<std::string> argv{options_.docker,
@@ -476,6 +486,119 @@ EnsembleTopology TestingEnsemble::describe() const {
       throw std::logic_error("TestingEnsemble: member " + std::to_string(member_id(i)) +
                              "'s zoo.cfg lists other servers than member 1's");
     }
+  }
+  return out;
+}
+
+// --- Partitions ------------------------------------------------------------------------------
+
+void TestingEnsemble::check_partition_index(int i, const char* call) const {
+  const std::string where = std::string("TestingEnsemble::") + call + ": ";
+  if (!links_) {
+    throw std::invalid_argument(where + "this ensemble was built without EnsembleOptions::partitionable");
+  }
+  if (i < 0 || i >= member_count()) {
+    throw std::invalid_argument(where + "no member " + std::to_string(i) + " (indices are 0.." +
+                                std::to_string(member_count() - 1) + ")");
+  }
+}
+
+void TestingEnsemble::partition(const std::vector<int>& side_a, const std::vector<int>& side_b) {
+  for (int a : side_a) check_partition_index(a, "partition");
+  for (int b : side_b) check_partition_index(b, "partition");
+  if (side_a.empty() || side_b.empty()) {
+    if (!links_) check_partition_index(0, "partition");  // the rule that is broken first
+    throw std::invalid_argument(std::string("TestingEnsemble::partition: side ") + (side_a.empty() ? "a" : "b") +
+                                " is empty (each side needs at least one member)");
+  }
+  for (int a : side_a) {
+    for (int b : side_b) {
+      if (a == b) {
+        throw std::invalid_argument("TestingEnsemble::partition: member " + std::to_string(a) +
+                                    " is on both sides (a member is on one side at most)");
+      }
+    }
+  }
+  for (int a : side_a) {
+    for (int b : side_b) {
+      links_->set_cut(a, b, true);
+      links_->set_cut(b, a, true);
+    }
+  }
+}
+
+void TestingEnsemble::partition_one_way(int from, int to) {
+  check_partition_index(from, "partition_one_way");
+  check_partition_index(to, "partition_one_way");
+  if (from == to) {
+    throw std::invalid_argument("TestingEnsemble::partition_one_way: from and to are both member " +
+                                std::to_string(from) + " (they must differ)");
+  }
+  links_->set_cut(from, to, true);
+}
+
+void TestingEnsemble::isolate(int i) {
+  check_partition_index(i, "isolate");
+  std::vector<int> others;
+  for (int j = 0; j < member_count(); ++j) {
+    if (j != i) others.push_back(j);
+  }
+  if (!others.empty()) partition({i}, others);
+}
+
+TestingEnsemble::Split TestingEnsemble::split_off(int minority_size, bool leader_in_minority) {
+  if (minority_size < 1 || 2 * minority_size >= member_count()) {
+    throw std::invalid_argument("TestingEnsemble::split_off: minority_size " + std::to_string(minority_size) +
+                                " leaves no majority of " + std::to_string(member_count()) +
+                                " members (1 <= minority_size and 2 * minority_size < members)");
+  }
+  const auto current = leader();
+  if (!current) throw std::runtime_error("TestingEnsemble::split_off: no single member leads now");
+  Split split;
+  if (leader_in_minority) split.minority.push_back(*current);
+  for (int i = 0; i < member_count(); ++i) {
+    const bool minority = i != *current && static_cast<int>(split.minority.size()) < minority_size;
+    if (i == *current) {
+      if (!leader_in_minority) split.majority.push_back(i);
+    } else if (minority) {
+      split.minority.push_back(i);
+    } else {
+      split.majority.push_back(i);
+    }
+  }
+  return split;
+}
+
+void TestingEnsemble::heal() {
+  if (links_) links_->heal();
+}
+
+bool TestingEnsemble::partitioned() const {
+  if (!links_) return false;
+  for (int a = 0; a < member_count(); ++a) {
+    for (int b = 0; b < member_count(); ++b) {
+      if (a != b && links_->cut(a, b)) return true;
+    }
+  }
+  return false;
+}
+
+std::string TestingEnsemble::cuts() const {
+  std::string out;
+  for (int a = 0; links_ && a < member_count(); ++a) {
+    for (int b = 0; b < member_count(); ++b) {
+      if (a == b || !links_->cut(a, b)) continue;
+      if (!out.empty()) out += ' ';
+      out += std::to_string(a) + "->" + std::to_string(b);
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::vector<int> TestingEnsemble::followers() const {
+  std::vector<int> out;
+  for (int i = 0; i < member_count(); ++i) {
+    if (mode(i) == "follower") out.push_back(i);
   }
   return out;
 }

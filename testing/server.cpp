@@ -128,16 +128,13 @@ void ZooKeeperInstall::check() const {
 }
 
 std::vector<std::string> zookeeper_command(const ZooKeeperInstall& install, std::string_view main_class,
-                                           const std::string& config, int container_check_ms) {
-  return {install.java,
-          "-Xmx256m",
-          "-XX:+UseSerialGC",
-          "-XX:TieredStopAtLevel=1",
-          "-Dznode.container.checkIntervalMs=" + std::to_string(container_check_ms),
-          "-cp",
-          install.classpath,
-          std::string(main_class),
-          config};
+                                           const std::string& config, int container_check_ms,
+                                           const std::vector<std::string>& jvm_options) {
+  std::vector<std::string> command{install.java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                   "-Dznode.container.checkIntervalMs=" + std::to_string(container_check_ms)};
+  command.insert(command.end(), jvm_options.begin(), jvm_options.end());
+  command.insert(command.end(), {"-cp", install.classpath, std::string(main_class), config});
+  return command;
 }
 
 std::string server_mode(int port, std::chrono::milliseconds timeout) {

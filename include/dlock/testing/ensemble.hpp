@@ -6,6 +6,10 @@
 //   ensemble.kill(*ensemble.leader());                     // a new leader is elected
 //   ensemble.pause(1); ... ensemble.resume(1);             // a stalled member (SIGSTOP/SIGCONT)
 //
+//   dlock::testing::TestingEnsemble zk({.partitionable = true});
+//   zk.isolate(*zk.leader());                              // the other two elect a new leader
+//   zk.heal();                                             // the old leader rejoins as follower
+//
 // ZooKeeper is found as dlock/testing/server.hpp says (EnsembleOptions::install).
 //
 // Each member is a child JVM running QuorumPeerMain with its own directory (zoo.cfg, dataDir with
@@ -43,6 +47,8 @@
 
 namespace dlock::testing {
 
+class PeerLinks;
+
 // Where members run.
 //
 // Docker: members carry the label dlock.testing.owner=<the test process's PID>; a new ensemble
@@ -75,6 +81,16 @@ struct EnsembleOptions {
   std::string docker_image = docker_image_from_environment();
   // The docker client. Default: /usr/bin/docker.
   std::string docker = "/usr/bin/docker";
+  // Whether partition(), partition_one_way() and isolate() can cut the links between members.
+  // Each member's JVM then opens every connection to a peer through a SOCKS gateway of the kit's
+  // (on 127.0.0.1, one per member; its -DsocksProxyHost/Port options), which relays it byte for
+  // byte and stalls the directions that are cut. zoo.cfg is the same as without it. Default: off,
+  // because then every byte between members passes through threads of the test process: an
+  // ensemble that is never partitioned should not depend on them (a test process stopped in a
+  // debugger would stall the whole quorum), and the members' command lines differ from a
+  // deployment's. Both backends (the containers use the host's network, so they reach the
+  // gateways on 127.0.0.1 too).
+  bool partitionable = false;
 
   static EnsembleBackend backend_from_environment();
   static std::string docker_image_from_environment();
@@ -149,7 +165,64 @@ class TestingEnsemble {
   // quorum as the constructor does.
   void restart_all();
 
+  // The members as their zoo.cfg files describe them. With `partitionable`, still the canonical
+  // entries (real ports): the relays are not in zoo.cfg but in each JVM's SOCKS options.
   EnsembleTopology describe() const;
+
+  // --- Partitions (EnsembleOptions::partitionable) ---------------------------------------------
+  //
+  // A cut direction a->b stalls: no byte a sends to b is read or delivered, on any connection
+  // between them, whichever opened it; the bytes wait in the kernels' buffers (the sender's writes
+  // block once they are full, its timeouts fire), as behind a network that drops packets while
+  // TCP retransmits. Nothing is discarded: after heal() the stalled bytes flow on, in order, and a
+  // close made during the cut arrives after them. A new connection between two members waits
+  // while either direction between them is cut (a TCP handshake needs both): the JVM's connect
+  // times out. Cuts add up: each call below adds its cuts to those in place, until heal(). Cuts
+  // are between member indices, so they outlast a member's restart. kill, stop, pause, resume,
+  // restart and leader() work as without partitions (but restart() waits for the member to
+  // serve, which a member cut off from the majority cannot do before heal()).
+  //
+  // What Debian's ZooKeeper 3.8.0 did here (Nemesis.*, 3 members, tickTime 500 ms, syncLimit 5):
+  // - isolate(leader): the leader stopped leading and serving (its clients Suspended: no write,
+  //   no read) and the other two elected a leader among themselves, about 3 s after the cut.
+  //   After heal() the old leader followed the new one within half a second.
+  // - One-way cuts between the leader and a follower, either way: the follower stopped serving
+  //   after about 2.5 s (syncLimit ticks without hearing the other side) and stayed out for as
+  //   long as the cut lasted (to follow again it needs a new connection, whose handshake needs
+  //   both ways); the leader and the third member kept the quorum and served throughout. After
+  //   heal() the follower followed the same leader again.
+  //
+  // Errors: partition, partition_one_way and isolate on an ensemble built without
+  // `partitionable`, an index out of range, a member on both sides, an empty side, or from == to
+  // throw std::invalid_argument naming the value and the rule; nothing is cut then. Without
+  // `partitionable`, heal() does nothing, partitioned() is false and cuts() is "none".
+
+  // No byte crosses between the sides, either way. Members in neither side are untouched.
+  void partition(const std::vector<int>& side_a, const std::vector<int>& side_b);
+  // Only `from`'s bytes to `to` stall; `to`'s reach `from` (on connections already open; a new
+  // one cannot open, see above). What ZooKeeper does with it: above.
+  void partition_one_way(int from, int to);
+  // Member i from every other member, both ways.
+  void isolate(int i);
+  // Two sides chosen by role: `minority` has `minority_size` members (the current leader among
+  // them if `leader_in_minority`, the rest followers in index order), `majority` every other
+  // member. Throws std::invalid_argument unless 1 <= minority_size and 2 * minority_size <
+  // member_count(), std::runtime_error when no single member leads now. Cuts nothing by itself.
+  struct Split {
+    std::vector<int> majority;
+    std::vector<int> minority;
+  };
+  Split split_off(int minority_size, bool leader_in_minority);
+  void partition(const Split& split) { partition(split.majority, split.minority); }
+  // Every link passes again; the stalled bytes flow on. Does not wait for a quorum: call
+  // wait_for_quorum() for that.
+  void heal();
+  // Whether any direction is cut now.
+  bool partitioned() const;
+  // The cut directions for a log, by member index: "0->1 0->2 1->0 2->0", or "none".
+  std::string cuts() const;
+  // The indices of the running, unpaused members that report `Mode: follower` now.
+  std::vector<int> followers() const;
 
  private:
   struct Member {
@@ -171,11 +244,14 @@ class TestingEnsemble {
   void configure();
   void start_member(int i);
   void check_index(int i) const;
+  // For the partition calls: std::invalid_argument unless partitionable and 0 <= i < members.
+  void check_partition_index(int i, const char* call) const;
   std::string logs() const;
 
   EnsembleOptions options_;
   TempDir dir_{"dlock-zk-ensemble"};  // every member's directory; removed last, also when the constructor throws
   std::vector<Member> members_;
+  std::unique_ptr<PeerLinks> links_;  // partitionable only: the members' gateways and the cuts
 };
 
 // A background client (the raw C client) that sets the data of one persistent node every

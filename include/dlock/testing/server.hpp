@@ -105,8 +105,10 @@ std::string four_letter_word(int port, std::string_view word,
 std::string server_mode(int port, std::chrono::milliseconds timeout = std::chrono::milliseconds(500));
 
 // The command line of a ZooKeeper JVM running `main_class` (ZooKeeperServerMain for a standalone
-// server, QuorumPeerMain for an ensemble member) on `config`.
+// server, QuorumPeerMain for an ensemble member) on `config`, with `jvm_options` (-D...) added
+// before the class path.
 std::vector<std::string> zookeeper_command(const ZooKeeperInstall& install, std::string_view main_class,
-                                           const std::string& config, int container_check_ms);
+                                           const std::string& config, int container_check_ms,
+                                           const std::vector<std::string>& jvm_options = {});
 
 }  // namespace dlock::testing

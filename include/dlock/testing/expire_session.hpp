@@ -1,0 +1,40 @@
+// dlock/testing/expire_session.hpp: expiring a dlock::Session on demand, from the server's side,
+// as Curator's test kit kills a session (part of `dlock::testing`).
+//
+//   dlock::Mutex order(session, "/locks/orders/7");
+//   order.lock();
+//   dlock::testing::expire_session(session);   // the server has closed the session: its nodes are gone
+//   // order.stop_token() fires as soon as the session hears of it; another client may hold the lock
+//
+// How: a second ZooKeeper handle joins the session with its id and password, waits until it is
+// connected, and closes it; closing ends the session on the server, which deletes its ephemeral
+// nodes (the lock nodes) and closes its connections. Then a third handle joins with the same id to
+// confirm: the server must answer "expired". The session's own handle can take the session back
+// between the join and the close (the server closes the older connection of a session when a
+// newer one arrives, and the C client reconnects at once); the close then misses, the
+// confirmation finds the session alive, and the kill is tried again, until the deadline.
+//
+// Works with any server: a TestingServer, a TestingEnsemble of either backend, a FaultProxy in
+// front of one (the handles use the Session's own connect string).
+#pragma once
+
+#include "dlock/config.hpp"  // first: a clear error below C++20
+
+#include <chrono>
+
+#include "dlock/session.hpp"
+
+namespace dlock::testing {
+
+// Returns once a server has confirmed that the session is closed: its ephemeral nodes are gone
+// and every server will answer its handle with SESSION_EXPIRED. The Session hears of it at its
+// next contact with a server (at once when it is connected: the server closes its connection, the
+// C client reconnects and is told), then reports Lost (and renews, unless
+// SessionOptions::renew_expired_session is false); its holds' stop tokens fire.
+//
+// Errors: std::logic_error naming the state when the Session has no live session to expire (Lost,
+// being renewed, or Closed); std::runtime_error with ZooKeeper's code when a handle cannot be
+// opened or closed, or naming `timeout` when no server confirmed the expiry within it.
+void expire_session(Session& session, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+}  // namespace dlock::testing
