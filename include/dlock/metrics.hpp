@@ -126,6 +126,13 @@ struct SessionStateChanged {
   bool disconnected_now = false;
 };
 
+// The wait watchdog (dlock/wait_watchdog.hpp) found a cycle of waits through a thread of this
+// process that waited too long: a deadlock (every step proven) or a possible one. Once per cycle
+// per watchdog report.
+struct WaitCycleSeen {
+  bool certain = false;
+};
+
 // Receives a Session's events. Every method does nothing unless overridden.
 class MetricsSink {
  public:
@@ -144,6 +151,7 @@ class MetricsSink {
   virtual void on_delete_deferred();
   // The background retried one (each attempt, including the one that succeeds).
   virtual void on_delete_retried();
+  virtual void on_wait_cycle(const WaitCycleSeen& event);
 };
 
 struct MetricsOptions {

@@ -31,6 +31,8 @@
 //   dlock_lock_deletes_deferred_total                   counter    deletes handed to the background
 //   dlock_lock_delete_retries_total                     counter    background delete attempts
 //   dlock_zookeeper_requests_total{op}                  counter    requests sent, by ZooKeeper op
+//   dlock_wait_cycles_total{certain}                    counter    cycles of waits the wait watchdog
+//                                                                   found (dlock/wait_watchdog.hpp)
 //
 // Histogram buckets (seconds): 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 // 1, 2.5, 5, 10, 30, 60, +Inf.
@@ -97,6 +99,8 @@ class MetricsRegistry final : public MetricsSink {
     std::uint64_t deletes_deferred = 0;
     std::uint64_t delete_retries = 0;
     std::array<std::uint64_t, kRequestKinds> requests{};  // by RequestKind
+    std::uint64_t deadlocks_seen = 0;                     // wait cycles found, every step proven
+    std::uint64_t possible_deadlocks_seen = 0;            // ... the others
 
     // The figures of (family, kind), or nullptr if none were recorded.
     const LockFigures* find(std::string_view family, LockMode kind) const noexcept;
@@ -122,6 +126,7 @@ class MetricsRegistry final : public MetricsSink {
   void on_request(RequestKind kind) override;
   void on_delete_deferred() override;
   void on_delete_retried() override;
+  void on_wait_cycle(const WaitCycleSeen& event) override;
 
  private:
   struct Cells;

@@ -61,6 +61,7 @@
 #include "dlock/metrics.hpp"
 #include "dlock/security.hpp"
 #include "dlock/session_state.hpp"
+#include "dlock/wait_watchdog.hpp"
 
 namespace dlock {
 
@@ -116,6 +117,9 @@ struct SessionOptions {
   // Where the Session reports what its locks do, and how it labels them (dlock/metrics.hpp; a
   // built-in sink with Prometheus text: dlock/metrics_registry.hpp). Default: no sink, no cost.
   MetricsOptions metrics{};
+  // Logs the chain behind a blocking acquisition that waits longer than `after` (dlock/wait_watchdog.hpp).
+  // Default: off.
+  WaitWatchdogOptions wait_watchdog{};
 };
 
 // Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process,

@@ -118,4 +118,10 @@ WaitGraph wait_graph(Session& session, std::string_view base);
 // The graph of locks read already (what wait_graph() runs on its walk's result).
 WaitGraph wait_graph_of(const LockTree& tree);
 
+// One line for the wait of contender `from`: behind whom it waits on its lock, what that one's
+// client waits for in turn (certain, or possible and why), and so on, until a contender that
+// waits for nothing or back around a cycle ("... back to the start: a deadlock" / "a possible
+// deadlock"); at most 12 steps. What the wait watchdog logs (dlock/wait_watchdog.hpp).
+std::string explain_wait(const WaitGraph& graph, std::size_t from);
+
 }  // namespace dlock

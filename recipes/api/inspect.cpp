@@ -8,6 +8,7 @@
 #include "dlock/error.hpp"
 #include "dlock/fencing.hpp"
 #include "dlock/session.hpp"
+#include "recipes/api/inspect_on.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/queue/contender.hpp"
 #include "recipes/queue/lock_errors.hpp"
@@ -182,10 +183,13 @@ void identify(QueuedContender& c, const std::string& data) {
 
 }  // namespace
 
-LockQueue inspect(Session& session, std::string_view path_view) {
+LockQueue inspect(Session& session, std::string_view path) {
+  return detail::inspect_on(detail::SessionAccess::client(session), path);
+}
+
+LockQueue detail::inspect_on(const std::shared_ptr<Client>& client, std::string_view path_view) {
   detail::check_lock_path(path_view);
   const std::string path(path_view);
-  const auto& client = detail::SessionAccess::client(session);
   const std::string what = "inspecting the lock " + printable(path);
   detail::throw_if_session_ended(*client, what);
 

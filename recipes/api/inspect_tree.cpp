@@ -3,6 +3,7 @@
 
 #include "dlock/inspect.hpp"
 #include "dlock/security.hpp"
+#include "recipes/api/inspect_on.hpp"
 #include "recipes/queue/contender.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "src/base/path.hpp"
@@ -20,10 +21,13 @@ std::string child_path(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
-LockTree inspect_tree(Session& session, std::string_view base_view) {
+LockTree inspect_tree(Session& session, std::string_view base) {
+  return detail::inspect_tree_on(detail::SessionAccess::client(session), base);
+}
+
+LockTree detail::inspect_tree_on(const std::shared_ptr<Client>& client, std::string_view base_view) {
   if (base_view != "/") detail::check_lock_path(base_view);
   const std::string base(base_view);
-  const auto& client = detail::SessionAccess::client(session);
   detail::throw_if_session_ended(*client, "listing the locks under " + detail::printable(base));
 
   LockTree tree;
@@ -60,7 +64,7 @@ LockTree inspect_tree(Session& session, std::string_view base_view) {
 
   std::sort(lock_dirs.begin(), lock_dirs.end());
   for (const auto& dir : lock_dirs) {
-    auto queue = inspect(session, dir);
+    auto queue = inspect_on(client, dir);
     if (!queue.contenders.empty()) tree.locks.push_back(std::move(queue));
   }
   return tree;

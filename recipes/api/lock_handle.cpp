@@ -1,6 +1,7 @@
 #include "dlock/lock_handle.hpp"
 
 #include "recipes/api/handle_access.hpp"
+#include "recipes/api/wait_watchdog_install.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/held_lock.hpp"
 #include "recipes/holds/hold_bound.hpp"
@@ -83,6 +84,7 @@ LockHandle::~LockHandle() {
 
 LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
                             std::string_view scope_namespace, bool try_form, HoldLimit limit) {
+  detail::install_wait_watchdog();
   detail::check_lock_path(path);
   detail::check_hold_limit(limit, "lock " + path);
   const auto& client = detail::SessionAccess::client(session);

@@ -1,5 +1,6 @@
 #include "dlock/shared_mutex.hpp"
 
+#include "recipes/api/wait_watchdog_install.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/call_gate.hpp"
 #include "recipes/holds/reentrant.hpp"
@@ -11,6 +12,7 @@ namespace dlock {
 using detail::Deadline;
 
 SharedMutex::SharedMutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
+  detail::install_wait_watchdog();
   detail::check_lock_path(path);
   const auto& client = detail::SessionAccess::client(session);
   site_ = detail::site_of(client, path);

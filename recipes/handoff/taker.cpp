@@ -3,6 +3,7 @@
 #include <stop_token>
 
 #include "dlock/fencing.hpp"
+#include "recipes/handoff/slow_wait.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/lock_errors.hpp"
 
@@ -27,6 +28,8 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline) {
   // abandoned already need not create a node first.
   if (deadline.abandoned()) throw lock_destroyed("lock " + dir_);
   if (auto joined = take_now()) return joined;
+  // SessionOptions::wait_watchdog: the chain behind this wait is logged if it lasts.
+  const SlowWaitAlarm slow(client_, dir_);
   auto home = Home<Taken>::make();
   auto take = start_take(
       deadline.when(), held_nodes::this_thread_token(),

@@ -69,5 +69,6 @@ void MetricsSink::on_session_state(const SessionStateChanged&) {}
 void MetricsSink::on_request(RequestKind) {}
 void MetricsSink::on_delete_deferred() {}
 void MetricsSink::on_delete_retried() {}
+void MetricsSink::on_wait_cycle(const WaitCycleSeen&) {}
 
 }  // namespace dlock

@@ -74,6 +74,8 @@ struct MetricsRegistry::State {
   std::atomic<std::uint64_t> disconnections_ended{0};
   std::atomic<std::uint64_t> deletes_deferred{0};
   std::atomic<std::uint64_t> delete_retries{0};
+  std::atomic<std::uint64_t> deadlocks_seen{0};
+  std::atomic<std::uint64_t> possible_deadlocks_seen{0};
   std::array<std::atomic<std::uint64_t>, kRequestKinds> requests{};
 };
 
@@ -169,6 +171,9 @@ void MetricsRegistry::on_request(RequestKind kind) {
 
 void MetricsRegistry::on_delete_deferred() { state_->deletes_deferred.fetch_add(1, kRelaxed); }
 void MetricsRegistry::on_delete_retried() { state_->delete_retries.fetch_add(1, kRelaxed); }
+void MetricsRegistry::on_wait_cycle(const WaitCycleSeen& event) {
+  (event.certain ? state_->deadlocks_seen : state_->possible_deadlocks_seen).fetch_add(1, kRelaxed);
+}
 
 MetricsRegistry::Snapshot MetricsRegistry::snapshot() const {
   Snapshot out;
@@ -202,6 +207,8 @@ MetricsRegistry::Snapshot MetricsRegistry::snapshot() const {
   out.disconnected_seconds = static_cast<double>(state_->disconnected_ns.load(kRelaxed)) / 1e9;
   out.deletes_deferred = state_->deletes_deferred.load(kRelaxed);
   out.delete_retries = state_->delete_retries.load(kRelaxed);
+  out.deadlocks_seen = state_->deadlocks_seen.load(kRelaxed);
+  out.possible_deadlocks_seen = state_->possible_deadlocks_seen.load(kRelaxed);
   for (std::size_t i = 0; i < out.requests.size(); ++i) out.requests[i] = state_->requests[i].load(kRelaxed);
   return out;
 }

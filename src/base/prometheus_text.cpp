@@ -159,6 +159,10 @@ std::string to_prometheus_text(const MetricsRegistry::Snapshot& s) {
   w.sample("dlock_lock_deletes_deferred_total", {}, number(s.deletes_deferred));
   w.header("dlock_lock_delete_retries_total", "counter", "Background attempts at deferred deletes.");
   w.sample("dlock_lock_delete_retries_total", {}, number(s.delete_retries));
+  w.header("dlock_wait_cycles_total", "counter",
+           "Cycles of waits found by the wait watchdog through a thread that waited too long (certain: a deadlock).");
+  w.sample("dlock_wait_cycles_total", {{"certain", "true"}}, number(s.deadlocks_seen));
+  w.sample("dlock_wait_cycles_total", {{"certain", "false"}}, number(s.possible_deadlocks_seen));
   w.header("dlock_zookeeper_requests_total", "counter", "ZooKeeper requests sent, by operation.");
   for (const auto kind : {RequestKind::Create, RequestKind::Delete, RequestKind::GetChildren, RequestKind::Exists,
                           RequestKind::GetData, RequestKind::Sync, RequestKind::SetData}) {

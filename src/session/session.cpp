@@ -25,6 +25,7 @@ namespace {
 // The locks' options are theirs to check; a bad value fails where it is given.
 SessionOptions checked(SessionOptions options) {
   options.handoff.check();
+  options.wait_watchdog.check();
   return options;
 }
 

@@ -19,6 +19,8 @@
 //                  [--stderr FILE]   (append stderr, the client's log lines included, to FILE)
 //                  [--async]   (T coroutines on one thread, LockHandle::async_acquire, instead of T
 //                               threads; no --tolerate-loss / --attempt-timeout-ms / --ignore-lock)
+//                  [--test-switch ignore_queue|handoff_unscaled_tokens]   (a guarantee switched off
+//                               in this process: exclusion, or token order across hand-off passes)
 //
 // T threads share one Session; each makes N holds. --ignore-lock records "holds" without taking
 // the lock: the negative control that shows the checker catches overlaps. Every hold's line says
@@ -188,6 +190,18 @@ Options parse(int argc, char** argv) {
   }
   if (values.count("--attempt-timeout-ms")) {
     o.attempt_timeout_ms = positive("--attempt-timeout-ms", values["--attempt-timeout-ms"], 1);
+  }
+  if (values.count("--test-switch")) {
+    // A guarantee switched off in this process (recipes/test_hooks.hpp): the soak's negative
+    // controls (tools/soak).
+    const auto& name = values["--test-switch"];
+    if (name == "ignore_queue") {
+      dlock::detail::test_hooks::ignore_queue = true;
+    } else if (name == "handoff_unscaled_tokens") {
+      dlock::detail::test_hooks::handoff_unscaled_tokens = true;
+    } else {
+      throw std::invalid_argument("--test-switch must be ignore_queue or handoff_unscaled_tokens, got '" + name + "'");
+    }
   }
   return o;
 }
