@@ -45,6 +45,19 @@ bash scripts/docker-engine.sh images
 # gateways at work from containers) and expire_session: the rest would only add elections.
 DLOCK_TESTING_BACKEND=docker timeout -k 10 600 build/tests/dlock_tests \
   --gtest_filter='Ensemble.*:TestingKit.*Docker*:ComposeE2E.*:Nemesis.AnIsolatedLeader*:Nemesis.ExpireSession*'
+mark "Docker scenarios"
+# The short soak (docs/RELIABILITY.md): dlock with and without hand-off, asynchronous takers and
+# Curator on one lock of 5 members in containers, 90 s under a seeded nemesis (partitions by role,
+# one-way cuts, pauses, a killed leader); the history checked (no overlap among valid holds,
+# tokens in hold order, no ghost holder, no node left, every client back within 20 s of each
+# heal). Then its negative controls, 20 s each without faults: exclusion off and token order off
+# in the hand-off client, which the checks must catch. The long run: bash scripts/soak.sh --seconds 1800.
+soak_dir=$(mktemp -d)
+bash scripts/soak.sh --seconds 90 --seed 28 --out "$soak_dir/run"
+for control in exclusion fencing; do
+  bash scripts/soak.sh --seconds 20 --seed 28 --negative-control "$control" --out "$soak_dir/$control" >/dev/null
+done
+rm -rf "$soak_dir"
 bash scripts/docker-engine.sh stop
 trap - EXIT
 unset DOCKER_HOST
