@@ -20,7 +20,7 @@ have_out=false
 for a in "${args[@]}"; do [ "$a" = "--out" ] && have_out=true; done
 if ! $have_out; then
   seed=1
-  for ((i = 0; i < ${#args[@]}; i++)); do [ "${args[$i]}" = "--seed" ] && seed=${args[$((i + 1))]}; done
+  for ((i = 0; i + 1 < ${#args[@]}; i++)); do [ "${args[$i]}" = "--seed" ] && seed=${args[$((i + 1))]}; done
   args+=(--out "$root/build/soak-$seed")
 fi
 started=false

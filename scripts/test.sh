@@ -55,7 +55,8 @@ mark "Docker scenarios"
 soak_dir=$(mktemp -d)
 bash scripts/soak.sh --seconds 90 --seed 28 --out "$soak_dir/run"
 for control in exclusion fencing; do
-  bash scripts/soak.sh --seconds 20 --seed 28 --negative-control "$control" --out "$soak_dir/$control" >/dev/null
+  bash scripts/soak.sh --seconds 20 --seed 28 --negative-control "$control" --out "$soak_dir/$control" |
+    grep -E '^(FAIL|PASS|soak: negative control)'
 done
 rm -rf "$soak_dir"
 bash scripts/docker-engine.sh stop

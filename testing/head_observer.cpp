@@ -51,13 +51,16 @@ HeadObserver::HeadObserver(Session& session, std::string path, const std::string
                                     .token = head ? head->fencing_token : 0});
         state->changes.fetch_add(1);
       } catch (const std::exception& e) {
-        state->log.record(HoldEvent{.client = "observer",
-                                    .session = "",
-                                    .event = "observer-error",
-                                    .what = e.what(),
-                                    .at_ns = HoldLogWriter::now_ns(),
-                                    .asked_ns = 0,
-                                    .token = 0});
+        try {
+          state->log.record(HoldEvent{.client = "observer",
+                                      .session = "",
+                                      .event = "observer-error",
+                                      .what = e.what(),
+                                      .at_ns = HoldLogWriter::now_ns(),
+                                      .asked_ns = 0,
+                                      .token = 0});
+        } catch (...) {  // the log itself failed (a full disk): nothing more to tell
+        }
         std::this_thread::sleep_for(std::chrono::seconds(1));
       }
     }

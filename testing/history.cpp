@@ -52,7 +52,19 @@ HistoryReport check_history(std::vector<HoldRecord> holds, const std::vector<Hol
                             HistoryOptions options) {
   HistoryReport report;
   std::set<std::int64_t> used_nodes;
-  for (const auto& h : holds) used_nodes.insert(node_of(h.token));
+  std::map<std::string, std::vector<std::int64_t>> enters_by_session;
+  for (const auto& h : holds) {
+    used_nodes.insert(node_of(h.token));
+    enters_by_session[h.session].push_back(h.enter_ns);
+  }
+  for (auto& [session, enters] : enters_by_session) std::sort(enters.begin(), enters.end());
+  // Whether `session` made a hold in [from, to]: then its client was not stuck behind a ghost.
+  const auto held_between = [&](const std::string& session, std::int64_t from, std::int64_t to) {
+    const auto it = enters_by_session.find(session);
+    if (it == enters_by_session.end()) return false;
+    const auto next = std::lower_bound(it->second.begin(), it->second.end(), from);
+    return next != it->second.end() && *next <= to;
+  };
   report.holds = check_holds(std::move(holds));
 
   std::vector<HoldEvent> heads;
@@ -75,13 +87,15 @@ HistoryReport check_history(std::vector<HoldRecord> holds, const std::vector<Hol
     if (used_nodes.count(node_of(head.token)) != 0) continue;
     const std::int64_t until = i + 1 < heads.size() ? heads[i + 1].at_ns : last_ns;
     if (until - head.at_ns < ghost_after) continue;
-    // A failed acquisition of the node's session, invoked before it was seen at the head: its
-    // create took effect and was granted, while its client believes it failed.
+    // The last failed acquisition of the node's session invoked before it was seen at the head,
+    // with no hold of that session since: its create took effect and was granted, while its
+    // client believes it failed.
     const HoldEvent* cause = nullptr;
     const auto [first, end] = failed_by_session.equal_range(head.session);
     for (auto it = first; it != end; ++it) {
       if (it->second->asked_ns <= head.at_ns && (!cause || it->second->asked_ns > cause->asked_ns)) cause = it->second;
     }
+    if (cause && held_between(head.session, cause->asked_ns, head.at_ns)) cause = nullptr;
     if (cause) {
       ++report.ghost_holders;
       note(report, "ghost holder: node " + head.what + " of session " + head.session + " held the lock for " +

@@ -102,9 +102,10 @@ struct QueuedContender {
   // hand-off), so `thread` names only the thread that created it.
   bool shared = false;
   // dlock only: the nodes (names) that the node's creator held (through a Mutex, a SharedMutex
-  // side or a scope guard) when it queued this node: while this node waits, its creator waits
-  // holding them. Nullopt when the data does not say (a LockHandle's node, other clients, older
-  // dlock versions). What dlock/wait_graph.hpp proves a deadlock with.
+  // side or a scope guard; not through a LockHandle, which belongs to no thread) when it queued
+  // this node: while this node waits, its creator waits holding them. Nullopt when the data does
+  // not say (an acquisition made for no holder, more than 16 held, other clients, older dlock
+  // versions). What dlock/wait_graph.hpp proves a deadlock with.
   std::optional<std::vector<std::string>> holding;
   std::string identifier;  // kazoo only: its Lock's identifier
   std::string data;        // the raw data, escaped, cut after 256 bytes

@@ -17,19 +17,25 @@
 // Edges (from -> to: `from` cannot go before `to` does):
 //   - Behind: `from` waits in its lock's queue behind `to`, which it conflicts with (a writer or an
 //     exclusive contender waits behind everything ahead of it; a reader behind the writers and
-//     exclusive contenders ahead of it). Always certain: it is the server's order.
+//     exclusive contenders ahead of it). Only the nearest are edges: back to and including the
+//     nearest exclusive or write contender ahead, which waits behind the rest itself (the same
+//     reachability in about one edge per contender). Certain (the server's order), unless the
+//     queue's order cannot be trusted (LockQueue::order_defect): then possible.
 //   - HeldWhileWaiting: `from` is held, and the client that holds it waits for `to`, a node of the
 //     same session (ephemeralOwner) on another lock: `from` will not be released until `to` is
 //     granted.
 //       certain:  `to` is dlock's and its data says its creator held `from` when it queued `to`
 //                 (QueuedContender::holding: the thread, or asynchronous holder, is blocked in
-//                 that acquisition while holding `from`).
+//                 that acquisition while holding `from`). Also for a node shared by local
+//                 hand-off: its creator drives its acquisition, and a creator that stops waiting
+//                 (a timeout, a cancel) deletes the node; the next local waiter queues a node of
+//                 its own, whose data names its own holdings.
 //       possible: anything else of one session: a Curator or kazoo node (their data does not say
-//                 which thread made it), a dlock node whose "holding" does not list `from` (another
-//                 thread of the process may hold `from` and run freely), or a dlock node shared by
-//                 the threads of its process (local hand-off: a thread that joined it is not the
-//                 one its data names). One session's nodes on one lock are never joined so: two of
-//                 its threads taking turns at one lock are no deadlock.
+//                 which thread made it), a dlock node whose "holding" does not list `from`
+//                 (another thread of the process may hold `from` and run freely; with local
+//                 hand-off, a thread that joined the node waits through it unnamed). One
+//                 session's nodes on one lock are never joined so: two of its threads taking turns
+//                 at one lock are no deadlock.
 //
 // Cycles: a cycle of certain edges is a deadlock: every client in it waits for the next and holds
 // what the previous one waits for; none of them can go on until a session ends (or a HoldLimit,
@@ -41,10 +47,10 @@
 //
 // Limits (docs/OPERATIONS.md, "Who waits for whom"): the graph is a snapshot read over many
 // requests, so a cycle that formed or dissolved during the walk may be missed or seen (call it
-// again: a deadlock stays); a local hand-off node whose creator gave up its wait (timed out) while
-// another thread of its process waits on through it still names its creator's holdings; local
-// waiters (threads of a process queued behind its own node) and semaphores' lease waits are not
-// on the server and are not in the graph.
+// again: a deadlock stays); local waiters (threads of a process queued behind its own node, or
+// joined to it) and semaphores' lease waits are not on the server and are not in the graph; a
+// LockHandle's hold is never listed in "holding" (it belongs to no thread), so a wait through one
+// is only possible.
 //
 // Thread-safety: as inspect_tree(): any thread, not one dlock calls back on; blocks for the walk.
 // wait_graph_of() is a pure function.

@@ -37,13 +37,20 @@ std::string uncertain_because(const QueuedContender& waiting) {
   return "its creator did not hold it when it queued (another thread of the process may)";
 }
 
-void add_queue_edges(WaitGraph& graph, std::size_t first, std::size_t end) {
+// Each waiter behind the contenders ahead of it that it conflicts with, nearest first, up to and
+// including the nearest exclusive or write one (which waits behind all ahead of it itself): the
+// same reachability as an edge to every one ahead, in about one edge per contender. A queue whose
+// order cannot be trusted (LockQueue::order_defect) gives only possible edges.
+void add_queue_edges(WaitGraph& graph, std::size_t first, std::size_t end, const std::string& order_defect) {
   for (std::size_t w = first; w < end; ++w) {
     if (graph.contenders[w].contender.holds) continue;
-    for (std::size_t c = first; c < w; ++c) {
-      if (conflicts(graph.contenders[w].contender, graph.contenders[c].contender)) {
-        graph.edges.push_back(WaitEdge{w, c, WaitReason::Behind, true, {}});
-      }
+    for (std::size_t c = w; c-- > first;) {
+      const auto& ahead = graph.contenders[c].contender;
+      if (!conflicts(graph.contenders[w].contender, ahead)) continue;
+      graph.edges.push_back(order_defect.empty() ? WaitEdge{w, c, WaitReason::Behind, true, {}}
+                                                 : WaitEdge{w, c, WaitReason::Behind, false,
+                                                            "the queue's order cannot be trusted: " + order_defect});
+      if (exclusive_or_write(ahead.kind)) break;
     }
   }
 }
@@ -211,7 +218,7 @@ WaitGraph wait_graph_of(const LockTree& tree) {
   for (const LockQueue& queue : tree.locks) {
     const std::size_t first = graph.contenders.size();
     for (const auto& c : queue.contenders) graph.contenders.push_back(GraphContender{queue.path, c});
-    add_queue_edges(graph, first, graph.contenders.size());
+    add_queue_edges(graph, first, graph.contenders.size(), queue.order_defect);
   }
   add_session_edges(graph);
   find_cycles(graph);

@@ -247,7 +247,8 @@ bool Candidacy::take_turn(const std::stop_token& closing) {
   LossTracking tracking(*client_);
   std::optional<Grant> grant;
   try {
-    grant = taker_->acquire(Deadline::never().abandoned_by(closing));
+    // A follower's wait is meant to last: not one for the wait watchdog.
+    grant = taker_->acquire(Deadline::never().abandoned_by(closing), /*watched=*/false);
   } catch (...) {
     if (closing.stop_requested() || ended_for_good()) return false;
     // A drop, or an expiry the Session renews: queue again once connected. The turn stays. A

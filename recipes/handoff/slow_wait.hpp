@@ -30,7 +30,8 @@ void set_slow_wait_reporter(SlowWaitReporter reporter) noexcept;
 // destroyed first (the acquisition ended).
 class SlowWaitAlarm {
  public:
-  SlowWaitAlarm(const std::shared_ptr<Client>& client, const std::string& dir);
+  // `watched` false: never armed.
+  SlowWaitAlarm(const std::shared_ptr<Client>& client, const std::string& dir, bool watched);
   ~SlowWaitAlarm();
   SlowWaitAlarm(const SlowWaitAlarm&) = delete;
   SlowWaitAlarm& operator=(const SlowWaitAlarm&) = delete;

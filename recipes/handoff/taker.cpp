@@ -19,7 +19,7 @@ std::optional<Failure> check_fenceable(Client& client, const std::string& dir, c
                      "epoch has reached 2^21 leader elections");
 }
 
-std::optional<Grant> Taker::acquire(const Deadline& deadline) {
+std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
   struct Taken {
     std::optional<Grant> grant;
     std::optional<Failure> failure;
@@ -29,7 +29,7 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline) {
   if (deadline.abandoned()) throw lock_destroyed("lock " + dir_);
   if (auto joined = take_now()) return joined;
   // SessionOptions::wait_watchdog: the chain behind this wait is logged if it lasts.
-  const SlowWaitAlarm slow(client_, dir_);
+  const SlowWaitAlarm slow(client_, dir_, watched);
   auto home = Home<Taken>::make();
   auto take = start_take(
       deadline.when(), held_nodes::this_thread_token(),

@@ -63,7 +63,9 @@ class Taker {
   // Takes a hold, waiting until `deadline`. Nullopt once it passed (nothing left behind). Throws
   // what the take ends with: LockLost, WouldDeadlock, Error (lock_destroyed once the deadline is
   // abandoned; token_exhausted; ZooKeeper failures).
-  std::optional<Grant> acquire(const Deadline& deadline);
+  // `watched`: a wait that lasts is reported to the wait watchdog (slow_wait.hpp); false for
+  // waits that are meant to last (an election's followers).
+  std::optional<Grant> acquire(const Deadline& deadline, bool watched = true);
 
   // The same without a thread. `done` runs on a ZooKeeper completion thread, the task timer,
   // `home`, the thread that cancels or this one, with no recipe mutex held (but under

@@ -58,7 +58,9 @@ std::string holder_info_json(HolderInfo info) {
   if (info.owner != 0 && !test_hooks::omit_holds_from_node_data.load()) {
     if (auto held = held_nodes::names_held_by(info.owner, 16)) doc["holding"] = std::move(*held);
   }
-  return doc.dump();
+  // A thread name is any bytes (prctl), cut at 15 by the kernel, maybe inside a UTF-8 character:
+  // replaced (U+FFFD), never thrown about (every acquisition writes this).
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string random_uuid() {

@@ -481,12 +481,13 @@ int run(const Options& o) {
               locks_generation = generation;
             }
             const auto asked = monotonic_ns();
+            const auto asked_session = session->id();  // a failure may come after a renewal
             try {
               std::int64_t token = 0;
               bool lost_at_enter = false;
               if (!o.ignore_lock) {
                 if (!locks->acquire(o)) {
-                  log.event(client, session->id(), "timeout",
+                  log.event(client, asked_session, "timeout",
                             "no lock on " + o.path + " within " + std::to_string(o.attempt_timeout_ms) + " ms", asked);
                   continue;
                 }
@@ -503,13 +504,13 @@ int run(const Options& o) {
               break;
             } catch (const dlock::LockLost& e) {
               if (!o.tolerate_loss) throw;
-              log.event(client, session->id(), "lost", e.what(), asked);
+              log.event(client, asked_session, "lost", e.what(), asked);
               slot.recover(generation, log, client);
             } catch (const dlock::NotOwner&) {
               throw;
             } catch (const dlock::Error& e) {
               if (!o.tolerate_loss) throw;
-              log.event(client, session->id(), "error", e.what(), asked);
+              log.event(client, asked_session, "error", e.what(), asked);
               slot.recover(generation, log, client);
               std::this_thread::sleep_for(50ms);
             }

@@ -137,6 +137,9 @@ TEST(WaitGraph, ALongWaitWithoutACycleIsAChainNotADeadlock) {
       << why.out;
   EXPECT_EQ(why.out.find("a cycle"), std::string::npos) << why.out;
   EXPECT_NE(why.out.find(": no deadlock, no possible one"), std::string::npos) << why.out;
+  const auto outside = dlockctl({"why", "/elsewhere/x", "--base", base});
+  EXPECT_EQ(outside.status, 2) << "a PATH outside --base: " << outside.err;
+  EXPECT_NE(outside.err.find("must be under --base"), std::string::npos) << outside.err;
   c.write_line("release");
   EXPECT_TRUE(a.read_line(30s).value_or("").starts_with("HELD2 "));
   a.write_line("release");

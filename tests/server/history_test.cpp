@@ -6,6 +6,9 @@
 
 #include <zookeeper/proto.h>
 
+#include <cstdio>
+#include <thread>
+
 #include "dlock/dlock.hpp"
 #include "dlock/testing/fault_proxy.hpp"
 #include "dlock/testing/history.hpp"

@@ -151,6 +151,26 @@ TEST(Inspect, ShowsDlockCuratorAndKazooContendersInQueueOrder) {
 
 // The negative control of the holder check: a dlock contender that is not first does not hold,
 // and its waiting thread counts as a local waiter of this session.
+// A thread's name is whatever bytes prctl was given, cut at 15 by the kernel (which can split a
+// UTF-8 character): the lock node's data must still be written, and shown escaped.
+TEST(Inspect, AThreadNameThatIsNotUtf8IsWrittenAndShownEscaped) {
+  Session session(session_options());
+  std::string name, error;
+  std::thread([&] {
+    pthread_setname_np(pthread_self(), "caf\xc3");  // "café" cut inside its last character
+    try {
+      Mutex mutex(session, test_root());
+      mutex.lock();
+      name = inspect(session, test_root()).contenders.at(0).thread_name;
+      mutex.unlock();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }).join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(name, "caf\\xef\\xbf\\xbd") << "the byte replaced (U+FFFD), the replacement escaped";
+}
+
 TEST(Inspect, ADlockNodeBehindAnotherClientDoesNotHold) {
   Session session(session_options());
   EXPECT_EQ(inspect(session, test_root()).local_waiters, std::nullopt) << "no lock object on the path yet";

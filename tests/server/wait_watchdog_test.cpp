@@ -84,6 +84,32 @@ TEST(WaitWatchdog, NegativeControlOffItSaysNothing) {
   EXPECT_EQ(out.metrics.deadlocks_seen, 0u);
 }
 
+// A follower of an election waits by design: not a wait the watchdog reports.
+TEST(WaitWatchdog, AnElectionsFollowerIsNotReported) {
+  auto lines = std::make_shared<Lines>();
+  set_logger(
+      [lines](const LogRecord& record) {
+        std::lock_guard lock(lines->mutex);
+        lines->text.emplace_back(record.text);
+      },
+      LogLevel::Warn);
+  {
+    auto options = session_options();
+    options.wait_watchdog = {.after = 200ms, .base = test_root()};
+    Session leader_session(options), follower_session(options);
+    Mutex install(follower_session, test_root() + "/unused");  // as any program that locks has
+    LeaderLatch leader(leader_session, test_root() + "/election", "a");
+    leader.start();
+    const auto term = leader.await_leadership();
+    LeaderLatch follower(follower_session, test_root() + "/election", "b");
+    follower.start();
+    std::this_thread::sleep_for(800ms);
+    EXPECT_FALSE(follower.has_leadership());
+  }
+  set_logger(log_to_stderr, LogLevel::Warn);
+  EXPECT_EQ(lines->containing("has waited more than"), 0u);
+}
+
 TEST(WaitWatchdog, ANegativeOrABadBaseIsRefusedNamingTheOption) {
   for (const auto& [watchdog, part] :
        {std::pair{WaitWatchdogOptions{.after = -1ms, .base = "/"}, "wait_watchdog.after"},

@@ -389,6 +389,11 @@ int main(int argc, char** argv) {
     if ((waits->parsed() || why->parsed() || deadlocks->parsed()) && graph_base != "/") {
       check_path(why->parsed() ? "why --base" : "BASE", graph_base);
     }
+    if (why->parsed() && graph_base != "/" && path != graph_base && !path.starts_with(graph_base + "/")) {
+      throw CommandError(dlockctl::kUsage, "why PATH \"" + dlock::escape_text(path) + "\" must be under --base \"" +
+                                               dlock::escape_text(graph_base) +
+                                               "\" (the locks the chain is followed through)");
+    }
     if (show->parsed() || wait->parsed() || watch->parsed() || release->parsed() || why->parsed() || runs_command) {
       check_path("PATH", path);
     }

@@ -11,7 +11,8 @@
 // nothing under it), and looks at what the server granted: a HeadObserver logs each node that
 // reaches the head of the queue ("head" events). A granted node that no logged hold used (no hold
 // carries its token) and that stays at the head longer than `ghost_after`, of a session whose
-// client had a failed acquisition in flight when it appeared, is a **ghost holder**: the lock is
+// client's last acquisition before the node was seen had failed (and made no hold since), is a
+// **ghost holder**: the lock is
 // held by a node nobody believes it holds, so nobody releases it until its session ends. dlock
 // adopts such a node (the test switch `skip_adoption` turns that off; tests/server/history_test.cpp
 // shows the checker catch it then).
@@ -52,7 +53,7 @@ struct HistoryReport {
   HoldReport holds;               // check_holds() over the holds
   std::size_t indeterminate = 0;  // failed acquisitions with an invocation time: possibly holding since then
   std::size_t heads_seen = 0;     // nodes the HeadObserver saw at the head
-  std::size_t ghost_holders = 0;  // granted nodes nobody held, of a session with a failed acquisition in flight
+  std::size_t ghost_holders = 0;  // granted nodes nobody held, of a session whose last acquisition failed
   std::size_t unused_heads = 0;   // granted nodes no hold used and no failed acquisition explains, held that long
   std::vector<std::string> examples;
 
