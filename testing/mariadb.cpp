@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -57,8 +58,14 @@ MariaDbServer::MariaDbServer(MariaDbOptions options) : options_(options) {
     drop_privileges_ = true;
     uid_ = pw->pw_uid;
     gid_ = pw->pw_gid;
-    if (::chown(dir_.path().c_str(), uid_, gid_) != 0) {
-      throw std::runtime_error("cannot give " + dir_.path() + " to the mysql user");
+  }
+  // Its own temporary directory: with the machine's /tmp, two servers at once (the test suite's
+  // two shards) failed a CREATE TABLE with "Error on delete of '/tmp/#sql-temptable-...'".
+  const std::string tmp = dir_.path() + "/tmp";
+  if (::mkdir(tmp.c_str(), 0700) != 0) throw std::runtime_error("cannot create " + tmp);
+  for (const auto& owned : {dir_.path(), tmp}) {
+    if (drop_privileges_ && ::chown(owned.c_str(), uid_, gid_) != 0) {
+      throw std::runtime_error("cannot give " + owned + " to the mysql user");
     }
   }
   // Whatever throws below leaves no server running (the loop stops each attempt's), and dir_
@@ -96,16 +103,16 @@ void MariaDbServer::start_once() {
   port_ = free_port();
   const std::string& dir = dir_.path();
   SpawnOptions as_owner = as_server_owner(dir, "mariadbd.log", drop_privileges_, uid_, gid_);
-  pid_ = spawn_child(
-      {kMariaDbServer, "--no-defaults", "--datadir=" + dir + "/data", "--bind-address=127.0.0.1",
-       "--port=" + std::to_string(port_), "--socket=" + dir + "/mariadbd.sock", "--pid-file=" + dir + "/mariadbd.pid",
-       "--skip-name-resolve", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
-       "--innodb-buffer-pool-size=64M", "--max-connections=" + std::to_string(options_.max_connections),
-       options_.fsync ? "--innodb-flush-log-at-trx-commit=1" : "--innodb-flush-log-at-trx-commit=2",
-       options_.fsync ? "--innodb-doublewrite=1" : "--innodb-doublewrite=0",
-       // Without fsync nothing need survive: shut down without a log checkpoint.
-       options_.fsync ? "--innodb-fast-shutdown=1" : "--innodb-fast-shutdown=3"},
-      as_owner);
+  pid_ = spawn_child({kMariaDbServer, "--no-defaults", "--datadir=" + dir + "/data", "--tmpdir=" + dir + "/tmp",
+                      "--bind-address=127.0.0.1", "--port=" + std::to_string(port_),
+                      "--socket=" + dir + "/mariadbd.sock", "--pid-file=" + dir + "/mariadbd.pid",
+                      "--skip-name-resolve", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
+                      "--innodb-buffer-pool-size=64M", "--max-connections=" + std::to_string(options_.max_connections),
+                      options_.fsync ? "--innodb-flush-log-at-trx-commit=1" : "--innodb-flush-log-at-trx-commit=2",
+                      options_.fsync ? "--innodb-doublewrite=1" : "--innodb-doublewrite=0",
+                      // Without fsync nothing need survive: shut down without a log checkpoint.
+                      options_.fsync ? "--innodb-fast-shutdown=1" : "--innodb-fast-shutdown=3"},
+                     as_owner);
   const auto give_up = std::chrono::steady_clock::now() + options_.start_timeout;
   std::vector<std::string> ping = client_argv(kMariaDbAdmin, port_);
   ping.insert(ping.end(), {"--connect-timeout=2", "ping"});
