@@ -136,6 +136,17 @@ class FrameReader {
 
 }  // namespace
 
+// A half-open connection (hide_server_closes): the client's side stays open, and what it sends is
+// read and dropped, until it closes, the proxy cuts every client off, or the proxy ends.
+void FaultProxy::swallow_until_client_closes(int client_fd) {
+  char buffer[4096];
+  while (!stopping_ && !cut()) {
+    pollfd fd{client_fd, POLLIN, 0};
+    if (::poll(&fd, 1, 100) <= 0) continue;
+    if (::recv(client_fd, buffer, sizeof buffer, 0) <= 0) return;
+  }
+}
+
 void FaultProxy::relay(int client_fd) {
   const int server_fd = connect_loopback(upstream_port_);
   FrameReader from_client, from_server;
@@ -150,7 +161,10 @@ void FaultProxy::relay(int client_fd) {
     if (::poll(fds, 2, 100) <= 0) continue;
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       const ssize_t n = ::recv(server_fd, buffer, sizeof buffer, 0);
-      if (n <= 0) break;
+      if (n <= 0) {
+        if (hide_server_closes_) swallow_until_client_closes(client_fd);
+        break;
+      }
       from_server.append(buffer, static_cast<std::size_t>(n));
       while (open) {
         auto frame = from_server.next();

@@ -112,6 +112,11 @@ class Client {
   clientid_t client_id() const;
   std::chrono::milliseconds negotiated_timeout() const noexcept;
   const std::string& connect_string() const noexcept { return options_.connect; }
+  // A server has confirmed that the session of handle `generation` is over (the testing kit's
+  // expire_session), though the C client may not have heard: its connection can outlive the
+  // session, unanswered, until its own timeout. Moves to Lost (and renews) as if it had said so;
+  // nothing if that handle has been replaced or the session is Lost or Closed already.
+  void on_expired_at_server(std::uint64_t generation);
   // How long the session has been without a connection (Suspended, or Lost after that), or
   // nullopt while Connected or Closed.
   std::optional<std::chrono::milliseconds> disconnected_for() const;
@@ -257,10 +262,10 @@ class Client {
   void on_session_event(int zk_state, std::uint64_t generation);
   // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
   // is not that; a Connected event of handle `event_generation` does not end a Lost of that
-  // handle or a newer one), then wakes, signals and notifies whoever must know. False if the
-  // state did not change. Takes no lock while users' code (stop_callbacks, listeners) runs; with
-  // `defer_callbacks`, that code runs only at run_deferred_callbacks() (close_now's, once it has
-  // released close_mutex_).
+  // handle or a newer one, and a Lost of a handle other than the current one is no move), then
+  // wakes, signals and notifies whoever must know. False if the state did not change. Takes no
+  // lock while users' code (stop_callbacks, listeners) runs; with `defer_callbacks`, that code
+  // runs only at run_deferred_callbacks() (close_now's, once it has released close_mutex_).
   bool set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt,
                  std::uint64_t event_generation = 0, bool defer_callbacks = false);
   void log_transition(SessionState from, SessionState to, Clock::duration outage);

@@ -79,6 +79,13 @@ void Client::on_session_expired() {
   if (options_.renew_expired_session) request_replacement();
 }
 
+void Client::on_expired_at_server(std::uint64_t generation) {
+  // With the handle's generation, so that a session renewed meanwhile is not the one declared lost.
+  if (set_state(SessionState::Lost, std::nullopt, generation) && options_.renew_expired_session) {
+    request_replacement();
+  }
+}
+
 void Client::request_replacement() {
   {
     MutexLock lock(supervisor_mutex_);

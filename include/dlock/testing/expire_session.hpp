@@ -27,10 +27,14 @@
 namespace dlock::testing {
 
 // Returns once a server has confirmed that the session is closed: its ephemeral nodes are gone
-// and every server will answer its handle with SESSION_EXPIRED. The Session hears of it at its
-// next contact with a server (at once when it is connected: the server closes its connection, the
-// C client reconnects and is told), then reports Lost (and renews, unless
-// SessionOptions::renew_expired_session is false); its holds' stop tokens fire.
+// and every server will answer its handle with SESSION_EXPIRED. By then the Session reports Lost
+// (and renews, unless SessionOptions::renew_expired_session is false) and its holds' stop tokens
+// have fired, on this thread (user stop_callbacks and state listeners run here), unless the C
+// client's thread was telling them already. It is told, as Curator's KillSession injects the
+// expiry, rather than left to hear at its next contact with a server: its connection can outlive
+// the session (the server closed it for the join, and the C client's reconnect racing the close
+// can leave one the server no longer answers), and the C client notices that only by its own
+// timeout, two thirds of the session timeout later.
 //
 // Errors: std::logic_error naming the state when the Session has no live session to expire (Lost,
 // being renewed, or Closed); std::runtime_error with ZooKeeper's code when a handle cannot be

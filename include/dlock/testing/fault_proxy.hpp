@@ -9,8 +9,9 @@
 // Faults: instead of forwarding a chosen request (the server never sees it); instead of passing on
 // the server's reply to it (the server applied it; the client only sees CONNECTIONLOSS); passing
 // that reply on with a wrong xid (the C client fails its pending requests and reconnects); holding
-// a chosen request back for a while (a slow link); or cutting every client off (open connections
-// closed; a connection attempt is accepted and closed at once) until healed. Requests are named by
+// a chosen request back for a while (a slow link); hiding from the client that the server closed
+// its connection (half-open); or cutting every client off (open connections closed; a connection
+// attempt is accepted and closed at once) until healed. Requests are named by
 // ZooKeeper's opcodes: `op::` below has those dlock sends (a fault armed for an opcode the client
 // never sends never fires: check drops() or delays()).
 //
@@ -72,6 +73,12 @@ class FaultProxy {
   void cut_off_for(std::chrono::milliseconds duration);
   void heal();
   bool cut() const;
+  // From now on (until called with false), a connection the server closes stays open on the
+  // client's side: what the client sends there goes nowhere and nothing comes back, as when a
+  // middlebox loses the server's FIN (a half-open connection). The C client notices only by its
+  // own timeout (two thirds of the session timeout without a reply). Default: the client's side
+  // is closed too.
+  void hide_server_closes(bool hide = true) { hide_server_closes_ = hide; }
 
   // Connections dropped (or replies misordered) so far.
   int drops() const { return drops_.load(); }
@@ -81,6 +88,7 @@ class FaultProxy {
  private:
   void accept_loop();
   void relay(int client_fd);
+  void swallow_until_client_closes(int client_fd);
 
   int upstream_port_;
   int listen_fd_ = -1;
@@ -96,6 +104,7 @@ class FaultProxy {
   std::atomic<std::int64_t> delay_ms_{0};
   std::atomic<int> delays_{0};
   std::atomic<std::int64_t> cut_until_ns_{0};  // steady-clock ns; 0: not cut
+  std::atomic<bool> hide_server_closes_{false};
   std::atomic<int> active_{0};
   std::thread acceptor_;
 };
