@@ -78,9 +78,14 @@ std::string hex_id(std::int64_t id) {
 
 void expire_session(Session& session, std::chrono::milliseconds timeout) {
   const auto& client = detail::SessionAccess::client(session);
-  const std::uint64_t generation = client->generation();  // first: an id read after it is no older
+  // The handle and its session's id, read as one: a renewal between the two reads is read again.
+  std::uint64_t generation = 0;
+  clientid_t id{};
+  do {
+    generation = client->generation();
+    id = client->client_id();
+  } while (client->generation() != generation);
   const SessionState state = client->state();
-  const clientid_t id = client->client_id();
   if ((state != SessionState::Connected && state != SessionState::Suspended) || id.client_id == 0) {
     throw std::logic_error("dlock::testing::expire_session: the session is " + std::string(to_string(state)) +
                            " (only a Connected or Suspended session has a live session to expire)");

@@ -137,10 +137,10 @@ class FrameReader {
 }  // namespace
 
 // A half-open connection (hide_server_closes): the client's side stays open, and what it sends is
-// read and dropped, until it closes, the proxy cuts every client off, or the proxy ends.
+// read and dropped, until it closes, hide_server_closes(false), a cut, or the proxy's end.
 void FaultProxy::swallow_until_client_closes(int client_fd) {
   char buffer[4096];
-  while (!stopping_ && !cut()) {
+  while (!stopping_ && !cut() && hide_server_closes_) {
     pollfd fd{client_fd, POLLIN, 0};
     if (::poll(&fd, 1, 100) <= 0) continue;
     if (::recv(client_fd, buffer, sizeof buffer, 0) <= 0) return;

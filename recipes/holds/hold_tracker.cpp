@@ -47,7 +47,9 @@ void HoldTracker::track_locked(const std::shared_ptr<std::stop_source>& source) 
 void HoldTracker::on_state(SessionState next, bool trust_lost) {
   if (next == SessionState::Connected) {
     MutexLock lock(mutex_);
-    untrusted_ = false;  // a renewed session: holds taken on it are trusted again
+    // A renewed session: holds taken on it are trusted again. Unless the state has moved on: a
+    // Lost told by another thread (expire_session) between this Connected's move and this call.
+    if (client_.state() == SessionState::Connected) untrusted_ = false;
   }
   if (trust_lost) signal_all(next);
 }

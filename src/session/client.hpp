@@ -243,8 +243,10 @@ class Client {
   bool replace_handle(bool renew);
   // Asks the supervisor to replace the handle (see on_session_expired).
   void request_replacement();
-  // The session expired (the server said so, or it has been unreachable for its timeout).
-  void on_session_expired();
+  // The C client says the session of handle `generation` expired (or its credentials were
+  // refused): Lost, and a renewal if that moved the state (a loss told twice, or told of a
+  // replaced handle, must not replace its successor).
+  void on_session_expired(std::uint64_t generation);
   // When a Suspended session is declared lost locally, or nullopt.
   std::optional<Clock::time_point> local_expiry_due() const;
   void expire_locally();
@@ -262,8 +264,8 @@ class Client {
   void on_session_event(int zk_state, std::uint64_t generation);
   // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
   // is not that; a Connected event of handle `event_generation` does not end a Lost of that
-  // handle or a newer one, and a Lost of a handle other than the current one is no move), then
-  // wakes, signals and notifies whoever must know. False if the state did not change. Takes no
+  // handle or a newer one, and a Lost or Suspended of a handle other than the current one is no
+  // move), then wakes, signals and notifies whoever must know. False if the state did not change. Takes no
   // lock while users' code (stop_callbacks, listeners) runs; with `defer_callbacks`, that code
   // runs only at run_deferred_callbacks() (close_now's, once it has released close_mutex_).
   bool set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt,

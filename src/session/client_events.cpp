@@ -40,16 +40,16 @@ void Client::on_session_event(int zk_state, std::uint64_t generation) {
   if (zk_state == ZOO_CONNECTED_STATE || zk_state == ZOO_READONLY_STATE) {
     set_state(SessionState::Connected, std::nullopt, generation);
   } else if (zk_state == ZOO_EXPIRED_SESSION_STATE) {
-    on_session_expired();
+    on_session_expired(generation);
   } else if (zk_state == ZOO_AUTH_FAILED_STATE) {
     // The handle is done for (the server refused a credential). Recorded before the state moves:
     // the constructor, woken by that move, must see a refusal, not a time-out, even when this
     // event comes before the auth reply (seen once in a fresh-clone run). Then like an expiry:
     // Lost, and a new session if renewals are on (the constructor reports it: await_credentials).
     states_.refuse_credentials();
-    on_session_expired();
+    on_session_expired(generation);
   } else if (state() == SessionState::Connected) {
-    set_state(SessionState::Suspended);
+    set_state(SessionState::Suspended, std::nullopt, generation);
   }
   // Waiters re-check: a watch may have been lost with the connection, or the session with it.
   waiters_.wake_all();

@@ -74,16 +74,19 @@ void Client::expire_locally() {
   request_replacement();
 }
 
-void Client::on_session_expired() {
-  set_state(SessionState::Lost);
-  if (options_.renew_expired_session) request_replacement();
-}
-
-void Client::on_expired_at_server(std::uint64_t generation) {
-  // With the handle's generation, so that a session renewed meanwhile is not the one declared lost.
+void Client::on_session_expired(std::uint64_t generation) {
+  // Already Lost (declared locally, or told by expire_session, each of which asked for the
+  // replacement itself): nothing more.
   if (set_state(SessionState::Lost, std::nullopt, generation) && options_.renew_expired_session) {
     request_replacement();
   }
+}
+
+void Client::on_expired_at_server(std::uint64_t generation) {
+  // With the handle's generation, so that a session renewed meanwhile is not the one declared
+  // lost. The handle is replaced even without renewals (retired, as expire_locally does): its
+  // connection may be one the server no longer answers, which a close would wait on.
+  if (set_state(SessionState::Lost, std::nullopt, generation)) request_replacement();
 }
 
 void Client::request_replacement() {

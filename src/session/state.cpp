@@ -27,8 +27,10 @@ std::optional<StateMachine::Move> StateMachine::move(SessionState next, std::opt
       return std::nullopt;
     }
     if (next == SessionState::Suspended && !ever_connected_) return std::nullopt;
-    // A loss told of a named handle (Client::on_expired_at_server) is not its successor's.
-    if (next == SessionState::Lost && event_generation != 0 && event_generation != generation_.load()) {
+    // A loss or a disconnection told of a handle that has been replaced since (its event was
+    // delayed while the supervisor swapped the handle) is not its successor's.
+    if ((next == SessionState::Lost || next == SessionState::Suspended) && event_generation != 0 &&
+        event_generation != generation_.load()) {
       return std::nullopt;
     }
     if (next == SessionState::Lost) lost_generation_ = std::max(lost_generation_, generation_.load());

@@ -109,8 +109,9 @@ class StateMachine {
   };
   // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
   // is not that; a Connected event of handle `event_generation` does not end a Lost of that
-  // handle or a newer one, and a Lost of a handle other than the current one is no move), queues
-  // the change for the listeners (dispatch) and wakes wait(). nullopt if the state did not change.
+  // handle or a newer one, and a Lost or Suspended of a handle other than the current one is no
+  // move), queues the change for the listeners (dispatch) and wakes wait(). nullopt if the state
+  // did not change.
   std::optional<Move> move(SessionState next, std::optional<SessionState> only_from, std::uint64_t event_generation);
   // Delivers queued state changes to `listeners`, unless another thread is already doing so (it
   // will deliver these too, in order).

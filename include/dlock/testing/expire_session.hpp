@@ -27,14 +27,16 @@
 namespace dlock::testing {
 
 // Returns once a server has confirmed that the session is closed: its ephemeral nodes are gone
-// and every server will answer its handle with SESSION_EXPIRED. By then the Session reports Lost
-// (and renews, unless SessionOptions::renew_expired_session is false) and its holds' stop tokens
-// have fired, on this thread (user stop_callbacks and state listeners run here), unless the C
-// client's thread was telling them already. It is told, as Curator's KillSession injects the
-// expiry, rather than left to hear at its next contact with a server: its connection can outlive
-// the session (the server closed it for the join, and the C client's reconnect racing the close
-// can leave one the server no longer answers), and the C client notices that only by its own
-// timeout, two thirds of the session timeout later.
+// and every server will answer its handle with SESSION_EXPIRED. The Session is then told, as
+// Curator's KillSession injects the expiry, rather than left to hear at its next contact with a
+// server: its connection can outlive the session (the server closed it for the join, and the C
+// client's reconnect racing the close can leave one the server no longer answers), and the C
+// client notices that only by its own timeout, two thirds of the session timeout later. So when it
+// returns the Session is Lost and its holds' stop tokens have fired (with
+// SessionOptions::renew_expired_session, the default, a new session is on its way, and may
+// already be Connected if the Session heard first). As with Session::close(), the state listeners
+// and stop_callbacks run on the calling thread (unless the C client's thread, or a listener this
+// is called from, is delivering already): do not hold a mutex they take.
 //
 // Errors: std::logic_error naming the state when the Session has no live session to expire (Lost,
 // being renewed, or Closed); std::runtime_error with ZooKeeper's code when a handle cannot be

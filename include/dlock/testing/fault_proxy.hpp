@@ -73,11 +73,11 @@ class FaultProxy {
   void cut_off_for(std::chrono::milliseconds duration);
   void heal();
   bool cut() const;
-  // From now on (until called with false), a connection the server closes stays open on the
-  // client's side: what the client sends there goes nowhere and nothing comes back, as when a
-  // middlebox loses the server's FIN (a half-open connection). The C client notices only by its
-  // own timeout (two thirds of the session timeout without a reply). Default: the client's side
-  // is closed too.
+  // From now on, a connection the server closes stays open on the client's side: what the client
+  // sends there goes nowhere and nothing comes back, as on a path that drops everything both ways
+  // once the server has closed (its FIN and resets lost). The C client notices only by its own
+  // timeout (two thirds of the session timeout without a reply). Called with false, such
+  // connections are closed on the client's side too, as new ones are. Default: not hidden.
   void hide_server_closes(bool hide = true) { hide_server_closes_ = hide; }
 
   // Connections dropped (or replies misordered) so far.
