@@ -10,6 +10,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "src/session/session_access.hpp"
@@ -78,22 +79,30 @@ std::string hex_id(std::int64_t id) {
 
 void expire_session(Session& session, std::chrono::milliseconds timeout) {
   const auto& client = detail::SessionAccess::client(session);
-  // The handle and its session's id, read as one: a renewal between the two reads is read again.
-  std::uint64_t generation = 0;
-  clientid_t id{};
-  do {
-    generation = client->generation();
-    id = client->client_id();
-  } while (client->generation() != generation);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // The installed handle and its session: while a replacement is under way (its new handle may
+  // already be Connected), the old one is still installed, and its id is not the session's.
+  const auto live = [](SessionState s) { return s == SessionState::Connected || s == SessionState::Suspended; };
+  auto handle = client->handle_identity();
+  while (handle.generation != client->generation() && live(client->state())) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw std::runtime_error(
+          "dlock::testing::expire_session: the session's handle was being replaced for longer than " +
+          std::to_string(timeout.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    handle = client->handle_identity();
+  }
+  const std::uint64_t generation = handle.generation;
+  const clientid_t id = handle.id;
   const SessionState state = client->state();
-  if ((state != SessionState::Connected && state != SessionState::Suspended) || id.client_id == 0) {
+  if (!live(state) || id.client_id == 0) {
     throw std::logic_error("dlock::testing::expire_session: the session is " + std::string(to_string(state)) +
                            " (only a Connected or Suspended session has a live session to expire)");
   }
   const std::string& connect = client->connect_string();
   const auto negotiated = client->negotiated_timeout().count();
   const int join_timeout_ms = negotiated > 0 ? static_cast<int>(negotiated) : 10000;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     JoinedHandle joined(connect, id, join_timeout_ms);
     switch (joined.wait(deadline)) {

@@ -33,6 +33,13 @@ clientid_t Client::client_id() const {
   return id;
 }
 
+Client::HandleIdentity Client::handle_identity() const {
+  ReaderLock lock(handle_mutex_);
+  HandleIdentity identity;
+  if (zh_ != nullptr && context_ != nullptr) identity = {context_->generation, *zoo_client_id(zh_)};
+  return identity;
+}
+
 std::optional<Client::Ended> Client::ended() const {
   const auto s = state();
   if (s == SessionState::Lost) {

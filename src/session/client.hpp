@@ -110,6 +110,14 @@ class Client {
   std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
   // The session's id and password (tests use them to expire the session from the server side).
   clientid_t client_id() const;
+  // The installed handle's generation with its session's id and password, read together: during
+  // a replacement generation() is already the new handle's while the old one is installed.
+  // Generation 0 while there is no handle.
+  struct HandleIdentity {
+    std::uint64_t generation = 0;
+    clientid_t id{};
+  };
+  HandleIdentity handle_identity() const;
   std::chrono::milliseconds negotiated_timeout() const noexcept;
   const std::string& connect_string() const noexcept { return options_.connect; }
   // A server has confirmed that the session of handle `generation` is over (the testing kit's

@@ -5,11 +5,14 @@
 #include "src/session/client.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "src/base/log_bridge.hpp"
 #include "src/session/client_internal.hpp"
 #include "src/session/connect_string.hpp"
+#include "src/session/test_hooks.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -121,6 +124,9 @@ bool Client::replace_handle(bool renew) {
                               " failed attempt(s)");
       failed_renewals_ = 0;
     }
+  }
+  if (const int ms = test_hooks::slow_handle_swap_ms.load(); ms > 0 && renew) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
   zhandle_t* old = nullptr;
   std::unique_ptr<HandleContext> old_context;

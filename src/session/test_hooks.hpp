@@ -21,4 +21,8 @@ DLOCK_TEST_SWITCH(int, fail_session_opens);
 // Every opening of a session handle takes this long first (slow name resolution).
 DLOCK_TEST_SWITCH(int, slow_session_open_ms);
 
+// A renewal's new handle is installed this long after it was opened (the supervisor held up
+// between the two, while the new session may already be Connected).
+DLOCK_TEST_SWITCH(int, slow_handle_swap_ms);
+
 }  // namespace dlock::detail::test_hooks

@@ -3,6 +3,8 @@
 // session well before the session timeout; a session that has already ended is refused.
 #include <gtest/gtest.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +12,8 @@
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/expire_session.hpp"
 #include "dlock/testing/fault_proxy.hpp"
+#include "dlock/testing/server.hpp"
+#include "src/session/test_hooks.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -56,6 +60,40 @@ TEST(ExpireSession, ASessionWhoseConnectionOutlivesItsSessionHearsAtOnce) {
   EXPECT_TRUE(eventually([&] { return holder.state() == SessionState::Lost; }, 2s)) << to_string(holder.state());
   EXPECT_TRUE(held.stop_token().stop_requested());
   held.unlock();  // quiet after a loss
+}
+
+// Whether the suite's server still tracks session `id`: `dump` lists every session first (by
+// expiry time), then the ephemeral nodes, then the connections (which may outlive their session
+// a moment: not counted).
+bool server_tracks_session(std::int64_t id) {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%" PRIx64, static_cast<std::uint64_t>(id));
+  const std::string dump = four_letter_word(zk_server().port(), "dump", 5s);
+  const auto sessions = dump.substr(0, dump.find("ephemeral nodes dump"));
+  if (sessions.find("Session Sets") == std::string::npos) throw std::runtime_error("unexpected dump: " + dump);
+  return sessions.find(hex) != std::string::npos;
+}
+
+// A renewal under way: the new session is Connected while the supervisor has not yet installed
+// its handle (held up here for 1.5 s), so the installed handle is still the expired one. The kill
+// must wait for the new handle and end the new session, not confirm the old one's end again.
+TEST(ExpireSession, DuringARenewalItEndsTheNewSession) {
+  Session session(session_options());  // renew_expired_session: on (the default)
+  const std::int64_t first = session.id();
+  struct SlowSwap {
+    SlowSwap() { detail::test_hooks::slow_handle_swap_ms = 1500; }
+    ~SlowSwap() { detail::test_hooks::slow_handle_swap_ms = 0; }
+  } slow_swap;
+  expire_session(session);
+  ASSERT_TRUE(eventually([&] { return session.state() == SessionState::Connected && session.id() != first; }, 10s));
+  const std::int64_t second = session.id();
+  // Control: the new session is alive at the server.
+  ASSERT_TRUE(server_tracks_session(second));
+
+  expire_session(session);
+  EXPECT_FALSE(server_tracks_session(second)) << "expire_session returned while the new session lives";
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected && session.id() != second; }, 10s))
+      << "no third session: " << to_string(session.state());
 }
 
 TEST(ExpireSession, ASessionThatHasEndedIsRefusedNamingItsState) {

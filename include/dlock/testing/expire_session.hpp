@@ -40,7 +40,8 @@ namespace dlock::testing {
 //
 // Errors: std::logic_error naming the state when the Session has no live session to expire (Lost,
 // being renewed, or Closed); std::runtime_error with ZooKeeper's code when a handle cannot be
-// opened or closed, or naming `timeout` when no server confirmed the expiry within it.
+// opened or closed, or naming `timeout` when no server confirmed the expiry within it (or the
+// Session was replacing its handle, with a new session connected, all that time).
 void expire_session(Session& session, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace dlock::testing
