@@ -59,8 +59,9 @@ MariaDbServer::MariaDbServer(MariaDbOptions options) : options_(options) {
     uid_ = pw->pw_uid;
     gid_ = pw->pw_gid;
   }
-  // Its own temporary directory: with the machine's /tmp, two servers at once (the test suite's
-  // two shards) failed a CREATE TABLE with "Error on delete of '/tmp/#sql-temptable-...'".
+  // Its own temporary directory, for the installer's bootstrap too: with the machine's /tmp, two
+  // servers set up at once (the test suite's two shards) failed a CREATE TABLE, in the server and
+  // in mariadb-install-db, with "Error on delete of '/tmp/#sql-temptable-...'".
   const std::string tmp = dir_.path() + "/tmp";
   if (::mkdir(tmp.c_str(), 0700) != 0) throw std::runtime_error("cannot create " + tmp);
   for (const auto& owned : {dir_.path(), tmp}) {
@@ -72,7 +73,7 @@ MariaDbServer::MariaDbServer(MariaDbOptions options) : options_(options) {
   // removes the directory with the object that never was.
   SpawnOptions as_owner = as_server_owner(dir_.path(), "install-db.log", drop_privileges_, uid_, gid_);
   const pid_t install =
-      spawn_child({kMariaDbInstallDb, "--no-defaults", "--datadir=" + dir_.path() + "/data",
+      spawn_child({kMariaDbInstallDb, "--no-defaults", "--datadir=" + dir_.path() + "/data", "--tmpdir=" + tmp,
                    "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"},
                   as_owner);
   if (const int rc = wait_child(install); rc != 0) {
