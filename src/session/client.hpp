@@ -273,9 +273,10 @@ class Client {
   // Moves to `next` (unless the transition is not allowed, or `only_from` is given and the state
   // is not that; a Connected event of handle `event_generation` does not end a Lost of that
   // handle or a newer one, and a Lost or Suspended of a handle other than the current one is no
-  // move), then wakes, signals and notifies whoever must know. False if the state did not change. Takes no
-  // lock while users' code (stop_callbacks, listeners) runs; with `defer_callbacks`, that code
-  // runs only at run_deferred_callbacks() (close_now's, once it has released close_mutex_).
+  // move), then wakes, signals and notifies whoever must know. False if the state did not
+  // change. Takes no lock while users' code (stop_callbacks, listeners) runs; with
+  // `defer_callbacks`, that code runs only at run_deferred_callbacks() (close_now's, once it has
+  // released close_mutex_).
   bool set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt,
                  std::uint64_t event_generation = 0, bool defer_callbacks = false);
   void log_transition(SessionState from, SessionState to, Clock::duration outage);
