@@ -9,8 +9,19 @@
 namespace dlock::sqlite {
 namespace {
 
-// Version 1. A trigger, not the upsert's WHERE clause, refuses the older token: a client that
-// writes the table with a statement of its own is refused the same way.
+// Version 2. Triggers, not the upsert's WHERE clause, refuse what would weaken a fence, so that a
+// client writing the table with a statement of its own is refused the same way as fence():
+// - any INSERT (plain, OR REPLACE, REPLACE INTO, the upsert) of a token below the one recorded for
+//   its resource: REPLACE deletes the old row without firing a DELETE trigger (recursive triggers
+//   are off by default), so the check is on the INSERT, which every form fires first;
+// - an UPDATE lowering a token or renaming a row (which would leave its resource unguarded);
+// - a DELETE, unless reset_fence() granted itself the row in dlock_fence_reset within the same
+//   statement sequence: without that, DELETE then INSERT would lower any token;
+// - a token that is not an INTEGER of at least 1 (TEXT sorts above every number: one such row would
+//   refuse every later fence of its resource). Column affinity turns '12' into 12 first.
+// Version 1 had only the UPDATE trigger and a CHECK that let TEXT through; install_schema() upgrades
+// it in place (this script, after checking no TEXT token is recorded), as can a project's own
+// migration: every statement is idempotent.
 constexpr std::string_view kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS dlock_schema (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS dlock_fence (
@@ -18,14 +29,67 @@ CREATE TABLE IF NOT EXISTS dlock_fence (
   token INTEGER NOT NULL CHECK (token >= 1),
   fenced_at TEXT NOT NULL
 );
-CREATE TRIGGER IF NOT EXISTS dlock_fence_refuses_older_tokens
-BEFORE UPDATE OF token ON dlock_fence WHEN NEW.token < OLD.token
+CREATE TABLE IF NOT EXISTS dlock_fence_reset (
+  resource TEXT,
+  every INTEGER NOT NULL DEFAULT 0
+);
+DROP TRIGGER IF EXISTS dlock_fence_refuses_older_tokens;
+CREATE TRIGGER IF NOT EXISTS dlock_fence_checks_inserts BEFORE INSERT ON dlock_fence
 BEGIN
-  SELECT RAISE(ABORT, 'dlock: stale fencing token');
+  SELECT RAISE(ABORT, 'dlock: a fencing token is an integer of at least 1')
+    WHERE typeof(NEW.token) != 'integer' OR NEW.token < 1;
+  SELECT RAISE(ABORT, 'dlock: stale fencing token')
+    WHERE EXISTS (SELECT 1 FROM dlock_fence WHERE resource = NEW.resource AND token > NEW.token);
+END;
+CREATE TRIGGER IF NOT EXISTS dlock_fence_checks_updates BEFORE UPDATE ON dlock_fence
+BEGIN
+  SELECT RAISE(ABORT, 'dlock: a fencing token is an integer of at least 1')
+    WHERE typeof(NEW.token) != 'integer' OR NEW.token < 1;
+  SELECT RAISE(ABORT, 'dlock: stale fencing token') WHERE NEW.token < OLD.token;
+  SELECT RAISE(ABORT, 'dlock: a fence row keeps its resource (reset_fence forgets one)')
+    WHERE NEW.resource IS NOT OLD.resource;
+END;
+CREATE TRIGGER IF NOT EXISTS dlock_fence_checks_deletes BEFORE DELETE ON dlock_fence
+WHEN NOT EXISTS (SELECT 1 FROM dlock_fence_reset WHERE every != 0 OR resource = OLD.resource)
+BEGIN
+  SELECT RAISE(ABORT, 'dlock: a recorded fencing token is forgotten only by reset_fence');
 END;
 )sql";
 
 Error invalid(const std::string& what) { return Error(make_error_code(errc::invalid_argument), what); }
+
+// Version 1's CHECK let a TEXT token in, which no fence could ever pass again. Carried into
+// version 2 it would keep blocking its resource while looking guarded: the upgrade stops and names
+// it instead, for its owner to decide (reset_fence, then install again).
+void refuse_tokens_version_1_let_in(Transaction& tx) {
+  const auto bad =
+      tx.exec("SELECT resource, quote(token) FROM dlock_fence WHERE typeof(token) != 'integer' OR token < 1 LIMIT 1");
+  if (bad.rows.empty()) return;
+  const auto text = [&](std::size_t column) { return bad.rows[0][column] ? *bad.rows[0][column] : "NULL"; };
+  throw Error(make_error_code(errc::database_failed),
+              "dlock::sqlite::install_schema: resource '" + text(0) + "' has the token " + text(1) +
+                  ", not an integer of at least 1 (schema version 1 accepted it, and no fence of that resource "
+                  "can pass): reset_fence() it, then install again");
+}
+
+// Runs `body` inside a savepoint: all of its statements, or (on an exception) none of them, inside
+// the caller's transaction or in one of their own.
+template <typename Body>
+auto in_savepoint(sqlite3* db, Body&& body) {
+  exec(db, "SAVEPOINT dlock_reset");
+  try {
+    auto result = body();
+    exec(db, "RELEASE dlock_reset");
+    return result;
+  } catch (...) {
+    try {
+      exec(db, "ROLLBACK TO dlock_reset");
+      exec(db, "RELEASE dlock_reset");
+    } catch (const Error&) {  // the first error says more
+    }
+    throw;
+  }
+}
 
 }  // namespace
 
@@ -44,6 +108,7 @@ void install_schema(sqlite3* db) {
                     ", newer than this library's " + std::to_string(kSchemaVersion));
   }
   if (version == kSchemaVersion) return;  // rolled back: nothing to do
+  if (version == 1) refuse_tokens_version_1_let_in(tx);
   if (const int rc = sqlite3_exec(db, std::string(kSchema).c_str(), nullptr, nullptr, nullptr); rc != SQLITE_OK) {
     throw Error(make_error_code(errc::database_failed),
                 std::string("dlock::sqlite::install_schema: ") + sqlite3_errmsg(db));
@@ -77,14 +142,41 @@ void fence(sqlite3* db, std::string_view resource, std::int64_t token) {
   }
 }
 
+namespace {
+
+// Whether the file has version 2's permission table (a version 1 file has no delete trigger either:
+// its resets are plain deletes, which the upgrade's refusal of a TEXT token asks for).
+bool has_reset_table(sqlite3* db) {
+  return !exec(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'dlock_fence_reset'").rows.empty();
+}
+
+}  // namespace
+
+// The delete trigger lets a row go only while dlock_fence_reset names it: the permission is granted
+// and withdrawn inside one savepoint, so none is left behind whatever happens.
 bool reset_fence(sqlite3* db, std::string_view resource) {
   if (db == nullptr) throw invalid("dlock::sqlite::reset_fence: a null connection");
-  return exec(db, "DELETE FROM dlock_fence WHERE resource = ?1", {resource}).changes > 0;
+  if (!has_reset_table(db)) return exec(db, "DELETE FROM dlock_fence WHERE resource = ?1", {resource}).changes > 0;
+  return in_savepoint(db, [&] {
+    exec(db, "INSERT INTO dlock_fence_reset (resource) VALUES (?1)", {resource});
+    const bool forgot = exec(db, "DELETE FROM dlock_fence WHERE resource = ?1", {resource}).changes > 0;
+    exec(db, "DELETE FROM dlock_fence_reset WHERE resource = ?1", {resource});
+    return forgot;
+  });
 }
 
 void reset_all_fences(sqlite3* db) {
   if (db == nullptr) throw invalid("dlock::sqlite::reset_all_fences: a null connection");
-  exec(db, "DELETE FROM dlock_fence");
+  if (!has_reset_table(db)) {
+    exec(db, "DELETE FROM dlock_fence");
+    return;
+  }
+  in_savepoint(db, [&] {
+    exec(db, "INSERT INTO dlock_fence_reset (every) VALUES (1)");
+    exec(db, "DELETE FROM dlock_fence");
+    exec(db, "DELETE FROM dlock_fence_reset WHERE every != 0");
+    return true;
+  });
 }
 
 }  // namespace dlock::sqlite
