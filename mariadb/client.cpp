@@ -52,6 +52,12 @@ bool in_transaction(MYSQL* conn) {
   return (status & SERVER_STATUS_IN_TRANS) != 0;
 }
 
+bool autocommit_outside_transaction(MYSQL* conn) {
+  unsigned int status = 0;
+  if (mariadb_get_infov(conn, MARIADB_CONNECTION_SERVER_STATUS, &status) != 0) return false;  // the server decides
+  return (status & SERVER_STATUS_AUTOCOMMIT) != 0 && (status & SERVER_STATUS_IN_TRANS) == 0;
+}
+
 bool connection_lost(unsigned error_number) {
   return error_number == CR_SERVER_GONE_ERROR || error_number == CR_SERVER_LOST ||
          error_number == CR_SERVER_LOST_EXTENDED;

@@ -35,6 +35,10 @@ Result run_prepared(MYSQL* conn, const std::string& what, std::string_view sql, 
 // status.
 bool in_transaction(MYSQL* conn);
 
+// Whether each statement on `conn` would commit on its own: autocommit on and no transaction open
+// (SERVER_STATUS_AUTOCOMMIT without SERVER_STATUS_IN_TRANS), as the server's last reply said.
+bool autocommit_outside_transaction(MYSQL* conn);
+
 // The client library's error numbers for a connection that is gone (CR_SERVER_GONE_ERROR,
 // CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED).
 bool connection_lost(unsigned error_number);

@@ -11,19 +11,27 @@
 namespace dlock::mariadb {
 namespace {
 
-// Version 1. Written for MariaDB and MySQL alike: no CREATE OR REPLACE (MySQL has none for
-// procedures), messages of at most 128 characters (MySQL's limit for MESSAGE_TEXT), the newer
-// token first in the stale message so that a cut one still names it. The resource is VARBINARY,
-// compared byte for byte: a case-insensitive or trailing-space-padding collation would make
-// "stock/A" and "stock/a " one resource. fenced_at is UTC. The procedure runs with its caller's
-// privileges (SQL SECURITY INVOKER), so it does not depend on the installer's account: a caller
-// needs EXECUTE on it and SELECT, INSERT and UPDATE on dlock_fence.
+// Version 2. Written for MariaDB: messages of at most 128 characters (the limit for MESSAGE_TEXT),
+// the newer token first in the stale message so that a cut one still names it. The resource is
+// VARBINARY, compared byte for byte: a case-insensitive or trailing-space-padding collation would
+// make "stock/A" and "stock/a " one resource. fenced_at is UTC. The procedure runs with its
+// caller's privileges (SQL SECURITY INVOKER), so it does not depend on the installer's account: a
+// caller needs EXECUTE on it and SELECT, INSERT and UPDATE on dlock_fence.
 //
-// The procedure locks the resource's row, creating it if need be (INSERT ... ON DUPLICATE KEY
-// UPDATE locks the row it finds), then reads the recorded token under that lock (FOR UPDATE) and
-// either refuses or records the caller's. The row stays locked until the caller's transaction
-// ends, which serializes the holders of one resource. A SIGNAL does not abort the caller's
-// transaction: the caller must roll back.
+// The procedure refuses to run outside a transaction (SQLSTATE 25000): under autocommit each of its
+// statements commits on its own and nothing stays locked after the CALL, so two holders could
+// interleave between its check and its write, and the caller's later statements would not be
+// fenced at all. Autocommit off counts as inside one (every statement joins the transaction that
+// lasts until COMMIT), although the server reports none before its first table access. Inside a
+// transaction it locks the resource's row, creating it if need be (INSERT ... ON DUPLICATE KEY
+// UPDATE locks the row it finds), reads the recorded token under that lock (FOR UPDATE) and either
+// refuses or records the caller's, with a write that can only raise the token (token <= p_token):
+// whatever runs between the check and the write, the recorded token never goes back. The row stays
+// locked until the caller's transaction ends, which serializes the holders of one resource. A
+// SIGNAL does not abort the caller's transaction: the caller must roll back.
+//
+// Version 1 accepted autocommit and wrote unconditionally; install_schema() replaces its procedure.
+// MySQL has no @@in_transaction: this version's procedure is for MariaDB (10.3 and later).
 constexpr std::string_view kCreateSchemaTable = R"sql(CREATE TABLE IF NOT EXISTS dlock_schema (
   only_row TINYINT NOT NULL DEFAULT 1 PRIMARY KEY CHECK (only_row = 1),
   version INT NOT NULL
@@ -40,7 +48,7 @@ constexpr std::string_view kDropProcedure = "DROP PROCEDURE IF EXISTS dlock_fenc
 constexpr std::string_view kCreateProcedure = R"sql(CREATE PROCEDURE dlock_fence(IN p_resource BLOB, IN p_token BIGINT)
 MODIFIES SQL DATA
 SQL SECURITY INVOKER
-COMMENT 'dlock fencing (schema version 1): records p_token for p_resource, or SIGNALs DL001 if a newer one is'
+COMMENT 'dlock fencing (schema version 2): records p_token for p_resource, or SIGNALs DL001 if a newer one is'
 BEGIN
   DECLARE kept BIGINT DEFAULT NULL;
   DECLARE message VARCHAR(128) CHARACTER SET utf8mb4;
@@ -48,6 +56,10 @@ BEGIN
     SET message = LEFT(CONCAT('dlock_fence: a resource of at most 1024 bytes and a token of at least 1 ',
                               'are needed, got token ', COALESCE(p_token, 'NULL')), 128);
     SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = message;
+  END IF;
+  IF @@autocommit = 1 AND @@in_transaction = 0 THEN
+    SIGNAL SQLSTATE '25000' SET MESSAGE_TEXT =
+      'dlock_fence: no transaction is open (START TRANSACTION first: a fence under autocommit protects nothing)';
   END IF;
   INSERT INTO dlock_fence (resource, token, fenced_at) VALUES (p_resource, p_token, UTC_TIMESTAMP(6))
     ON DUPLICATE KEY UPDATE resource = resource;
@@ -57,12 +69,13 @@ BEGIN
                               CONVERT(p_resource USING utf8mb4), '''; stale token ', p_token, ' refused'), 128);
     SIGNAL SQLSTATE 'DL001' SET MESSAGE_TEXT = message;
   END IF;
-  UPDATE dlock_fence SET token = p_token, fenced_at = UTC_TIMESTAMP(6) WHERE resource = p_resource;
+  UPDATE dlock_fence SET token = p_token, fenced_at = UTC_TIMESTAMP(6)
+    WHERE resource = p_resource AND token <= p_token;
 END)sql";
 
-// The version, raised to this library's, never lowered (kSchemaVersion is 1).
+// The version, raised to this library's, never lowered (kSchemaVersion is 2).
 constexpr std::string_view kRecordVersion =
-    "INSERT INTO dlock_schema (only_row, version) VALUES (1, 1) ON DUPLICATE KEY UPDATE version = GREATEST(version, 1)";
+    "INSERT INTO dlock_schema (only_row, version) VALUES (1, 2) ON DUPLICATE KEY UPDATE version = GREATEST(version, 2)";
 
 constexpr std::array<std::string_view, 5> kSchema = {kCreateSchemaTable, kCreateFenceTable, kDropProcedure,
                                                      kCreateProcedure, kRecordVersion};
@@ -139,6 +152,11 @@ void fence(MYSQL* conn, std::string_view resource, std::int64_t token) {
     throw Error(make_error_code(errc::invalid_argument), what + ": a resource is at most " +
                                                              std::to_string(kMaxResourceBytes) +
                                                              " bytes, this one has " + std::to_string(resource.size()));
+  }
+  // The procedure refuses it too; here the error is an invalid_argument, as the other stores'.
+  if (detail::autocommit_outside_transaction(conn)) {
+    throw Error(make_error_code(errc::invalid_argument),
+                what + ": no transaction is open (START TRANSACTION first: a fence under autocommit protects nothing)");
   }
   try {
     detail::run_prepared(conn, what, "CALL dlock_fence(?, ?)", {resource_text, token});

@@ -135,6 +135,13 @@ void fence(PGconn* conn, std::string_view resource, std::int64_t token) {
   detail::check_connection(conn, "fencing");
   const std::string what = "fencing \"" + std::string(resource) + "\" with token " + std::to_string(token);
   if (token < 1) throw Error(make_error_code(errc::invalid_argument), what + ": a fencing token is at least 1");
+  // Outside a transaction block the call would commit at once and lock nothing for the caller's
+  // next statements, which would then land unfenced. The server cannot tell such a call from a
+  // block's first statement, so the refusal is here (PQTRANS_INERROR: the server refuses anyway).
+  if (PQtransactionStatus(conn) == PQTRANS_IDLE) {
+    throw Error(make_error_code(errc::invalid_argument),
+                what + ": no transaction is open (BEGIN first: a fence outside one protects nothing)");
+  }
   const std::string resource_text(resource);
   const std::string token_text = std::to_string(token);
   const char* values[] = {resource_text.c_str(), token_text.c_str()};

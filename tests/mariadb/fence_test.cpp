@@ -27,6 +27,19 @@ class MariaDbFence : public MariaDbSuite {
   }
 };
 
+// Fences `resource` with `token` in a transaction of its own, committed (a fence outside one is
+// refused: fence_bypass_test.cpp).
+void fence_committed(MYSQL* conn, const std::string& resource, std::int64_t token) {
+  ASSERT_TRUE(run(conn, "START TRANSACTION"));
+  try {
+    mariadb::fence(conn, resource, token);
+  } catch (...) {
+    run(conn, "ROLLBACK");
+    throw;
+  }
+  ASSERT_TRUE(run(conn, "COMMIT"));
+}
+
 // The holder with `token` writes `left_` in a transaction fenced (or not) on "stock/1".
 void write_stock(MYSQL* conn, std::int64_t token, int left, bool fenced) {
   ASSERT_TRUE(run(conn, "START TRANSACTION"));
@@ -100,9 +113,9 @@ TEST_F(MariaDbFence, AnyClientCanCallTheProcedureAndReadTheRefusal) {
 // under the server's default collation (case-insensitive, trailing spaces ignored) they would be
 // one key, and the first holder's token would refuse the other two.
 TEST_F(MariaDbFence, ResourcesAreComparedByteForByte) {
-  mariadb::fence(conn(), "stock/1", 7);
-  EXPECT_NO_THROW(mariadb::fence(conn(), "Stock/1", 3));
-  EXPECT_NO_THROW(mariadb::fence(conn(), "stock/1 ", 3));
+  fence_committed(conn(), "stock/1", 7);
+  EXPECT_NO_THROW(fence_committed(conn(), "Stock/1", 3));
+  EXPECT_NO_THROW(fence_committed(conn(), "stock/1 ", 3));
   EXPECT_EQ(committed("SELECT COUNT(*) FROM dlock_fence"), 3);
   server().execute("DROP TABLE IF EXISTS collated; CREATE TABLE collated (resource VARCHAR(100) PRIMARY KEY)");
   server().execute("INSERT INTO collated VALUES ('stock/1')");
@@ -128,7 +141,7 @@ TEST_F(MariaDbFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
     EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
     EXPECT_NE(std::string(e.what()).find("1024 bytes"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(mariadb::fence(conn(), std::string(mariadb::kMaxResourceBytes, 'r'), 3));
+  EXPECT_NO_THROW(fence_committed(conn(), std::string(mariadb::kMaxResourceBytes, 'r'), 3));
   EXPECT_THROW(mariadb::fence(nullptr, "stock/1", 3), Error);
   EXPECT_THROW(mariadb::install_schema(nullptr), Error);
   // Inside a transaction: the DDL would commit it, so install_schema refuses.
@@ -137,6 +150,7 @@ TEST_F(MariaDbFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
   ASSERT_TRUE(run(conn(), "ROLLBACK"));
   // A database without the procedure: the server's message, as database_failed.
   ASSERT_TRUE(run(conn(), "DROP PROCEDURE dlock_fence"));
+  ASSERT_TRUE(run(conn(), "START TRANSACTION"));
   try {
     mariadb::fence(conn(), "stock/1", 3);
     ADD_FAILURE() << "fenced without the procedure";
@@ -148,8 +162,9 @@ TEST_F(MariaDbFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
     EXPECT_NE(std::string(e.what()).find("dlock_fence"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("[error 1305, SQLSTATE 42000]"), std::string::npos) << e.what();
   }
+  ASSERT_TRUE(run(conn(), "ROLLBACK"));
   mariadb::install_schema(conn());  // brings the procedure back at the same version
-  EXPECT_NO_THROW(mariadb::fence(conn(), "stock/1", 3));
+  EXPECT_NO_THROW(fence_committed(conn(), "stock/1", 3));
   // A database newer than this library is refused, naming both versions.
   ASSERT_TRUE(run(conn(), "UPDATE dlock_schema SET version = 99"));
   try {
@@ -158,19 +173,19 @@ TEST_F(MariaDbFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
   }
-  ASSERT_TRUE(run(conn(), "UPDATE dlock_schema SET version = 1"));
+  ASSERT_TRUE(run(conn(), "UPDATE dlock_schema SET version = " + std::to_string(mariadb::kSchemaVersion)));
 }
 
 TEST_F(MariaDbFence, ResetForgetsRecordedTokens) {
-  mariadb::fence(conn(), "stock/1", 7);
-  mariadb::fence(conn(), "stock/2", 7);
-  EXPECT_THROW(mariadb::fence(conn(), "stock/1", 5), StaleFencingToken);
+  fence_committed(conn(), "stock/1", 7);
+  fence_committed(conn(), "stock/2", 7);
+  EXPECT_THROW(fence_committed(conn(), "stock/1", 5), StaleFencingToken);
   EXPECT_TRUE(mariadb::reset_fence(conn(), "stock/1"));
   EXPECT_FALSE(mariadb::reset_fence(conn(), "stock/1")) << "nothing left to forget";
-  EXPECT_NO_THROW(mariadb::fence(conn(), "stock/1", 5));
+  EXPECT_NO_THROW(fence_committed(conn(), "stock/1", 5));
   mariadb::reset_all_fences(conn());
   EXPECT_EQ(committed("SELECT COUNT(*) FROM dlock_fence"), 0);
-  EXPECT_NO_THROW(mariadb::fence(conn(), "stock/2", 1));
+  EXPECT_NO_THROW(fence_committed(conn(), "stock/2", 1));
 }
 
 }  // namespace

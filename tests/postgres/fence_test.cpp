@@ -105,6 +105,7 @@ TEST_F(PostgresFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
   EXPECT_THROW(postgres::fence(nullptr, "stock/1", 3), Error);
   // A database without the schema: the server's message, as database_failed.
   ASSERT_TRUE(exec(conn(), "DROP FUNCTION dlock_fence(text, bigint)"));
+  ASSERT_TRUE(exec(conn(), "BEGIN"));
   try {
     postgres::fence(conn(), "stock/1", 3);
     ADD_FAILURE() << "fenced without the function";
@@ -114,6 +115,7 @@ TEST_F(PostgresFence, TheSchemaInstallsTwiceAndBadInputIsNamed) {
     EXPECT_EQ(e.code(), make_error_code(errc::database_failed));
     EXPECT_NE(std::string(e.what()).find("dlock_fence"), std::string::npos) << e.what();
   }
+  ASSERT_TRUE(exec(conn(), "ROLLBACK"));
   postgres::install_schema(conn());  // back for the next test
 }
 

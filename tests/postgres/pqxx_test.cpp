@@ -27,6 +27,22 @@ class PostgresPqxx : public PostgresSuite {
   }
 };
 
+// A pqxx::nontransaction commits each statement on its own: a fence there would lock nothing for
+// the writes after it, so it is refused and records nothing.
+TEST_F(PostgresPqxx, AFenceInANontransactionIsRefused) {
+  pqxx::connection conn(server().conninfo());
+  postgres::install_schema(conn);
+  pqxx::nontransaction autocommit(conn);
+  try {
+    postgres::fence(autocommit, "stock/1", 7);
+    ADD_FAILURE() << "a fence in a nontransaction was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+    EXPECT_NE(std::string(e.what()).find("nontransaction"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(committed("SELECT count(*) FROM dlock_fence"), 0);
+}
+
 TEST_F(PostgresPqxx, InstallsTheSchemaAndRefusesAStaleTokenNamingTheNewerOne) {
   pqxx::connection conn(server().conninfo());
   postgres::install_schema(conn);

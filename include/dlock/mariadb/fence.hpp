@@ -1,5 +1,6 @@
-// dlock/mariadb/fence.hpp: fencing enforced by MariaDB (or MySQL) itself (the optional component
-// `dlock::mariadb`, on MariaDB Connector/C).
+// dlock/mariadb/fence.hpp: fencing enforced by MariaDB itself (the optional component
+// `dlock::mariadb`, on MariaDB Connector/C). The procedure reads MariaDB's @@in_transaction, which
+// MySQL lacks.
 //
 // A lock's holder can be paused past its session (a GC pause, SIGSTOP, a VM migration): the lock
 // passes to the next holder, and the paused one, when it resumes, still believes it holds and
@@ -33,8 +34,18 @@
 //
 // Thread-safety: as the MYSQL* (a connection is used by one thread at a time).
 //
+// A fence outside a transaction protects nothing: under autocommit each statement of the procedure
+// would commit on its own, nothing would stay locked after the CALL, and the caller's later
+// statements would not be fenced. fence() refuses it, and so does the procedure itself (SQLSTATE
+// 25000) for clients that call it directly. With autocommit off, every statement is inside the
+// transaction that lasts until COMMIT, and the fence is accepted.
+//
+// What the schema does not refuse: a client's own UPDATE, REPLACE or DELETE on dlock_fence (the
+// procedure runs with the caller's privileges, so a caller may write the table). Keep such
+// statements out of application code; docs/FENCING.md lists what each store refuses.
+//
 // Errors: StaleFencingToken as above; Error (errc::invalid_argument) for a token below 1, a
-// resource longer than kMaxResourceBytes or a null connection; DatabaseError
+// resource longer than kMaxResourceBytes, a null connection, or no transaction open; DatabaseError
 // (errc::database_failed, dlock/mariadb/database_error.hpp) with the server's or the client
 // library's message, error number and SQLSTATE for any other failure (no connection, no schema:
 // call install_schema first).
@@ -58,8 +69,12 @@ namespace dlock::mariadb {
 inline constexpr std::string_view kStaleTokenSqlstate = "DL001";
 // The SQLSTATE dlock_fence raises for a NULL or too long resource or a token below 1.
 inline constexpr std::string_view kBadArgumentSqlstate = "22023";
+// The SQLSTATE dlock_fence raises when called outside a transaction (autocommit on, none open).
+inline constexpr std::string_view kNoTransactionSqlstate = "25000";
 // The schema version install_schema() brings a database to.
-inline constexpr int kSchemaVersion = 1;
+// Version 2 (this library) refuses a fence outside a transaction and writes only upward; a
+// database at version 1 is upgraded by install_schema().
+inline constexpr int kSchemaVersion = 2;
 // The longest resource dlock_fence records (its column is VARBINARY(1024), the primary key).
 inline constexpr std::size_t kMaxResourceBytes = 1024;
 // The named lock (GET_LOCK) installers take, so that concurrent installs run one at a time.
@@ -88,7 +103,8 @@ std::int64_t newer_token_in(std::string_view message) noexcept;
 
 // Inside the caller's open transaction: records `token` for `resource`, or throws
 // StaleFencingToken when a newer token was recorded already. Then roll the transaction back (see
-// above): MariaDB has not.
+// above): MariaDB has not. Outside one (autocommit on, no START TRANSACTION) it records nothing and
+// throws Error (errc::invalid_argument).
 void fence(MYSQL* conn, std::string_view resource, std::int64_t token);
 
 // Forgets the token recorded for `resource` (its dlock_fence row), in a statement of its own (or

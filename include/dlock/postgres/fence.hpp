@@ -27,10 +27,13 @@
 //
 // Thread-safety: as the PGconn* (libpq connections are used by one thread at a time).
 //
-// Errors: StaleFencingToken as above; Error (errc::invalid_argument) for a token below 1 or a null
-// connection; DatabaseError (errc::database_failed, dlock/postgres/database_error.hpp) with libpq's
-// or the server's message and SQLSTATE for any other failure (no connection, no schema: call
-// install_schema first, a transaction already aborted).
+// Errors: StaleFencingToken as above; Error (errc::invalid_argument) for a token below 1, a null
+// connection, or a fence outside a transaction block (autocommit: it would commit on its own and
+// protect nothing; the function cannot tell, so only fence() refuses it: a client calling
+// dlock_fence() itself must open the block); DatabaseError (errc::database_failed,
+// dlock/postgres/database_error.hpp) with libpq's or the server's message and SQLSTATE for any
+// other failure (no connection, no schema: call install_schema first, a transaction already
+// aborted).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -73,6 +76,7 @@ std::int64_t newer_token_in(std::string_view message) noexcept;
 
 // Inside the caller's open transaction: records `token` for `resource`, or throws
 // StaleFencingToken (the transaction is then aborted) when a newer token was recorded already.
+// Outside one (no BEGIN) it records nothing and throws Error (errc::invalid_argument).
 void fence(PGconn* conn, std::string_view resource, std::int64_t token);
 
 // Forgets the token recorded for `resource` (its dlock_fence row), in a statement of its own (or

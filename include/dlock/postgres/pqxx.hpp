@@ -45,11 +45,19 @@
 namespace dlock::postgres {
 
 // Inside `tx`: records `token` for `resource`, or throws StaleFencingToken when a newer token was
-// recorded already (see dlock/postgres/fence.hpp).
+// recorded already (see dlock/postgres/fence.hpp). A pqxx::nontransaction is refused (Error,
+// errc::invalid_argument): each of its statements commits on its own, so the fence would keep
+// nothing locked for the writes after it.
 inline void fence(pqxx::transaction_base& tx, std::string_view resource, std::int64_t token) {
   const std::string resource_text(resource);
   const std::string what = "fencing \"" + resource_text + "\" with token " + std::to_string(token);
   if (token < 1) throw Error(make_error_code(errc::invalid_argument), what + ": a fencing token is at least 1");
+  if (dynamic_cast<const pqxx::nontransaction*>(&tx) != nullptr) {
+    throw Error(make_error_code(errc::invalid_argument),
+                what +
+                    ": a pqxx::nontransaction commits each statement on its own (use pqxx::work: a fence "
+                    "outside a transaction protects nothing)");
+  }
   try {
     tx.exec_params("SELECT dlock_fence($1::text, $2::bigint)", resource_text, token);
   } catch (const pqxx::sql_error& e) {
