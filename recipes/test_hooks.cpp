@@ -6,6 +6,7 @@ namespace dlock::detail::test_hooks {
 
 std::atomic<bool> ignore_queue;
 std::atomic<bool> ignore_lease_limit;
+std::atomic<bool> allow_hold_limit_on_many_leases;
 std::atomic<bool> skip_cleanup;
 std::atomic<bool> watch_head;
 std::atomic<bool> skip_adoption;

@@ -16,6 +16,10 @@ DLOCK_TEST_SWITCH(bool, ignore_queue);
 // A semaphore grants every lease whatever the number listed (breaks "at most max_leases").
 DLOCK_TEST_SWITCH(bool, ignore_lease_limit);
 
+// A Semaphore of more than one lease accepts a HoldLimit: a cut-off lease lets one more holder in
+// while the stuck one still runs (breaks "at most max_leases" users inside).
+DLOCK_TEST_SWITCH(bool, allow_hold_limit_on_many_leases);
+
 // A failed or timed-out attempt leaves its node on the server (breaks "nothing left behind").
 DLOCK_TEST_SWITCH(bool, skip_cleanup);
 

@@ -27,7 +27,8 @@
 // std::unique_ptr (one thread at a time; move it anywhere; release it from any thread).
 //
 // Errors: the constructor throws `InvalidPath` naming the path and the rule it breaks, and `Error`
-// (errc::invalid_argument) for `max_leases` below 1 or a negative duration in `limit`. acquire(count) throws `Error`
+// (errc::invalid_argument) for `max_leases` below 1, a negative duration in `limit`, or a bounded
+// `limit` with `max_leases` above 1 (see the constructor). acquire(count) throws `Error`
 // (errc::invalid_argument) for a count below 1 or above max_leases. Acquisition throws `LockLost`
 // when the session is Lost or Closed (before or during the wait) and `Error` for other ZooKeeper
 // failures; whenever it throws or times out, every node it created has been handed to its delete,
@@ -96,7 +97,11 @@ class Lease {
 class Semaphore {
  public:
   // `path` follows Mutex's path rules; `max_leases` is at least 1. `limit` bounds how long each
-  // lease may be held (dlock/hold_limit.hpp; Default: no limit).
+  // lease may be held (dlock/hold_limit.hpp; Default: no limit), and only with `max_leases` 1: a
+  // lease cut off while its holder still runs lets one more holder in, so "at most max_leases"
+  // rests on the resource refusing the stuck holder's writes, which one fencing token does for a
+  // single lease (the next holder's is larger) but cannot do among several legitimate holders.
+  // Throws Error (errc::invalid_argument) for a bounded `limit` with `max_leases` above 1.
   Semaphore(Session& session, std::string path, int max_leases, HoldLimit limit = {});
   ~Semaphore();
   Semaphore(const Semaphore&) = delete;

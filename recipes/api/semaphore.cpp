@@ -3,6 +3,7 @@
 #include "recipes/holds/hold_bound.hpp"
 #include "recipes/semaphore/lease_access.hpp"
 #include "recipes/semaphore/lease_taker.hpp"
+#include "recipes/test_hooks.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
 
@@ -76,7 +77,9 @@ std::int64_t Lease::fencing_token() const {
 std::stop_token Lease::stop_token() const noexcept {
   return state_ ? state_->lease.lost->get_token() : std::stop_token();
 }
-bool Lease::still_held() const noexcept { return state_ && !state_->lease.lost->stop_requested(); }
+bool Lease::still_held() const noexcept {
+  return state_ && !state_->lease.lost->stop_requested() && !(state_->bound && state_->bound->told());
+}
 const std::string& Lease::path() const noexcept { return state_ ? state_->taker->path() : kEmpty; }
 const std::string& Lease::node() const noexcept { return state_ ? state_->lease.node : kEmpty; }
 
@@ -86,6 +89,16 @@ Semaphore::Semaphore(Session& session, std::string path, int max_leases, HoldLim
   if (max_leases < 1) {
     throw Error(make_error_code(errc::invalid_argument),
                 "semaphore " + path + ": max_leases is " + std::to_string(max_leases) + "; it must be at least 1");
+  }
+  // A cut-off lease lets the next holder in while the stuck one may still run: with one lease the
+  // next holder's larger fencing token lets the resource refuse the stuck one, but with several
+  // legitimate holders at once no single token can tell the stuck one from the others.
+  if (limit.bounded() && max_leases > 1 && !detail::test_hooks::allow_hold_limit_on_many_leases.load()) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "semaphore " + path + ": a HoldLimit (max_hold " + std::to_string(limit.max_hold.count()) +
+                    " ms) needs max_leases 1, not " + std::to_string(max_leases) +
+                    ": a cut-off lease would let one more holder in while the stuck one still runs, and no fencing "
+                    "token could refuse it without refusing the other leases");
   }
   taker_ = std::make_shared<detail::LeaseTaker>(detail::SessionAccess::client(session), std::move(path), max_leases);
 }

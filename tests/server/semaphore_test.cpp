@@ -73,6 +73,44 @@ TEST(Semaphore, NegativeControlWithoutTheLimitTheCheckSeesMore) {
   EXPECT_GT(most_leases_at_once(2, 3, 2, 8), 2u) << "the check must see more than max_leases at once";
 }
 
+// A HoldLimit cuts a stuck lease off while its holder may still run. With one lease, the next
+// holder's larger fencing token lets the resource refuse the stuck one; with several, no token can
+// tell the stuck holder from the legitimate ones, so the combination is refused.
+TEST(Semaphore, AHoldLimitOnMoreThanOneLeaseIsRefused) {
+  Session session(session_options());
+  try {
+    Semaphore semaphore(session, test_root(), 2, {.max_hold = 200ms, .grace = 100ms});
+    ADD_FAILURE() << "a HoldLimit on 2 leases was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+    EXPECT_NE(std::string(e.what()).find("max_leases 1, not 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_hold 200 ms"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(Semaphore(session, test_root(), 1, {.max_hold = 200ms, .grace = 100ms}));
+  EXPECT_NO_THROW(Semaphore(session, test_root(), 3));
+  EXPECT_NO_THROW(Semaphore(session, test_root(), 3, {.max_hold = 0ms, .grace = 100ms})) << "max_hold 0: no limit";
+}
+
+// Why: with the combination let through, two holders stuck inside a 2-lease semaphore are cut off
+// and a third user enters while both still run: 3 users inside.
+TEST(Semaphore, NegativeControlAHoldLimitOnTwoLeasesLetsAThirdUserIn) {
+  ScopedHook allowed(detail::test_hooks::allow_hold_limit_on_many_leases);
+  Session session(session_options());
+  Semaphore bounded(session, test_root(), 2, {.max_hold = 100ms, .grace = 100ms});
+  std::atomic<int> inside{0};
+  std::vector<Lease> stuck;  // their holders never leave: they stay inside until the test ends
+  for (int i = 0; i < 2; ++i) {
+    stuck.push_back(bounded.acquire());
+    ++inside;
+  }
+  Session other(session_options());
+  Semaphore semaphore(other, test_root(), 2);
+  auto third = semaphore.try_acquire_for(30s);  // granted once a stuck lease is cut off
+  ASSERT_TRUE(third.held());
+  ++inside;
+  EXPECT_GT(inside.load(), 2) << "the check must see more users inside than max_leases";
+}
+
 TEST(Semaphore, LeasesAreCuratorsNodesWithRisingTokens) {
   Session session(session_options());
   Semaphore semaphore(session, test_root(), 3);
