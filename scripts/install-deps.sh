@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake            # g++ 12, CMake 3.25
+  pkgconf                          # pkg-config: the packaging test builds a consumer with dlock.pc
   libzookeeper-mt-dev              # ZooKeeper C client (multi-threaded)
   zookeeper                        # the real server the tests and the demo start (brings Java)
   nlohmann-json3-dev               # lock node data

@@ -1,6 +1,6 @@
-// dlock/dlock.hpp: the public API in one include, but for dlock/async.hpp and
-// dlock/async_batch.hpp (the asynchronous forms, which bring Boost.Asio: include them where you
-// use them), the fencing components (dlock/postgres/, dlock/sqlite/, dlock/mariadb/: libraries of
+// dlock/dlock.hpp: the public API in one include, but for dlock/async.hpp,
+// dlock/async_recipes.hpp and dlock/async_batch.hpp (the asynchronous forms, which bring
+// Boost.Asio: include them where you use them), the fencing components (dlock/postgres/, dlock/sqlite/, dlock/mariadb/: libraries of
 // their own) and the testing kit (dlock/testing/*.hpp, the dlock::testing library).
 #pragma once
 
@@ -29,4 +29,5 @@
 #include "dlock/session.hpp"
 #include "dlock/session_state.hpp"
 #include "dlock/shared_mutex.hpp"
+#include "dlock/version.hpp"
 #include "dlock/wait_graph.hpp"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The README's "Use it in your project", step by step, as a user would run it: a library-only
+# The README's "Use it in your project", step by step, as a user would run it, and the two other
+# ways a project takes dlock: pkg-config on the installed dlock.pc, and FetchContent (dlock as a
+# subproject, whose target list must hold the library only). First: a library-only
 # build of the source tree (no tests, no examples), `cmake --install` into a scratch prefix, then
 # tests/consumer (find_package(dlock COMPONENTS testing postgres sqlite mariadb): dlock::dlock, on
 # the compiler's default C++ standard, integration tests on dlock::testing + GoogleTest, and
@@ -39,6 +41,27 @@ for program in app consumer_testing my_service_tests postgres_app sqlite_app mar
   # Bounded: a hang fails the test instead of outliving it with its servers.
   TMPDIR="$work/tmp" timeout -k 10 300 "$work/consumer-build/$program"
 done
+# pkg-config: the installed dlock.pc is all a Makefile needs.
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+[ "$(pkg-config --modversion dlock)" = "$(sed -n 's/^project(dlock VERSION \([0-9.]*\).*/\1/p' "$source_dir/CMakeLists.txt")" ] ||
+  { echo "consumer_package: dlock.pc's version is not the project's" >&2; exit 1; }
+# shellcheck disable=SC2046  # the flags are words
+c++ -o "$work/pkg_config_app" "$here/main.cpp" $(pkg-config --cflags --libs dlock)
+TMPDIR="$work/tmp" timeout -k 10 60 "$work/pkg_config_app"
+# FetchContent from this checkout: dlock as a subproject builds its library only.
+cmake -S "$here/fetchcontent" -B "$work/fetchcontent-build" -DFETCHCONTENT_SOURCE_DIR_DLOCK="$source_dir" \
+  -DFETCHCONTENT_FULLY_DISCONNECTED=ON >/dev/null
+targets=$(cmake --build "$work/fetchcontent-build" --target help | sed -n 's/^\.\.\. //p' | sort | tr '\n' ' ')
+echo "consumer_package: FetchContent targets: $targets"
+for unwanted in dlock_tests dlockctl dlock_testing account_service with_zookeeper; do
+  case " $targets " in *" $unwanted "*)
+    echo "consumer_package: dlock as a subproject builds $unwanted" >&2
+    exit 1
+    ;;
+  esac
+done
+cmake --build "$work/fetchcontent-build" -j"$(nproc)" --target app
+TMPDIR="$work/tmp" timeout -k 10 60 "$work/fetchcontent-build/app"
 left=$(find "$work/tmp" -mindepth 1 -maxdepth 1)
 if [ -n "$left" ]; then
   echo "consumer_package: left in TMPDIR by the programs above:" >&2

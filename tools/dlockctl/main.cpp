@@ -23,6 +23,7 @@
 #include "dlock/error.hpp"
 #include "dlock/revocation.hpp"
 #include "dlock/session.hpp"
+#include "dlock/version.hpp"
 #include "lock_hold.hpp"
 #include "output.hpp"
 #include "recipe_holds.hpp"
@@ -135,7 +136,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> auth;
   bool json = false;
   std::int64_t connect_timeout_ms = 10'000;
-  app.add_option("--connect", connect, "ZooKeeper connect string HOST:PORT[,HOST:PORT...][/chroot]")->required();
+  app.add_option("--connect", connect,
+                 "ZooKeeper connect string HOST:PORT[,HOST:PORT...][/chroot] (default: $DLOCK_CONNECT)")
+      ->envname("DLOCK_CONNECT")
+      ->required();
+  app.set_version_flag("--version", "dlockctl " + std::string(dlock::version()), "print dlockctl's version and exit");
   app.add_option("--auth", auth, "credentials SCHEME:SECRET (e.g. digest:user:password), repeatable")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
