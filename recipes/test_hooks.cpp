@@ -26,6 +26,7 @@ std::atomic<bool> handoff_always_watch_directory;
 std::atomic<bool> handoff_no_member_self_wait_check;
 std::function<void()> after_grant;
 std::function<void()> after_tracking;
+std::atomic<int> fail_callback_threads;
 
 }  // namespace dlock::detail::test_hooks
 #endif

@@ -94,4 +94,8 @@ DLOCK_TEST_CALLBACK(after_grant);
 // Runs on the acquiring thread once the hold's loss tracking began, before its node is created.
 DLOCK_TEST_CALLBACK(after_tracking);
 
+// The next N threads for users' callbacks (callback_threads.hpp) cannot be created, as when the
+// process is out of threads: each failure is counted down.
+DLOCK_TEST_SWITCH(int, fail_callback_threads);
+
 }  // namespace dlock::detail::test_hooks

@@ -8,6 +8,18 @@
 // fencing token (the next holder's is larger; dlock/fencing.hpp). Releasing a hold that dlock cut
 // off is allowed and does nothing.
 //
+// Threads. At `max_hold`, still_held() turns false at once, and the stop token is requested on a
+// thread that dlock starts for that one request: the holder's std::stop_callbacks run there. Such
+// a callback may block (ask a worker to stop and wait for it) without holding up any other lock's
+// time-outs, another hold's stop request, or this hold's own cut-off, which comes at
+// `max_hold + grace` whatever the callbacks do. (A thread that cannot be created is tried again
+// every 100 ms, with a warning logged; the cut-off does not wait for it.) The cut-off runs on
+// dlock's timer thread and runs none of the holder's code. A callback runs only once, on the
+// thread of whichever request comes first: a loss of the session (Mutex::stop_token() in
+// dlock/mutex.hpp) runs it on a thread of dlock's or the ZooKeeper client's, where blocking holds up
+// that Session; so keep a callback that might run there short, or hand the wait to a thread of
+// your own.
+//
 // Default: no limit.
 #pragma once
 

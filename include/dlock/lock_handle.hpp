@@ -104,10 +104,12 @@ class LockHandle {
   // The hold's fencing token (dlock/fencing.hpp): larger than any earlier holder's token on the
   // path. Throws `NotOwner` on an empty handle.
   std::int64_t fencing_token() const;
-  // Lock-lost signal, as Mutex::stop_token() describes; a default (never requested) token for an
-  // empty handle.
+  // Lock-lost signal, as Mutex::stop_token() describes (its callbacks run on the thread that saw
+  // the loss); also requested at the HoldLimit's max_hold, on a thread of its own made for it
+  // (dlock/hold_limit.hpp). A default (never requested) token for an empty handle.
   std::stop_token stop_token() const noexcept;
-  // Holds an acquisition whose stop token has not been requested.
+  // Holds an acquisition whose stop token has not been requested, nor its HoldLimit's max_hold
+  // passed (false from that moment, a little before the token is requested).
   bool still_held() const noexcept;
   // The lock directory and the full path of the handle's node ("" when empty).
   const std::string& path() const noexcept;

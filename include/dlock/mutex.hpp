@@ -149,9 +149,10 @@ class Mutex {
   // connection dropped. Stop what you are doing under the lock, and let your resource check the
   // fencing token. For a callback: `std::stop_callback on_lost(mutex.stop_token(), [] {...});`
   // (it runs on a dlock thread: the ZooKeeper client's, the session's supervisor, or the thread
-  // that calls Session::close(); or at once if already requested. No dlock lock is held: it may
-  // call Session::close() or take your own mutexes, but keep it short and do not destroy the
-  // Session from it). After a loss, unlock() still works and cleans up quietly,
+  // that calls Session::close() (a background one for a close() from such a callback); or at once
+  // if already requested. No dlock lock is held: it may call Session::close() or take your own
+  // mutexes, but keep it short, since blocking there holds up that Session's replies, watches and
+  // reconnection, and do not destroy the Session from it). After a loss, unlock() still works and cleans up quietly,
   // and fencing_token() still returns the old token. Throws `NotOwner` if the calling thread does
   // not hold the lock.
   std::stop_token stop_token() const;

@@ -80,8 +80,12 @@ class Lease {
   void release();
   // Throws `NotOwner` on an empty lease.
   std::int64_t fencing_token() const;
-  // Requested once the lease can no longer be trusted; a never-requested token for an empty lease.
+  // Requested once the lease can no longer be trusted: a loss, as Mutex::stop_token() describes
+  // (its callbacks run on the thread that saw it), or the Semaphore's HoldLimit's max_hold, on a
+  // thread of its own made for it (dlock/hold_limit.hpp). A never-requested token for an empty
+  // lease.
   std::stop_token stop_token() const noexcept;
+  // Holds a lease whose stop token has not been requested, nor its HoldLimit's max_hold passed.
   bool still_held() const noexcept;
   // The semaphore's path and the lease node's full path ("" when empty).
   const std::string& path() const noexcept;

@@ -131,7 +131,11 @@ std::stop_token LockHandle::stop_token() const noexcept {
   return state_ ? state_->lost->get_token() : std::stop_token();
 }
 
-bool LockHandle::still_held() const noexcept { return state_ && !state_->lost->stop_requested(); }
+bool LockHandle::still_held() const noexcept {
+  // A HoldLimit's stop request runs on a thread of its own, a moment after max_hold: told() is
+  // true from max_hold itself.
+  return state_ && !state_->lost->stop_requested() && !(state_->bound && state_->bound->told());
+}
 
 const std::string& LockHandle::path() const noexcept { return state_ ? state_->site->path : kEmpty; }
 const std::string& LockHandle::node() const noexcept { return state_ ? state_->grant.node : kEmpty; }

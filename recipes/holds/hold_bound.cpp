@@ -2,6 +2,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/steady_deadline.hpp"
+#include "recipes/holds/callback_threads.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/task_timer.hpp"
 
@@ -49,11 +50,21 @@ HoldBound::~HoldBound() {
 }
 
 void HoldBound::expire(std::shared_ptr<std::stop_source> lost) {
+  std::string what;
   {
     MutexLock lock(mutex_);
     if (done_) return;
+    what = what_;
   }
-  lost->request_stop();  // outside the mutex: the holder's callbacks run here
+  told_.store(true);
+  // Not here, on the task timer: request_stop runs the holder's stop callbacks, and one that waits
+  // (asks a worker to stop and waits for it) would stall every deadline, linger and cut-off of
+  // the process, this hold's own cut-off included, until it returned.
+  try {
+    callback_threads::run([lost = std::move(lost)] { lost->request_stop(); }, "the stop request of " + what);
+  } catch (...) {  // out of memory: still_held() says it, and the cut-off comes on time
+    log(LogLevel::Error, "out of memory: the HoldLimit could not request the stop of " + what);
+  }
 }
 
 void HoldBound::cut() {

@@ -2,9 +2,13 @@
 // hold's loss signal; at max_hold + grace it releases the hold through `cut_off`, unless the owner
 // claimed the release first. Whoever comes first releases; the other does nothing.
 //
-// Thread-safety: claim() from any thread; cut_off runs on the task timer's thread.
+// Thread-safety: claim() and told() from any thread. The clock runs on the task timer's thread,
+// which must never wait on users' code: the loss signal is requested on a thread of its own
+// (callback_threads.hpp: the holder's stop callbacks run there, and may block), and `cut_off` runs
+// on the timer, so it must not block either (a release that sends the delete without waiting).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +32,9 @@ class HoldBound {
   // The owner releases: true if it must release the hold itself (the bound had not), after which
   // the bound does nothing more.
   bool claim() noexcept;
+  // Whether max_hold has passed (the hold is told to stop): true as soon as the clock gets there,
+  // before the loss signal's own thread has requested it.
+  bool told() const noexcept { return told_.load(); }
 
   HoldBound() = default;
   ~HoldBound();
@@ -41,6 +48,7 @@ class HoldBound {
   std::function<void()> cut_off_ DLOCK_GUARDED_BY(mutex_);
   std::string what_ DLOCK_GUARDED_BY(mutex_);
   std::uint64_t tickets_[2] DLOCK_GUARDED_BY(mutex_) = {0, 0};
+  std::atomic<bool> told_{false};
 };
 
 }  // namespace dlock::detail
