@@ -27,6 +27,7 @@ std::atomic<bool> handoff_no_member_self_wait_check;
 std::function<void()> after_grant;
 std::function<void()> after_tracking;
 std::atomic<int> fail_callback_threads;
+std::function<void()> after_taking_term_waiters;
 
 }  // namespace dlock::detail::test_hooks
 #endif

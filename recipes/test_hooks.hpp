@@ -98,4 +98,8 @@ DLOCK_TEST_CALLBACK(after_tracking);
 // process is out of threads: each failure is counted down.
 DLOCK_TEST_SWITCH(int, fail_callback_threads);
 
+// Runs on a candidacy's thread after it took the waiters out to hand them a new term, before they
+// run (LeaderLatch::async_await_leadership). Set only while no candidacy runs, on any thread.
+DLOCK_TEST_CALLBACK(after_taking_term_waiters);
+
 }  // namespace dlock::detail::test_hooks

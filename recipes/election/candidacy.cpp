@@ -7,6 +7,7 @@
 #include "recipes/holds/held_lock.hpp"
 #include "recipes/queue/lock_core.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/test_hooks.hpp"
 #include "src/base/failure.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/session/pending.hpp"
@@ -91,18 +92,25 @@ void Candidacy::interrupt() {
   if (end) end->request_stop();
 }
 
-std::map<std::uint64_t, Candidacy::TermWaiter> Candidacy::take_waiters() { return std::exchange(waiters_, {}); }
+void Candidacy::take_waiters() { taken_.merge(waiters_); }
 
-void Candidacy::run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term) {
-  if (term && term->stop_token().stop_requested()) {
-    // The term ended before its waiters heard of it: they wait for the next, unless none can come.
-    MutexLock lock(mutex_);
-    if (!over_) {
-      waiters_.merge(waiters);
-      return;
+void Candidacy::run_waiters(const std::optional<LeaderTerm>& term) {
+  for (;;) {
+    decltype(taken_)::node_type next;  // run and destroyed outside the mutex
+    bool live = false;
+    {
+      MutexLock lock(mutex_);
+      if (taken_.empty()) return;
+      live = term && !term->stop_token().stop_requested();
+      if (term && !live && !over_) {
+        // The term ended before these waiters heard of it: they wait for the next.
+        waiters_.merge(taken_);
+        return;
+      }
+      next = taken_.extract(taken_.begin());
     }
+    next.mapped()(live ? term : std::nullopt);
   }
-  for (auto& [id, waiter] : waiters) waiter(term && !term->stop_token().stop_requested() ? term : std::nullopt);
 }
 
 std::uint64_t Candidacy::when_leading(TermWaiter waiter) {
@@ -121,13 +129,11 @@ std::uint64_t Candidacy::when_leading(TermWaiter waiter) {
 }
 
 bool Candidacy::forget(std::uint64_t id) {
-  TermWaiter taken;  // destroyed outside the mutex
+  decltype(waiters_)::node_type forgotten;  // destroyed outside the mutex
   MutexLock lock(mutex_);
-  const auto it = waiters_.find(id);
-  if (it == waiters_.end()) return false;
-  taken = std::move(it->second);
-  waiters_.erase(it);
-  return true;
+  forgotten = waiters_.extract(id);
+  if (forgotten.empty()) forgotten = taken_.extract(id);  // taken out to run, and not run yet
+  return !forgotten.empty();
 }
 
 void Candidacy::close() {
@@ -202,15 +208,14 @@ bool Candidacy::ended_for_good() const {
 }
 
 void Candidacy::end_candidacy() {
-  std::map<std::uint64_t, TermWaiter> waiters;
   {
     MutexLock lock(mutex_);
     over_ = true;
     turns_ = 0;
     changed_.notify_all();
-    waiters = take_waiters();
+    take_waiters();
   }
-  run_waiters(std::move(waiters), std::nullopt);
+  run_waiters(std::nullopt);
 }
 
 void Candidacy::pause_before_retry(const std::stop_token& closing, std::chrono::milliseconds pause) {
@@ -284,7 +289,6 @@ bool Candidacy::take_turn(const std::stop_token& closing) {
     };
     std::stop_callback lost(held.lost->get_token(), end_term);
     std::stop_callback closed(closing, end_term);
-    std::map<std::uint64_t, TermWaiter> waiters;
     bool publish = false;
     {
       MutexLock lock(mutex_);
@@ -294,11 +298,12 @@ bool Candidacy::take_turn(const std::stop_token& closing) {
         term_ = term;
         term_end_ = end;
         changed_.notify_all();
-        waiters = take_waiters();
+        take_waiters();
       }
     }
     if (publish) {
-      run_waiters(std::move(waiters), term);
+      if (test_hooks::after_taking_term_waiters) test_hooks::after_taking_term_waiters();
+      run_waiters(term);
       if (kind_.serve) {
         try {
           kind_.serve(term);

@@ -101,11 +101,11 @@ class Candidacy {
   void end_candidacy();
   // A term that has not ended (its stop not yet requested: the thread resets term_ a moment later).
   bool live_term() const DLOCK_REQUIRES(mutex_) { return term_ && !term_->stop_token().stop_requested(); }
-  // The waiters, taken out under the mutex (for a term or the end), to run outside it.
-  std::map<std::uint64_t, TermWaiter> take_waiters() DLOCK_REQUIRES(mutex_);
-  // Runs `waiters` with `term`; a term that already ended puts them back to wait for the next
-  // (or, closed, runs them with nullopt).
-  void run_waiters(std::map<std::uint64_t, TermWaiter> waiters, const std::optional<LeaderTerm>& term);
+  // Moves the waiters to taken_ (for a term or the end), to run outside the mutex.
+  void take_waiters() DLOCK_REQUIRES(mutex_);
+  // Runs the taken waiters with `term`, one at a time; once the term has ended, those not yet run
+  // go back to wait for the next (or, closed, run with nullopt).
+  void run_waiters(const std::optional<LeaderTerm>& term);
   // Joins the thread, without holding thread_mutex_ meanwhile; a second caller waits for the first.
   void join_thread();
 
@@ -123,6 +123,10 @@ class Candidacy {
   std::optional<LeaderTerm> term_ DLOCK_GUARDED_BY(mutex_);
   std::shared_ptr<std::stop_source> term_end_ DLOCK_GUARDED_BY(mutex_);
   std::map<std::uint64_t, TermWaiter> waiters_ DLOCK_GUARDED_BY(mutex_);
+  // Taken out to run and not run yet: forget() still finds them here (a cancellation while a term
+  // is handed out, which may end and put them back, is never lost). Nodes move between the two
+  // maps, so taking and putting back allocate nothing.
+  std::map<std::uint64_t, TermWaiter> taken_ DLOCK_GUARDED_BY(mutex_);
   std::uint64_t next_waiter_ DLOCK_GUARDED_BY(mutex_) = 1;
   int failures_ = 0;  // queueing failures in a row (the candidacy's thread only)
   // The candidacy whose term the calling thread is ending (its stop callbacks run there).

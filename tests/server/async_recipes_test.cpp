@@ -2,6 +2,7 @@
 // the handler's executor, honour cancellation and leave nothing behind.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -9,9 +10,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <latch>
 
 #include "dlock/async_recipes.hpp"
 #include "dlock/testing/eventually.hpp"
+#include "recipes/election/candidacy.hpp"
+#include "recipes/semaphore/lease_access.hpp"
+#include "recipes/test_hooks.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -75,6 +80,40 @@ TEST(AsyncRecipes, ACancelledAwaitEndsWithOperationAbortedAndTheLatchStaysQueued
   io.run_for(5s);
   ASSERT_TRUE(lost);
   EXPECT_EQ(*lost, make_error_code(errc::lock_lost)) << "a latch never started cannot lead";
+}
+
+// A cancellation that arrives while the candidacy's thread has taken the waiters out to hand them
+// a term that then ends at once (so they go back to wait for the next): the await still ends with
+// operation_aborted, not with a later term, nor never (an `op || timer` would hang).
+TEST(AsyncRecipes, ACancellationWhileTheWaitersAreTakenOutForATermThatEndsIsNotLost) {
+  Session s1(session_options());
+  Session s2(session_options());
+  LeaderLatch first(s1, test_root(), "first");
+  first.start();
+  ASSERT_TRUE(first.await_leadership_for(5s));
+  LeaderLatch second(s2, test_root(), "second");
+  second.start();
+  asio::io_context io;
+  asio::cancellation_signal cancel;
+  std::optional<boost::system::error_code> error;
+  std::atomic<bool> hooked{false};
+  std::latch emitted{1};
+  const auto candidacy = detail::RecipeAccess::candidacy(second);
+  detail::test_hooks::after_taking_term_waiters = [&] {
+    if (hooked.exchange(true)) return;
+    candidacy->interrupt();  // the term ends before its waiters hear of it
+    cancel.emit(asio::cancellation_type::terminal);
+    emitted.count_down();
+  };
+  second.async_await_leadership(asio::bind_cancellation_slot(
+      cancel.slot(), asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm) { error = ec; })));
+  first.close();
+  EXPECT_TRUE(eventually([&] { return emitted.try_wait(); }, 5s)) << "the second latch never got its term";
+  io.run_for(5s);  // ends once the handler ran
+  second.close();
+  detail::test_hooks::after_taking_term_waiters = nullptr;  // no candidacy runs now
+  ASSERT_TRUE(error) << "the await never ended: the cancellation was lost";
+  EXPECT_EQ(*error, asio::error::operation_aborted) << "the cancellation was lost: " << error->message();
 }
 
 TEST(AsyncRecipes, ACoroutineAwaitsLeadership) {
