@@ -28,6 +28,7 @@ std::function<void()> after_grant;
 std::function<void()> after_tracking;
 std::atomic<int> fail_callback_threads;
 std::function<void()> after_taking_term_waiters;
+std::function<void()> batch_wait_abandoned;
 
 }  // namespace dlock::detail::test_hooks
 #endif

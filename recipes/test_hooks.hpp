@@ -102,4 +102,9 @@ DLOCK_TEST_SWITCH(int, fail_callback_threads);
 // run (LeaderLatch::async_await_leadership). Set only while no candidacy runs, on any thread.
 DLOCK_TEST_CALLBACK(after_taking_term_waiters);
 
+// Runs on a BatchLock's worker thread once its wait for the lock on an asynchronous request's
+// behalf was abandoned (cancelled, timed out), before it reads the reason. Set only while no
+// BatchLock runs, on any thread.
+DLOCK_TEST_CALLBACK(batch_wait_abandoned);
+
 }  // namespace dlock::detail::test_hooks

@@ -22,6 +22,7 @@
 #include "dlock/steady_deadline.hpp"
 #include "recipes/api/handle_access.hpp"
 #include "recipes/batch/combiner_impl.hpp"
+#include "recipes/test_hooks.hpp"
 #include "src/base/path.hpp"
 #include "src/base/task_timer.hpp"
 
@@ -190,6 +191,7 @@ void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::ch
   }
   if (!hold) {
     if (deadline.abandoned()) {  // cancelled or shut down: the reason given, not the lock's error
+      if (test_hooks::batch_wait_abandoned) test_hooks::batch_wait_abandoned();
       MutexLock lock(mutex_);
       failed = abandon_reason_;
     } else if (!failed) {
@@ -273,7 +275,9 @@ void CombinerImpl::cancel(std::uint64_t ticket, std::exception_ptr why) noexcept
     const auto it = find(ticket);
     if (it == queue_.end()) return;  // running in a batch, or settled
     if (serving_ == ticket) {        // the worker waits for the lock on its behalf
-      abandon_reason_ = std::move(why);
+      // The first reason wins: a time-out's LockTimeout stays, though a cancellation (or the
+      // shutdown) comes before the wait has ended.
+      if (!abandon_reason_) abandon_reason_ = std::move(why);
       serving_stop_.request_stop();
       return;
     }
@@ -302,7 +306,7 @@ void CombinerImpl::shutdown(std::exception_ptr why) noexcept {
       it = next;
     }
     if (serving_) {
-      abandon_reason_ = why;
+      if (!abandon_reason_) abandon_reason_ = why;  // a cancellation's or time-out's came first
       serving_stop_.request_stop();
     }
     choose_runner(later);

@@ -104,7 +104,7 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
 
   // The thread that runs for asynchronous submitters: `for_ticket_` is the request it is to
   // serve, `serving_` the one it serves now (its wait abandoned by `serving_stop_`, for
-  // `abandon_reason_`).
+  // `abandon_reason_`: the first reason given, never replaced by a later one).
   CondVar worker_wake_;
   std::optional<std::uint64_t> for_ticket_ DLOCK_GUARDED_BY(mutex_);
   std::optional<std::uint64_t> serving_ DLOCK_GUARDED_BY(mutex_);

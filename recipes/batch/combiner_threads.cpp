@@ -36,6 +36,7 @@ void CombinerImpl::worker_loop(std::stop_token stop) noexcept {
       ticket = *for_ticket_;
       for_ticket_.reset();
       serving_ = ticket;
+      abandon_reason_ = nullptr;  // the previous request's: the first reason to abandon this one wins
       try {
         if (serving_stop_.stop_requested()) serving_stop_ = std::stop_source();  // one per cancellation
         abandon = serving_stop_.get_token();

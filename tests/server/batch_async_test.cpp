@@ -15,11 +15,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <future>
+#include <latch>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "recipes/test_hooks.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -218,6 +222,44 @@ TEST(BatchAsync, ARequestNotBegunWithinItsTimeoutEndsWithLockTimeoutAndNeverRuns
   held.release();
   EXPECT_EQ(doubler.submit(3, 5s), 6) << "the next runner after timed-out ones serves";
   EXPECT_EQ(served.load(), 1) << "a timed-out request ran";
+}
+
+// The first reason to abandon a request's wait for the lock wins: a request whose time ran out
+// ends with LockTimeout although a cancellation came before its wait had ended.
+TEST(BatchAsync, TheFirstReasonToAbandonAWaitWins) {
+  Session session(session_options());
+  Session other(session_options());
+  auto held = LockHandle::acquire(other, test_root());
+  std::atomic<int> served{0};
+  asio::io_context io;
+  asio::cancellation_signal cancel;
+  std::atomic<bool> hooked{false};
+  std::latch emitted{1};
+  detail::test_hooks::batch_wait_abandoned = [&] {
+    if (hooked.exchange(true)) return;
+    cancel.emit(asio::cancellation_type::terminal);  // a second reason, after the time-out's
+    emitted.count_down();
+  };
+  std::optional<std::string> outcome;
+  {
+    Doubler doubler(session, test_root(), doubling(served));
+    doubler.async_submit_for(
+        1, 200ms, asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(io, [&](std::exception_ptr e, int) {
+                                                 try {
+                                                   if (e) std::rethrow_exception(e);
+                                                   outcome = "no error";
+                                                 } catch (const LockTimeout&) {
+                                                   outcome = "LockTimeout";
+                                                 } catch (const std::exception& other_error) {
+                                                   outcome = other_error.what();
+                                                 }
+                                               })));
+    EXPECT_TRUE(eventually([&] { return emitted.try_wait(); }, 5s)) << "the wait was never abandoned";
+    io.run_for(5s);  // ends once the handler ran
+  }
+  detail::test_hooks::batch_wait_abandoned = nullptr;  // no BatchLock runs now
+  EXPECT_EQ(outcome, "LockTimeout") << "the cancellation's reason replaced the time-out's";
+  EXPECT_EQ(served.load(), 0);
 }
 
 TEST(BatchAsync, RequestsQueuedWhenTheBatchLockGoesCompleteWithAnError) {
