@@ -12,7 +12,9 @@
 // ended for good), as await_leadership() throws; a semaphore's errors are acquire()'s, and a
 // time-out is an empty Lease, not an error. Cancellation (the handler's cancellation slot)
 // completes with boost::asio::error::operation_aborted: an awaiting latch stays in the queue (only
-// the wait is cancelled), a waiting lease request deletes its node first.
+// the wait is cancelled), a waiting lease request deletes its node first. Lease requests of one
+// semaphore that fail with the same error (a Session closed under a thousand of them) log the
+// first one's message and, a second later, one line with the count of the others, not a line each.
 //
 // Threads: a latch waits on its own background thread already; a waiting semaphore request
 // occupies a thread of dlock's while it waits (the lease algorithm is Curator's, one lease at a

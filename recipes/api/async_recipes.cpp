@@ -2,15 +2,47 @@
 // candidacy, a lease request as the blocking algorithm on a thread of its own.
 #include "dlock/async_recipes.hpp"
 
+#include <chrono>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "recipes/semaphore/lease_access.hpp"
+#include "src/base/alike_lines.hpp"
 #include "src/base/failure.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 namespace {
+
+// Lease requests that fail alike (the same semaphore, the same error: a Session closed under a
+// thousand of them) log the first failure and, kAlikeWindow later, one line with the count of
+// the others (AlikeLines), not a line each. The thread of the request that logged the first
+// reports the count, once its handler is posted and nothing of the request is kept.
+constexpr std::chrono::seconds kAlikeWindow{1};
+
+AlikeLines& alike_failures() {
+  static auto* const lines = new AlikeLines;  // never destroyed: a detached thread may report at exit
+  return *lines;
+}
+
+// The count still to report for a kind whose first line this request logged.
+struct AlikeReport {
+  std::string kind;
+  std::string text;  // the summary line's, before the count
+
+  void after_window() const noexcept {
+    std::this_thread::sleep_for(kAlikeWindow);
+    const auto more = alike_failures().summary(kind);
+    if (more == 0) return;
+    try {
+      log(LogLevel::Warn, text + ": " + std::to_string(more) + " more like this in the previous " +
+                              std::to_string(kAlikeWindow.count()) + " s");
+    } catch (...) {  // out of memory for the line
+    }
+  }
+};
 
 // Completes a sink once, whoever comes first.
 template <class T>
@@ -90,7 +122,11 @@ class AsyncLease final : public AsyncAcquisition<Lease>, public std::enable_shar
     // The thread owns this operation; it ends when the take does (granted, timed out, failed or
     // cancelled), never later than the session.
     try {
-      std::thread([self = shared_from_this()] { self->run(); }).detach();
+      std::thread([self = shared_from_this()]() mutable {
+        const auto alike = self->run();
+        self.reset();  // the handler is posted: the request is not kept while the count waits
+        if (alike) alike->after_window();
+      }).detach();
     } catch (...) {
       sink_.complete(Failure::current().code(), Lease());  // no thread to wait on: the handler still runs
     }
@@ -99,21 +135,45 @@ class AsyncLease final : public AsyncAcquisition<Lease>, public std::enable_shar
   void cancel() noexcept override { cancel_.request_stop(); }
 
  private:
-  void run() {
+  // Completes the request; what is left to log for failures alike to the one it logged, if any.
+  std::optional<AlikeReport> run() {
     const auto deadline = (timeout_ ? Deadline::in(*timeout_) : Deadline::never()).abandoned_by(cancel_.get_token());
     try {
       auto taken = taker_->take(deadline);
-      if (taken) return sink_.complete({}, LeaseAccess::make(taker_, std::move(*taken), limit_));
-      if (cancel_.stop_requested()) return sink_.complete(make_error_code(errc::cancelled), Lease());
-      sink_.complete({}, Lease());  // the time ran out: an empty lease, as try_acquire_for returns
+      if (taken) {
+        sink_.complete({}, LeaseAccess::make(taker_, std::move(*taken), limit_));
+      } else if (cancel_.stop_requested()) {
+        sink_.complete(make_error_code(errc::cancelled), Lease());
+      } else {
+        sink_.complete({}, Lease());  // the time ran out: an empty lease, as try_acquire_for returns
+      }
+      return std::nullopt;
     } catch (...) {
-      if (cancel_.stop_requested()) return sink_.complete(make_error_code(errc::cancelled), Lease());
+      if (cancel_.stop_requested()) {
+        sink_.complete(make_error_code(errc::cancelled), Lease());
+        return std::nullopt;
+      }
       const auto failure = Failure::current();
+      std::optional<AlikeReport> alike;
       // Quiet as dlock/async.hpp says: a dropped connection and running out of memory.
       if (failure.code() != make_error_code(errc::disconnected) && failure.kind() != Failure::Kind::OutOfMemory) {
-        log(LogLevel::Warn, "asynchronous semaphore lease: " + failure.message());
+        std::string kind;
+        bool first = false;
+        try {
+          const auto& code = failure.code();
+          kind = taker_->path() + '\n' + code.category().name() + ':' + std::to_string(code.value());
+          first = alike_failures().first(kind);
+          if (first) {
+            log(LogLevel::Warn, "asynchronous semaphore lease: " + failure.message());
+            alike =
+                AlikeReport{kind, "asynchronous semaphore lease on " + taker_->path() + " (" + code.message() + ")"};
+          }
+        } catch (...) {  // out of memory for the line: the handler still gets the code
+          if (first && !alike) (void)alike_failures().summary(kind);  // nobody would report it: a first again
+        }
       }
       sink_.complete(failure.code(), Lease());
+      return alike;
     }
   }
 

@@ -11,6 +11,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <latch>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "dlock/async_recipes.hpp"
 #include "dlock/testing/eventually.hpp"
@@ -169,6 +172,76 @@ TEST(AsyncRecipes, LeaseRequestsWaitTimeOutAndCancelLeavingNothing) {
   ASSERT_TRUE(waited) << "the waiting request is granted once the lease is free";
   EXPECT_TRUE(waited->held());
   EXPECT_EQ(semaphore.leases().size(), 1u) << "the cancelled and timed-out requests left no node";
+}
+
+// dlock's log lines, while alive.
+class CapturedLog {
+ public:
+  CapturedLog() {
+    set_logger([this](const LogRecord& r) {
+      std::lock_guard lock(mutex_);
+      lines_.emplace_back(r.text);
+    });
+  }
+  ~CapturedLog() { set_logger(log_to_stderr); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+
+  std::vector<std::string> containing(const std::string& part) const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> out;
+    for (const auto& line : lines_) {
+      if (line.find(part) != std::string::npos) out.push_back(line);
+    }
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// The failures a line stands for: N for a summary "... N more like this ...", else 0.
+int more_like_this(const std::string& line) {
+  const auto at = line.rfind(" more like this");
+  if (at == std::string::npos || at == 0) return 0;
+  const auto start = line.rfind(' ', at - 1);
+  return std::stoi(line.substr(start + 1, at - start - 1));
+}
+
+// A Session closed under many waiting lease requests: each fails alike, and the log gets one line
+// for them and one with their count, not a line each.
+TEST(AsyncRecipes, ManyLeaseRequestsFailingAlikeLogOneLineAndTheirCount) {
+  constexpr int kRequests = 200;
+  Session holder(session_options());
+  Semaphore taken(holder, test_root(), 1);
+  auto held = taken.acquire();
+  CapturedLog log;
+  asio::io_context io;
+  std::atomic<int> failed{0};
+  {
+    Session session(session_options());
+    Semaphore semaphore(session, test_root(), 1);
+    for (int i = 0; i < kRequests; ++i) {
+      semaphore.async_acquire(asio::bind_executor(io, [&](boost::system::error_code ec, Lease) {
+        if (ec) failed.fetch_add(1);
+      }));
+    }
+    session.close();
+  }
+  io.run_for(30s);  // ends once every handler ran
+  ASSERT_EQ(failed.load(), kRequests);
+  const std::string kind = "asynchronous semaphore lease";
+  const auto counted = [&] {
+    int total = 0;
+    for (const auto& line : log.containing(kind)) total += more_like_this(line) > 0 ? more_like_this(line) : 1;
+    return total;
+  };
+  EXPECT_TRUE(eventually([&] { return counted() == kRequests; }, 10s))
+      << "the lines account for " << counted() << " of " << kRequests << " failures";
+  const auto lines = log.containing(kind);
+  EXPECT_LE(lines.size(), 4u) << lines.size() << " lines for " << kRequests
+                              << " alike failures, the first: " << (lines.empty() ? "" : lines.front());
 }
 
 }  // namespace
