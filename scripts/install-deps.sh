@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs everything dlock's build, tests and demo need from Debian 12's packages.
+# Installs what dlock needs from Debian 12's packages:
+#   install-deps.sh          everything the build and the tests need (the test command's list)
+#   install-deps.sh --demo   only what the demo needs: the compiler, CMake, the ZooKeeper server
+#                            and C client, Boost and nlohmann/json
 set -euo pipefail
+demo_packages=(build-essential cmake libzookeeper-mt-dev zookeeper libboost1.81-dev nlohmann-json3-dev)
 packages=(
   build-essential cmake            # g++ 12, CMake 3.25
   pkgconf                          # pkg-config: the packaging test builds a consumer with dlock.pc
@@ -24,6 +28,11 @@ packages=(
   clang-format-14                  # scripts/format.sh: the formatting check in the test command
   docker.io docker-compose debootstrap  # the testing kit's Docker backend: an engine the tests start, images built locally
 )
+case "${1:-}" in
+  "") ;;
+  --demo) packages=("${demo_packages[@]}") ;;
+  *) echo "usage: $0 [--demo]" >&2; exit 2 ;;
+esac
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
 export DEBIAN_FRONTEND=noninteractive
 # Always refresh the package lists first; a stale or missing list makes installs fail.
@@ -31,6 +40,7 @@ if ! $sudo apt-get update -qq; then
   echo "install-deps: apt-get update failed; trying with the lists this machine has" >&2
 fi
 $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+[ "${1:-}" != --demo ] || exit 0  # no MariaDB server to stop
 # mariadb-server's scripts start a system MariaDB where services may start (systemd, sysvinit). The
 # tests start servers of their own (dlock::testing::MariaDbServer) and use none: stop it, and keep
 # it from starting at boot. (Where services may not start, as in a container, there is none.)
