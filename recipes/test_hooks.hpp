@@ -86,6 +86,14 @@ DLOCK_TEST_SWITCH(bool, handoff_always_watch_directory);
 // driver's: it waits on itself forever instead of getting WouldDeadlock.
 DLOCK_TEST_SWITCH(bool, handoff_no_member_self_wait_check);
 
+// A candidate certain cycle of the wait-for graph is not read again: the walk's reads, made at
+// different moments, are taken as one state (a waiter that left between two reads still counts).
+DLOCK_TEST_SWITCH(bool, skip_deadlock_confirmation);
+
+// Runs on the thread walking a tree of locks (inspect_tree(), wait_graph(), the wait watchdog)
+// between two lock directories' reads. Set only while no walk runs, on any thread.
+DLOCK_TEST_CALLBACK(between_lock_reads);
+
 // Runs on the acquiring thread after its node is granted and before the hold is recorded (every
 // kind of hold: Mutex, SharedMutex, LockHandle, scope guards). Set only while no acquisition runs,
 // on any thread.

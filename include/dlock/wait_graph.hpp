@@ -37,31 +37,45 @@
 //                 session's nodes on one lock are never joined so: two of its threads taking turns
 //                 at one lock are no deadlock.
 //
-// Cycles: a cycle of certain edges is a deadlock: every client in it waits for the next and holds
-// what the previous one waits for; none of them can go on until a session ends (or a HoldLimit,
-// dlock/hold_limit.hpp, cuts a hold off). A cycle that needs a possible edge is a possible
-// deadlock: it may be threads of one process that hold and wait independently, and it then
-// dissolves when those threads' critical sections end; `since` says how long it has stood. One
-// cycle is reported per strongly connected set of contenders (certain cycles first); a possible
-// cycle is not reported where it overlaps a certain one.
+// Cycles: a cycle of certain edges is a deadlock once a second read confirms it: every client
+// in it waits for the next and holds what the previous one waits for; none of them can go on
+// until a session ends (or a HoldLimit, dlock/hold_limit.hpp, cuts a hold off). The walk reads
+// each lock directory at its own moment, so its edges may join states that never existed
+// together: a waiter that gave up (a timeout) and left between two reads still counts, and the
+// node it held may meanwhile have passed to another thread of its process (local hand-off).
+// Each node of a candidate certain cycle is therefore read again after the walk (one read per
+// node, all at once; nothing is read again on a graph without one): the cycle is certain only
+// when every node is still there with the same czxid. That also confirms every node's role: a
+// node that held still holds while it is there (later contenders queue behind it), and one that
+// waited still waits, the node it waits behind in the cycle being there too; so the cycle stood
+// at the moment the walk ended. Edges to or from a node that left or changed become possible
+// ("node N on P left between reads"), and the cycle with them: a possible deadlock, or none.
+// A cycle that needs a possible edge is a possible deadlock: it may be threads of one process
+// that hold and wait independently, and it then dissolves when those threads' critical sections
+// end; `since` says how long it has stood. One cycle is reported per strongly connected set of
+// contenders (certain cycles first); a possible cycle is not reported where it overlaps a
+// certain one.
 //
 // Limits (docs/OPERATIONS.md, "Who waits for whom"): the graph is a snapshot read over many
-// requests, so a cycle that formed or dissolved during the walk may be missed or seen (call it
-// again: a deadlock stays); local waiters (threads of a process queued behind its own node, or
-// joined to it) and semaphores' lease waits are not on the server and are not in the graph; a
-// LockHandle's hold is never listed in "holding" (it belongs to no thread), so a wait through one
-// is only possible.
+// requests, so a cycle that formed or dissolved during the walk may be missed, or seen as a
+// possible one (call it again: a deadlock stays); a waiter that has just given up counts until
+// the server has applied its node's delete (sent before the call that gave up returns); local
+// waiters (threads of a process queued behind its own node, or joined to it) and semaphores'
+// lease waits are not on the server and are not in the graph; a LockHandle's hold is never
+// listed in "holding" (it belongs to no thread), so a wait through one is only possible.
 //
-// Thread-safety: as inspect_tree(): any thread, not one dlock calls back on; blocks for the walk.
-// wait_graph_of() is a pure function.
+// Thread-safety: as inspect_tree(): any thread, not one dlock calls back on; blocks for the walk
+// and the second read. wait_graph_of() is a pure function but for the `reread` it calls.
 //
-// Errors: as inspect_tree() (InvalidPath for `base`, LockLost, Error).
+// Errors: as inspect_tree() (InvalidPath for `base`, LockLost, Error), for the second read too.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +110,10 @@ struct WaitEdge {
 
 struct WaitCycle {
   bool certain = false;
+  // Why a possible cycle is not certain, in a phrase ("" for a certain one): the reason of its
+  // first possible edge, e.g. "node _c_...-lock-0000000001 on /locks/x left between reads" for a
+  // cycle of certain edges that the second read did not confirm.
+  std::string uncertain_because;
   // Indices into WaitGraph::edges, in order around the cycle (each edge's `to` is the next one's
   // `from`).
   std::vector<std::size_t> edges;
@@ -118,11 +136,24 @@ struct WaitGraph {
   bool deadlocked() const;
 };
 
-// Reads every lock under `base` (a lock path or "/") and builds its graph. See the contract above.
+// Reads every lock under `base` (a lock path or "/") and builds its graph, reading the nodes of a
+// candidate certain cycle again to confirm it. See the contract above.
 WaitGraph wait_graph(Session& session, std::string_view base);
 
-// The graph of locks read already (what wait_graph() runs on its walk's result).
-WaitGraph wait_graph_of(const LockTree& tree);
+// A node of a candidate deadlock as the second read found it.
+struct NodeReread {
+  bool exists = false;     // false: deleted since the walk (released, given up, its session ended)
+  std::int64_t czxid = 0;  // when it exists: its creation's zxid (another one: a node made anew)
+};
+// Reads the contenders' nodes again (each `<path>/<node>`); one result per node, in order (a
+// missing result confirms nothing). wait_graph() sends one exists() per node, all at once.
+using Reread = std::function<std::vector<NodeReread>(const std::vector<GraphContender>& nodes)>;
+
+// The graph of locks read already, `reread` called for the nodes of each candidate certain cycle
+// (each node at most once; not at all on a graph without one): what wait_graph() runs on its
+// walk's result. An empty `reread` confirms nothing (no cycle is certain). Whatever `reread`
+// throws propagates.
+WaitGraph wait_graph_of(const LockTree& tree, const Reread& reread);
 
 // One line for the wait of contender `from`: behind whom it waits on its lock, what that one's
 // client waits for in turn (certain, or possible and why), and so on, until a contender that

@@ -9,7 +9,8 @@
 // cycle through it to the Session's metrics sink (MetricsSink::on_wait_cycle;
 // dlock_wait_cycles_total in MetricsRegistry's text). Once per acquisition; the walk runs on a
 // thread of dlock's own, never the waiting one, and costs what `dlockctl waits BASE` costs: a
-// listing per directory under `base` and a read per contender.
+// listing per directory under `base` and a read per contender (and, for a cycle that looks
+// certain, a second read of its nodes: it counts as certain only once that confirms it).
 //
 //   dlock::Session session({.connect = "zk1:2181",
 //                           .wait_watchdog = {.after = std::chrono::seconds(30), .base = "/locks"}});

@@ -6,6 +6,7 @@
 #include "recipes/api/inspect_on.hpp"
 #include "recipes/queue/contender.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/test_hooks.hpp"
 #include "src/base/path.hpp"
 #include "src/base/printable.hpp"
 #include "src/session/client.hpp"
@@ -64,6 +65,7 @@ LockTree detail::inspect_tree_on(const std::shared_ptr<Client>& client, std::str
 
   std::sort(lock_dirs.begin(), lock_dirs.end());
   for (const auto& dir : lock_dirs) {
+    if (dir != lock_dirs.front() && detail::test_hooks::between_lock_reads) detail::test_hooks::between_lock_reads();
     auto queue = inspect_on(client, dir);
     if (!queue.contenders.empty()) tree.locks.push_back(std::move(queue));
   }

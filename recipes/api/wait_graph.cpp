@@ -9,6 +9,16 @@
 #include <map>
 #include <optional>
 
+#include "dlock/security.hpp"
+#include "recipes/api/inspect_on.hpp"
+#include "recipes/api/wait_graph_on.hpp"
+#include "recipes/queue/lock_errors.hpp"
+#include "recipes/test_hooks.hpp"
+#include "src/base/printable.hpp"
+#include "src/session/client.hpp"
+#include "src/session/pending.hpp"
+#include "src/session/session_access.hpp"
+
 namespace dlock {
 namespace {
 
@@ -165,22 +175,98 @@ std::vector<std::size_t> cycle_through(const WaitGraph& graph, const std::vector
 WaitCycle make_cycle(const WaitGraph& graph, std::vector<std::size_t> edges) {
   WaitCycle cycle;
   cycle.certain = std::all_of(edges.begin(), edges.end(), [&](std::size_t e) { return graph.edges[e].certain; });
-  for (const std::size_t e : edges)
-    cycle.since = std::max(cycle.since, graph.contenders[graph.edges[e].from].contender.created);
+  for (const std::size_t e : edges) {
+    const auto& edge = graph.edges[e];
+    cycle.since = std::max(cycle.since, graph.contenders[edge.from].contender.created);
+    if (!edge.certain && cycle.uncertain_because.empty()) cycle.uncertain_because = edge.uncertain_because;
+  }
   cycle.edges = std::move(edges);
   return cycle;
 }
 
-void find_cycles(WaitGraph& graph) {
-  std::vector<std::vector<std::size_t>> out(graph.contenders.size());
+// What the second read made of each node: not read (yet), found as the walk read it, or not (then
+// `why` says how).
+struct Confirmations {
+  enum class State : char { Unread, Same, Differs };
+  std::vector<State> state;
+  std::vector<std::string> why;
+};
+
+// Reads again, in one call of `reread`, those of `nodes` not read yet.
+void reread_nodes(const WaitGraph& graph, const std::vector<std::size_t>& nodes, const Reread& reread,
+                  Confirmations& seen) {
+  using State = Confirmations::State;
+  std::vector<std::size_t> unread;
+  std::vector<GraphContender> asked;
+  for (const std::size_t v : nodes) {
+    if (seen.state[v] != State::Unread) continue;
+    seen.state[v] = State::Differs;  // until found below (a node may come twice in `nodes`)
+    unread.push_back(v);
+    asked.push_back(graph.contenders[v]);
+  }
+  if (unread.empty()) return;
+  const std::vector<NodeReread> found = reread ? reread(asked) : std::vector<NodeReread>{};
+  for (std::size_t i = 0; i < unread.size(); ++i) {
+    const auto& v = graph.contenders[unread[i]];
+    const std::string node = "node " + v.contender.node + " on " + v.path;
+    if (i >= found.size()) {
+      seen.why[unread[i]] = node + " was not read again";
+    } else if (!found[i].exists) {
+      seen.why[unread[i]] = node + " left between reads";
+    } else if (found[i].czxid != v.contender.czxid) {
+      seen.why[unread[i]] = node + " changed between reads (made anew)";
+    } else {
+      seen.state[unread[i]] = State::Same;
+    }
+  }
+}
+
+// Every certain edge to or from `v` becomes possible, for `why`.
+void demote(WaitGraph& graph, std::size_t v, const std::string& why) {
+  for (auto& edge : graph.edges) {
+    if (!edge.certain || (edge.from != v && edge.to != v)) continue;
+    edge.certain = false;
+    edge.uncertain_because = why;
+  }
+}
+
+void find_cycles(WaitGraph& graph, const Reread& reread) {
+  const std::size_t n = graph.contenders.size();
+  std::vector<std::vector<std::size_t>> out(n);
   for (std::size_t e = 0; e < graph.edges.size(); ++e) out[graph.edges[e].from].push_back(e);
   const auto certain_only = [](const WaitEdge& edge) { return edge.certain; };
   const auto any = [](const WaitEdge&) { return true; };
-  std::vector<bool> in_certain(graph.contenders.size(), false);
-  for (const auto& component : components(graph, out, certain_only)) {
-    const std::size_t start = *std::min_element(component.begin(), component.end());
-    graph.cycles.push_back(make_cycle(graph, cycle_through(graph, out, component, start, certain_only)));
-    for (const std::size_t v : component) in_certain[v] = true;
+  // A cycle of certain edges is certain once a second read finds each of its nodes as the walk
+  // did (the walk read each lock at its own moment: wait_graph.hpp). Those nodes then all stood
+  // when the walk ended, each in its role: a node that held still holds while it is there, and
+  // one that waited still waits behind the next one in the cycle, which is there too. A node the
+  // read does not find so loses its certain edges, and the search runs again without them: each
+  // round takes a node out, and no node is read twice.
+  Confirmations seen{std::vector<Confirmations::State>(n, Confirmations::State::Unread), std::vector<std::string>(n)};
+  std::vector<bool> in_certain(n, false);
+  for (bool again = true; again;) {
+    again = false;
+    graph.cycles.clear();
+    in_certain.assign(n, false);
+    for (const auto& component : components(graph, out, certain_only)) {
+      const std::size_t start = *std::min_element(component.begin(), component.end());
+      auto edges = cycle_through(graph, out, component, start, certain_only);
+      std::vector<std::size_t> nodes;
+      for (const std::size_t e : edges) nodes.push_back(graph.edges[e].from);
+      reread_nodes(graph, nodes, reread, seen);
+      bool confirmed = true;
+      for (const std::size_t v : nodes) {
+        if (seen.state[v] == Confirmations::State::Same) continue;
+        confirmed = false;
+        demote(graph, v, seen.why[v]);
+      }
+      if (!confirmed) {
+        again = true;
+        continue;
+      }
+      graph.cycles.push_back(make_cycle(graph, std::move(edges)));
+      for (const std::size_t v : component) in_certain[v] = true;
+    }
   }
   for (const auto& component : components(graph, out, any)) {
     if (std::any_of(component.begin(), component.end(), [&](std::size_t v) { return in_certain[v]; })) continue;
@@ -191,6 +277,32 @@ void find_cycles(WaitGraph& graph) {
     if (a.certain != b.certain) return a.certain;
     return a.since < b.since;
   });
+}
+
+// The second read of wait_graph(): one exists() per node (its stat: no read permission needed,
+// as inspect() falls back on), all sent at once.
+std::vector<NodeReread> reread_on(detail::Client& client, const std::vector<GraphContender>& nodes) {
+  std::vector<NodeReread> found(nodes.size());
+  if (detail::test_hooks::skip_deadlock_confirmation.load()) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) found[i] = {true, nodes[i].contender.czxid};
+    return found;
+  }
+  std::vector<detail::Pending<detail::StatResult>> stats(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    client.exists(nodes[i].path + "/" + nodes[i].contender.node, stats[i].callback());
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto reply = stats[i].get();
+    if (reply.rc == ZNONODE) continue;  // gone: released, given up, or its session ended
+    if (reply.rc != ZOK) {
+      detail::fail(client, reply.rc,
+                   "reading again the node " + detail::printable(nodes[i].contender.node) + " of the lock " +
+                       detail::printable(nodes[i].path) + " (a possible deadlock)",
+                   {kRead, nodes[i].path});
+    }
+    found[i] = {true, reply.stat.czxid};
+  }
+  return found;
 }
 
 }  // namespace
@@ -211,7 +323,7 @@ bool WaitGraph::deadlocked() const {
   return std::any_of(cycles.begin(), cycles.end(), [](const WaitCycle& c) { return c.certain; });
 }
 
-WaitGraph wait_graph_of(const LockTree& tree) {
+WaitGraph wait_graph_of(const LockTree& tree, const Reread& reread) {
   WaitGraph graph;
   graph.base = tree.base;
   graph.base_exists = tree.base_exists;
@@ -221,11 +333,18 @@ WaitGraph wait_graph_of(const LockTree& tree) {
     add_queue_edges(graph, first, graph.contenders.size(), queue.order_defect);
   }
   add_session_edges(graph);
-  find_cycles(graph);
+  find_cycles(graph, reread);
   return graph;
 }
 
-WaitGraph wait_graph(Session& session, std::string_view base) { return wait_graph_of(inspect_tree(session, base)); }
+WaitGraph wait_graph(Session& session, std::string_view base) {
+  return detail::wait_graph_on(detail::SessionAccess::client(session), base);
+}
+
+WaitGraph detail::wait_graph_on(const std::shared_ptr<Client>& client, std::string_view base) {
+  return wait_graph_of(inspect_tree_on(client, base),
+                       [&client](const std::vector<GraphContender>& nodes) { return reread_on(*client, nodes); });
+}
 
 namespace {
 
@@ -263,6 +382,7 @@ std::string explain_wait(const WaitGraph& graph, std::size_t from) {
   for (int steps = 0; steps < 12; ++steps) {
     const auto behind = step(graph, at, WaitReason::Behind);
     if (!behind) return out + "; nothing ahead of it (it is about to be granted)";
+    certain = certain && graph.edges[*behind].certain;
     const std::size_t ahead = graph.edges[*behind].to;
     out += " behind " + describe(graph.contenders[ahead]) +
            (graph.contenders[ahead].contender.holds ? ", which holds it" : ", which waits too");

@@ -10,7 +10,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/wait_graph.hpp"
-#include "recipes/api/inspect_on.hpp"
+#include "recipes/api/wait_graph_on.hpp"
 #include "recipes/api/wait_watchdog_install.hpp"
 #include "recipes/handoff/slow_wait.hpp"
 #include "src/base/log_bridge.hpp"
@@ -108,7 +108,7 @@ void report(const SlowWait& wait, LastWalk& last) {
     if (!last.graph || last.session != client->session_id() || last.base != options.base ||
         now - last.at > std::chrono::seconds(1)) {
       last = {client->session_id(), options.base, now,
-              std::make_shared<const WaitGraph>(wait_graph_of(inspect_tree_on(client, options.base)))};
+              std::make_shared<const WaitGraph>(wait_graph_on(client, options.base))};
     }
     log(LogLevel::Warn, head + explain(*last.graph, wait, *client));
   } catch (const std::exception& e) {

@@ -2,18 +2,25 @@
 // waits|why|deadlocks`): two dlock processes each holding what the other waits for are a certain
 // deadlock; with a Curator process in the cycle it is a possible one (Curator's node does not say
 // which thread waits); a long wait without a cycle is a chain. Each deadlock is broken at the end
-// by killing one process, after which everything is granted and nothing is left.
+// by killing one process, after which everything is granted and nothing is left. A walk torn
+// between its reads (a waiter that left between them) is no certain deadlock.
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <thread>
 
+#include "dlock/error.hpp"
 #include "dlock/inspect.hpp"
+#include "dlock/mutex.hpp"
 #include "dlock/session.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/wait_graph.hpp"
 #include "peers.hpp"
+#include "recipes/test_hooks.hpp"
 #include "server/dlockctl_run.hpp"
 
 namespace dlock::testing {
@@ -147,6 +154,110 @@ TEST(WaitGraph, ALongWaitWithoutACycleIsAChainNotADeadlock) {
   d.write_line("release");
   for (auto* peer : {&a, &c, &d}) EXPECT_EQ(peer->wait(), 0);
   EXPECT_TRUE(nothing_left(session, base));
+}
+
+// The walk torn between its reads (issue 37, part 5), made to happen in this order by a hook
+// between the walk's directory reads (test_hooks::between_lock_reads): S holds A; T's thread t1
+// holds B (a hand-off node) and waits on A with try_lock_for; the walk reads A; t1 stops waiting
+// (its node deleted), B passes locally to T's thread t2; S, holding A, queues on B; the walk
+// reads B. Each of the four edges is certain as read, but they never stood together. t1's wait
+// ends when the test destroys its Mutex on A, at the moment the hook chooses: for the server the
+// same as its timeout (the call leaves, its node deleted), without a deadline that a slow machine
+// could reach before the walk reads A.
+struct TornWalk {
+  WaitGraph graph;
+  std::string t1_node;  // t1's node on A, as the walk read it
+};
+TornWalk torn_walk() {
+  const std::string base = test_root(), a = base + "/a", b = base + "/b";
+  Session walker(session_options()), s(session_options()), t(session_options());
+  const auto queued = [&](const std::string& path, std::size_t n) {
+    return eventually([&] { return inspect(walker, path).contenders.size() == n; }, 30s);
+  };
+  // S: holds A, then (told) waits for B holding it, then releases both.
+  std::promise<void> s_holds_a, s_go_b, s_done;
+  std::thread s_thread([&, go_b = s_go_b.get_future(), done = s_done.get_future()]() mutable {
+    Mutex sa(s, a), sb(s, b);
+    sa.lock();
+    s_holds_a.set_value();
+    go_b.wait();
+    sb.lock();
+    done.wait();
+    sb.unlock();
+    sa.unlock();
+  });
+  s_holds_a.get_future().wait();
+  // T: t1 holds B; t2 waits for B locally (hand-off); t1 waits on A.
+  std::optional<Mutex> t1_on_a(std::in_place, t, a);
+  Mutex t1_on_b(t, b), t2_on_b(t, b);
+  std::promise<void> t1_holds_b, t1_go_a, t2_holds_b, t2_done;
+  std::thread t1([&, go_a = t1_go_a.get_future()]() mutable {
+    t1_on_b.lock();
+    t1_holds_b.set_value();
+    go_a.wait();
+    try {
+      EXPECT_FALSE(t1_on_a->try_lock_for(60s)) << "t1 was granted A";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::lock_destroyed)) << e.what();
+    }
+    t1_on_b.unlock();  // passes B to t2 without a request
+  });
+  t1_holds_b.get_future().wait();
+  std::thread t2([&, done = t2_done.get_future()]() mutable {
+    t2_on_b.lock();
+    t2_holds_b.set_value();
+    done.wait();
+    t2_on_b.unlock();
+  });
+  EXPECT_TRUE(eventually([&] { return t2_on_b.local_waiters() == 1; }, 30s)) << "t2 did not wait for B locally";
+  t1_go_a.set_value();
+  EXPECT_TRUE(queued(a, 2)) << "t1 did not queue on A";
+
+  int reads = 0;
+  auto t2_granted = t2_holds_b.get_future();
+  detail::test_hooks::between_lock_reads = [&] {
+    if (reads++ != 0) return;
+    // The walk has read A (t1 waiting on it) and not yet B.
+    t1_on_a.reset();  // t1 leaves its wait, and its node is deleted
+    t2_granted.wait();
+    s_go_b.set_value();
+    EXPECT_TRUE(queued(b, 2)) << "S did not queue on B";
+    EXPECT_TRUE(queued(a, 1)) << "t1's node on A was not deleted";
+  };
+  TornWalk out{wait_graph(walker, base), {}};
+  detail::test_hooks::between_lock_reads = nullptr;
+  EXPECT_EQ(reads, 1) << "the walk read A and B";
+  for (const auto& v : out.graph.contenders) {
+    if (v.path == a && v.contender.session_id == t.id()) out.t1_node = v.contender.node;
+  }
+
+  t2_done.set_value();  // B goes to S
+  t1.join();
+  t2.join();
+  s_done.set_value();
+  s_thread.join();
+  EXPECT_TRUE(nothing_left(walker, base));
+  return out;
+}
+
+TEST(WaitGraph, AWalkTornBetweenItsReadsIsNoCertainDeadlock) {
+  const auto torn = torn_walk();
+  const auto& graph = torn.graph;
+  // The walk saw t1 waiting on A and S waiting on B: the four certain-looking edges.
+  ASSERT_EQ(graph.contenders.size(), 4u) << "the walk was not torn as arranged";
+  ASSERT_FALSE(torn.t1_node.empty()) << "the walk did not read t1's node on A";
+  EXPECT_FALSE(graph.deadlocked()) << "a certain cycle (dlockctl deadlocks: exit 5) for a state that never existed";
+  ASSERT_EQ(graph.cycles.size(), 1u);
+  EXPECT_FALSE(graph.cycles[0].certain);
+  EXPECT_EQ(graph.cycles[0].uncertain_because, "node " + torn.t1_node + " on " + test_root() + "/a left between reads");
+}
+
+TEST(WaitGraph, NegativeControlWithoutTheSecondReadTheTornWalkIsACertainDeadlock) {
+  ScopedHook trap(detail::test_hooks::skip_deadlock_confirmation);
+  const auto torn = torn_walk();
+  ASSERT_EQ(torn.graph.contenders.size(), 4u) << "the walk was not torn as arranged";
+  EXPECT_TRUE(torn.graph.deadlocked())
+      << "the torn walk does not show the false deadlock: the test above proves nothing";
 }
 
 TEST(WaitGraphInterop, ACuratorProcessInTheCycleMakesItAPossibleDeadlock) {

@@ -38,7 +38,7 @@ inline constexpr const char* kExitCodesHelp =
     "     or was refused (ACL)\n"
     "  4  release: NODE is not (or no longer) a contender of PATH; nothing deleted\n"
     "  5  deadlocks: a deadlock was found (a cycle of clients each holding what the previous waits\n"
-    "     for, proven by dlock's node data)\n"
+    "     for, proven by dlock's node data and confirmed by a second read of its nodes)\n"
     "  6  deadlocks: no proven deadlock, but a possible one (a cycle of sessions; threads of one\n"
     "     process may hold and wait independently: Curator and kazoo nodes, local hand-off)\n"
     "Exit codes of lock, read-lock, semaphore and elect: the command's own status, or\n"

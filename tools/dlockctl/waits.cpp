@@ -57,8 +57,12 @@ nlohmann::ordered_json graph_json(const WaitGraph& graph) {
   for (const auto& cycle : graph.cycles) {
     nlohmann::ordered_json ids = nlohmann::ordered_json::array();
     for (const std::size_t e : cycle.edges) ids.push_back(graph.edges[e].from);
-    cycles.push_back(
-        {{"certain", cycle.certain}, {"since", iso8601(cycle.since)}, {"contenders", ids}, {"edges", cycle.edges}});
+    cycles.push_back({{"certain", cycle.certain},
+                      {"uncertain_because", cycle.certain ? nlohmann::ordered_json(nullptr)
+                                                          : nlohmann::ordered_json(cycle.uncertain_because)},
+                      {"since", iso8601(cycle.since)},
+                      {"contenders", ids},
+                      {"edges", cycle.edges}});
   }
   return {{"base", graph.base},
           {"base_exists", graph.base_exists},
@@ -244,8 +248,10 @@ int find_deadlocks(dlock::Session& session, const std::string& base, bool json) 
     }
     std::cout << "  " << describe(graph.contenders[graph.edges[cycle.edges.front()].from]) << " (the first again)\n";
     if (!cycle.certain) {
-      std::cout << "  possible: threads of one process may hold and wait independently; a cycle that stands longer "
-                   "than the longest critical section is worth a look\n";
+      std::cout << "  possible: " << printable(cycle.uncertain_because)
+                << "; threads of one process may hold and wait independently, and a cycle may form or dissolve "
+                   "during the walk (run it again); one that stands longer than the longest critical section is "
+                   "worth a look\n";
     }
   }
   return status;
