@@ -5,6 +5,9 @@
 //   dlock_recipe_peer semaphore-run --connect C --path P --leases N --cycles K --threads T
 //                     --client NAME --log FILE [--hold-us U] [--session-timeout-ms MS]
 //                     [--start-at-ns go]   (print READY, read "GO <ns>", begin then; elect-run too)
+//                     [--first-together]   (with --start-at-ns go: each thread takes its first
+//                                           lease before READY, and READY comes once all T hold
+//                                           one at once; they keep it until the GO instant)
 //       T threads, each K leases of one Semaphore (shared by the threads), logged with "mode":
 //       "lease"; an acquisition that fails (a session killed mid-run) is logged as an "error"
 //       event and retried, on the renewed session. Prints "DONE <holds>".
@@ -29,13 +32,16 @@
 // Exit codes: 0 success, 1 runtime failure, 2 usage. <ns>: CLOCK_MONOTONIC.
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <iostream>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dlock/dlock.hpp"
@@ -57,7 +63,7 @@ class Args {
     for (int i = 2; i < argc; ++i) {
       std::string flag = argv[i];
       if (!flag.starts_with("--")) throw Usage("unexpected argument " + flag);
-      if (flag == "--revocable") {
+      if (flag == "--revocable" || flag == "--first-together") {
         values_[flag] = std::string(1, '1');
       } else if (i + 1 < argc) {
         values_[flag] = argv[++i];
@@ -126,15 +132,26 @@ int semaphore_run(const Args& args) {
   const int cycles = args.number("--cycles"), threads = args.number("--threads");
   const auto hold = std::chrono::microseconds(args.number("--hold-us", "0"));
   std::atomic<int> holds{0};
-  wait_for_go(args);
+  // --first-together: a rendezvous of the T first leases, which a client keeping a limit that
+  // other holders fill cannot reach (a test's overlap, arranged rather than hoped for).
+  const bool together = args.has("--first-together");
+  if (together && args.get("--start-at-ns", "") != "go") throw Usage("--first-together needs --start-at-ns go");
+  std::latch holding(together ? threads : 0);  // each thread holds its first lease
+  std::latch go(1);                            // the GO instant came
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       const std::string client = args.get("--client") + "#" + std::to_string(t);
+      bool first = together;
+      if (!together) go.wait();
       for (int c = 0; c < cycles;) {
         try {
           auto lease = semaphore.acquire();
           HoldRecord record{client, hex(session.id()), "lease", lease.fencing_token(), HoldLogWriter::now_ns()};
+          if (std::exchange(first, false)) {
+            holding.count_down();
+            go.wait();
+          }
           std::this_thread::sleep_for(hold);
           record.exit_ns = HoldLogWriter::now_ns();
           record.lost = lease.stop_token().stop_requested();
@@ -148,7 +165,16 @@ int semaphore_run(const Args& args) {
       }
     });
   }
+  std::exception_ptr failed;  // no GO: the workers are joined before it is thrown
+  try {
+    holding.wait();
+    wait_for_go(args);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  go.count_down();
   for (auto& worker : workers) worker.join();
+  if (failed) std::rethrow_exception(failed);
   say("DONE " + std::to_string(holds.load()));
   return 0;
 }
