@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "counter_worker.hpp"
+#include "dlock/mutex.hpp"
+#include "dlock/session.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "dlock/testing/process.hpp"
 #include "raw_zk.hpp"
@@ -89,8 +92,20 @@ struct Outcome {
   std::vector<std::string> left_behind;  // ephemeral nodes left after every peer exited
 };
 
+// For a mutex run: contention arranged rather than hoped for. The test holds the lock (a Mutex of
+// its own Session, with `session`'s options, e.g. the peers' credentials) while the peers are told
+// to begin, and lets it go once `queued` lock nodes wait behind it: pass the most the peers can
+// queue at once, one per dlock process (its threads share one node, dlock/handoff.hpp) and one per
+// Curator or kazoo thread. Every peer then has a node in the queue's first round, so each holds
+// once before any node queued later does (see expect_interleaved).
+struct StartGate {
+  SessionOptions session;
+  std::size_t queued = 0;
+};
+
 // Runs the peers at once on one path, each incrementing a shared file counter in its holds.
-inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us) {
+inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us,
+                            const std::optional<StartGate>& gate = std::nullopt) {
   const std::string dir = make_temp_dir("dlock-interop");
   const std::string counter = dir + "/counter";
   write_counter(counter, 0);
@@ -108,10 +123,24 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us) {
     const auto ready = children[i].read_line(std::chrono::seconds(60));
     EXPECT_EQ(ready, std::optional<std::string>("READY")) << runs[i].client << " did not start";
   }
+  std::optional<Session> gate_session;
+  std::optional<Mutex> gate_lock;
+  if (gate) {
+    gate_session.emplace(gate->session);
+    gate_lock.emplace(*gate_session, test_root());
+    gate_lock->lock();
+  }
   const auto start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             (std::chrono::steady_clock::now() + std::chrono::seconds(2)).time_since_epoch())
                             .count();
   for (auto& child : children) child.write_line("GO " + std::to_string(start_at));
+  if (gate) {
+    RawZk zk(zk_connect());
+    EXPECT_TRUE(
+        eventually([&] { return zk.children(test_root()).size() >= 1 + gate->queued; }, std::chrono::seconds(60)))
+        << "the peers did not queue " << gate->queued << " lock nodes behind the test's";
+    gate_lock->unlock();
+  }
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto out = children[i].read_all();
     EXPECT_EQ(out, "DONE " + std::to_string(runs[i].threads * runs[i].cycles) + "\n") << runs[i].client;
@@ -125,7 +154,10 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us) {
   return outcome;
 }
 
-// Every process's holds interleave with every other's: the run really was contended.
+// Every process's holds interleave with every other's: the run really was contended. Certain with
+// a StartGate when each process has more holds than its first-round nodes carry (a dlock node
+// passes among its threads at most HandoffOptions::max_passes more times once others wait);
+// without one, it depends on how fast each process starts.
 inline void expect_interleaved(const std::vector<HoldRecord>& holds) {
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> span;  // process -> first enter, last exit
   for (const auto& h : holds) {
