@@ -25,6 +25,7 @@ std::atomic<bool> handoff_ignore_missing_node;
 std::atomic<bool> handoff_always_watch_directory;
 std::atomic<bool> handoff_no_member_self_wait_check;
 std::atomic<bool> skip_deadlock_confirmation;
+std::function<void()> handoff_saw_other_client;
 std::function<void()> after_grant;
 std::function<void()> after_tracking;
 std::function<void()> between_lock_reads;

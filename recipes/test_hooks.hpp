@@ -94,6 +94,13 @@ DLOCK_TEST_SWITCH(bool, skip_deadlock_confirmation);
 // between two lock directories' reads. Set only while no walk runs, on any thread.
 DLOCK_TEST_CALLBACK(between_lock_reads);
 
+// Runs when a listing first shows another client blocked behind a node that local hand-off
+// shares, where hand-off's bound on further passes begins (before handoff_ignore_other_clients
+// is read, so it runs under that switch too, at every such listing). Runs under the cohort's
+// mutex, on the thread that got the listing: it must not take a lock. Set only while no lock is
+// used, on any thread.
+DLOCK_TEST_CALLBACK(handoff_saw_other_client);
+
 // Runs on the acquiring thread after its node is granted and before the hold is recorded (every
 // kind of hold: Mutex, SharedMutex, LockHandle, scope guards). Set only while no acquisition runs,
 // on any thread.

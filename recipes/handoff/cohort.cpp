@@ -403,8 +403,10 @@ void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string
     if (current_.get() == &node) retire_current_locked(false);
     return;
   }
-  if (node.others_waiting || test_hooks::handoff_ignore_other_clients.load()) return;
+  if (node.others_waiting) return;
   if (!policy_.blocks_others(queue, static_cast<std::size_t>(ours - queue.begin()))) return;
+  if (test_hooks::handoff_saw_other_client) test_hooks::handoff_saw_other_client();
+  if (test_hooks::handoff_ignore_other_clients.load()) return;
   node.others_waiting = true;
   node.others_seen = Clock::now();
   node.holds_at_seen = node.holds_granted;
