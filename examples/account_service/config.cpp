@@ -70,6 +70,8 @@ const std::vector<Option>& options() {
        [](Config& c, auto w, auto v) {
          c.delay_before_commit = std::chrono::milliseconds(parse_integer(w, v, 0, 60000));
        }},
+      {"--hold-before-commit", "HOLD_BEFORE_COMMIT",
+       [](Config& c, auto w, auto v) { c.hold_before_commit = static_cast<int>(parse_integer(w, v, 0, 1000)); }},
       {"--fencing", "FENCING",
        [](Config& c, auto w, auto v) {
          if (v != "on" && v != "off") {
@@ -150,6 +152,8 @@ Options (each also read from the environment variable in brackets; a flag wins):
   --lock-release MODE          [LOCK_RELEASE]    after-commit (default), before-commit or none
   --lock-timeout-ms N          [LOCK_TIMEOUT_MS] longest wait for a lock, then 503 (default 10000)
   --delay-before-commit-ms N   [DELAY_BEFORE_COMMIT_MS] debug: sleep right before COMMIT (default 0)
+  --hold-before-commit N       [HOLD_BEFORE_COMMIT] debug: the first N logins wait right before COMMIT
+                                                 until a line (or the end) of stdin (default 0)
   --fencing on|off             [FENCING]         after-commit: fence writes with the lock's token (default on)
   --session-timeout-ms N       [DLOCK_SESSION_TIMEOUT_MS] ZooKeeper session timeout (default 10000)
   --threads N                  [WORKER_THREADS]  worker threads, one database connection each (default 8)

@@ -31,6 +31,7 @@ struct Config {
   LockRelease lock_release = LockRelease::after_commit;
   std::chrono::milliseconds lock_timeout{10000};
   std::chrono::milliseconds delay_before_commit{0};  // debug: widens the window the bug needs
+  int hold_before_commit = 0;                        // debug: the first N logins wait before COMMIT for a line on stdin
   bool fencing = true;                               // after-commit only: writes fenced by the lock's token
   std::chrono::milliseconds session_timeout{10000};  // the ZooKeeper session's
   int threads = 8;                                   // HTTP worker threads, one PostgreSQL connection each

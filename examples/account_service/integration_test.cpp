@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dlock/testing/ensemble.hpp"
@@ -65,8 +66,9 @@ class AccountServiceUnderFaults : public ::testing::Test {
     delete zookeeper_;
   }
 
-  // Three instances on a fresh schema; the handler sleeps 300 ms before COMMIT, so that a stall
-  // lands while it holds locks with uncommitted inserts.
+  // Three instances on a fresh schema. Instance 1's first 8 logins wait before COMMIT until a line
+  // on its stdin (--hold-before-commit): the test stalls it while they hold their locks with
+  // uncommitted inserts, and lets them commit when the others have acted on those uids.
   std::vector<Instance> start_instances(const std::string& schema, const std::string& fencing) {
     postgres_->execute("CREATE SCHEMA " + schema);
     const std::string db = postgres_->conninfo() + " options='-c search_path=" + schema + "'";
@@ -91,8 +93,8 @@ class AccountServiceUnderFaults : public ::testing::Test {
                                          lock_base,
                                          "--fencing",
                                          fencing,
-                                         "--delay-before-commit-ms",
-                                         "300",
+                                         "--hold-before-commit",
+                                         i == 1 ? "8" : "0",
                                          "--lock-timeout-ms",
                                          "60000",
                                          "--session-timeout-ms",
@@ -131,12 +133,21 @@ class AccountServiceUnderFaults : public ::testing::Test {
     double stall = 0;                     // seconds
   };
 
-  // Whatever happens (an assertion, an exception): the stalled instance goes on before the
-  // clients are joined (they wait for it), and a killed member comes back for the next test.
+  // Whatever happens (an assertion, an exception): the stalled instance goes on, its held logins
+  // commit, before the clients are joined (they wait for it), and a killed member comes back for
+  // the next test.
   struct FaultsUndone {
     ChildProcess& stalled;
+    bool committed = false;  // the held logins were let go
+    void let_commit() {
+      if (!std::exchange(committed, true)) stalled.write_line("commit");
+    }
     ~FaultsUndone() {
       stalled.resume();
+      try {
+        let_commit();
+      } catch (const std::exception&) {  // it exited: nothing waits for it
+      }
       for (int i = 0; i < zookeeper_->member_count(); ++i) {
         if (!zookeeper_->running(i)) zookeeper_->restart(i);
       }
@@ -144,9 +155,11 @@ class AccountServiceUnderFaults : public ::testing::Test {
   };
 
   // The burst: instance 1 takes the first login of the first 8 uids and stalls once all 8 have
-  // inserted (holding their locks, inserts not committed); the ZooKeeper leader is killed; every
-  // login then goes to all three instances (those sent to the stalled one wait for it); the stall
-  // ends once its session has expired and the others hold its locks.
+  // inserted (holding their locks, inserts not committed, held before COMMIT); the ZooKeeper
+  // leader is killed; every login then goes to all three instances (those sent to the stalled one
+  // wait for it); the stall ends once its session has expired and the others have acted on its
+  // uids (fenced: wait at the fence behind its transactions; unfenced: created the users). Then
+  // its held logins commit, as if it had stalled right before COMMIT.
   Outcome burst_with_faults(const std::string& schema, const std::string& fencing) {
     auto instances = start_instances(schema, fencing);
     Outcome out;
@@ -160,7 +173,7 @@ class AccountServiceUnderFaults : public ::testing::Test {
     FaultsUndone undo{instances[0].process};  // after `clients`: runs before they are joined
     for (std::int64_t uid = 1; uid <= 8; ++uid) send(0, uid);
     // Only instance 1 has requests: its 8 logins have inserted the user and account (the last
-    // statement before the sleep ahead of COMMIT) and hold their locks (the only lock nodes).
+    // statement before COMMIT, where they are held) and hold their locks (the only lock nodes).
     std::vector<std::string> stalled_nodes;
     const bool inside = dlock::testing::eventually(
         [&] {
@@ -171,7 +184,7 @@ class AccountServiceUnderFaults : public ::testing::Test {
           stalled_nodes = dlock::testing::lock_nodes_under(zookeeper_->connect_string(), "/" + schema + "/login");
           return stalled_nodes.size() == 8;
         },
-        10s);
+        60s);
     if (!inside) throw std::runtime_error("instance 1's 8 logins were never all between their inserts and COMMIT");
     instances[0].process.pause();
     const auto stalled_at = std::chrono::steady_clock::now();
@@ -180,8 +193,7 @@ class AccountServiceUnderFaults : public ::testing::Test {
       for (int n = uid <= 8 ? 1 : 0; n < kLoginsPerUid; ++n) send(n % 3, uid);
     }
     // The stall lasts until its session has expired on the server (a new leader elected, then the
-    // session timeout): its nodes are gone and the other instances hold those locks. A second
-    // more, so that they act on them, then it wakes up believing it still holds them.
+    // session timeout): its nodes are gone and the other instances hold those locks.
     const bool expired = dlock::testing::eventually(
         [&] {
           const auto now = dlock::testing::lock_nodes_under(zookeeper_->connect_string(), "/" + schema);
@@ -190,10 +202,23 @@ class AccountServiceUnderFaults : public ::testing::Test {
           });
         },
         60s);
-    std::this_thread::sleep_for(1s);
+    // Then until they have acted on its uids. Unfenced, each of the 8 has its user created by
+    // another instance (the stalled inserts are not committed, so they found none). Fenced, a new
+    // holder waits for the row its fence locks, which a stalled transaction holds (the blocked
+    // logins keep workers busy: how many of the 8 uids have one waiting depends on which logins
+    // the other instances' 8 workers each took first, and at least one does).
+    const auto acted = [&] {
+      if (fencing == "on") {
+        return postgres_->query_int("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") >= 1;
+      }
+      return postgres_->query_int("SELECT count(DISTINCT uid) FROM " + schema + ".app_user WHERE uid <= 8") == 8;
+    };
+    const bool taken_over = expired && dlock::testing::eventually(acted, 60s);
     out.stall = std::chrono::duration<double>(std::chrono::steady_clock::now() - stalled_at).count();
+    undo.let_commit();  // read once it is woken: it goes on believing it still holds the locks
     instances[0].process.resume();
     if (!expired) throw std::runtime_error("the stalled instance's session did not expire within 60 s");
+    if (!taken_over) throw std::runtime_error("the other instances did not act on the stalled uids within 60 s");
     out.stalled_holds = static_cast<int>(stalled_nodes.size());
     clients.clear();  // joins: every login answered
 

@@ -70,9 +70,11 @@ int run(const Config& config) {
   HttpServer server(ioc, config.bind, config.port);
   const std::string instance = config.instance.empty() ? default_instance(server.port()) : config.instance;
   const LoginHandler login(locks, config.lock_release, instance, config.fencing, config.lock_timeout);
+  const CommitGate commit_gate(config.hold_before_commit);
   RoutesOptions routes_options{.instance = instance,
                                .lock_release = config.lock_release,
                                .delay_before_commit = config.delay_before_commit,
+                               .commit_gate = &commit_gate,
                                .database = std::nullopt};
   if (config.async_handler) routes_options.database = database.get_executor();
   const Routes routes(session, *metrics, login, std::move(routes_options));

@@ -143,9 +143,10 @@ HttpResponse Routes::commit_login(const HttpRequest& request, PgTransaction& tx,
     tx.rollback();
     return retry_later(request, "the lock on this uid was lost before the commit; nothing was written, retry");
   }
-  // Debug: widens the window between that check and COMMIT, where a stall past the session (or,
-  // with the lock released before the commit, the next holder) goes unseen by the check. Only
-  // the database's fence covers it (login_handler.cpp).
+  // Debug: holds, or widens, the window between that check and COMMIT, where a stall past the
+  // session (or, with the lock released before the commit, the next holder) goes unseen by the
+  // check. Only the database's fence covers it (login_handler.cpp).
+  if (options_.commit_gate) options_.commit_gate->pass();
   if (options_.delay_before_commit.count() > 0) std::this_thread::sleep_for(options_.delay_before_commit);
   tx.commit();
   json body{{"uid", result.uid},

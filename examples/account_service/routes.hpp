@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "commit_gate.hpp"
 #include "db.hpp"
 #include "dlock/metrics_registry.hpp"
 #include "dlock/session.hpp"
@@ -35,6 +36,7 @@ struct RoutesOptions {
   std::string instance;
   LockRelease lock_release = LockRelease::after_commit;
   std::chrono::milliseconds delay_before_commit{0};
+  const CommitGate* commit_gate = nullptr;  // debug: holds logins before COMMIT (commit_gate.hpp)
   // For handle_async: where the database work runs (threads that are WorkerDatabase workers).
   std::optional<boost::asio::any_io_executor> database;
 };
