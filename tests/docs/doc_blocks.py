@@ -12,6 +12,7 @@ Languages, the kinds each allows (the first is the default) and the tags a kind 
             fragment  wrap=NAME    placed into tests/docs/wrappers/NAME.cpp, then as a program
             consumer  file=NAME    written into tests/consumer as NAME (consumer_package builds it)
     cmake   consumer  file=NAME    the same: included by tests/consumer/CMakeLists.txt
+            excerpt   from=PATH    a file of the tree shown as it is (below)
     java    fragment  wrap=NAME    placed into wrappers/NAME.java, compiled against Curator, run
     python  fragment  wrap=NAME    placed into wrappers/NAME.py, run by Debian's python3
     sh      consistent             each command checked against the tree (static_checks.py)
@@ -19,6 +20,10 @@ Languages, the kinds each allows (the first is the default) and the tags a kind 
     json    parse                  parsed
     text    shown                  not code (a program's output, a usage summary, a diagram):
                                    shown to the reader, never run
+
+Any block may also carry from=PATH (a file of the repository): its text must then be a verbatim
+excerpt of that file, so a page that shows a file of the tree (the README's examples/hello_lock)
+shows what the tree builds; a `cpp` program with from= is also built and run as above.
 
 A block without a language, or with one or a tag not listed here, is an error naming its file
 and line: a new snippet cannot go in unchecked. `fails=TEXT` is for tests/docs/negative_controls.md
@@ -36,14 +41,14 @@ LANGUAGES = {"cpp": "cpp", "c++": "cpp", "cmake": "cmake", "java": "java", "pyth
 # language -> {kind: tags it requires}; the first kind is the default.
 KINDS = {
     "cpp": {"program": (), "fragment": ("wrap",), "consumer": ("file",)},
-    "cmake": {"consumer": ("file",)},
+    "cmake": {"consumer": ("file",), "excerpt": ("from",)},
     "java": {"fragment": ("wrap",)},
     "python": {"fragment": ("wrap",)},
     "sh": {"consistent": (), "run": ("wrap",)},
     "json": {"parse": ()},
     "text": {"shown": ()},
 }
-TAGS = {"snippet", "wrap", "file", "fails"}
+TAGS = {"snippet", "wrap", "file", "from", "fails"}
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>.*)$")
 

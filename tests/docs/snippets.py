@@ -83,6 +83,8 @@ def check(args) -> int:
                 problems = [f"file={block.tags['file']} is written by more than one block"]
             elif block.kind == "consumer" and block.tags["file"] not in consumer_cmake:
                 problems = [f"file={block.tags['file']}: tests/consumer/CMakeLists.txt does not use it"]
+            if "from" in block.tags:
+                problems += static_checks.check_excerpt(block, repo)
             if problems:
                 failures[block.where] = ("; ".join(problems), "")
             elif block.kind in ("program", "fragment", "run"):

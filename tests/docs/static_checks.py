@@ -14,6 +14,8 @@ what can drift from the tree:
   - `build/PATH` as a command: PATH exists in the build tree the test runs from;
   - `ctest -L LABEL`: some test carries LABEL;
   - `DLOCK_NAME=value` before a command, or exported: something outside the docs reads DLOCK_NAME.
+
+A block of any kind tagged from=PATH must be a verbatim excerpt of that file of the tree.
 """
 from __future__ import annotations
 
@@ -29,6 +31,17 @@ from doc_blocks import Block
 SEPARATORS = {";", "&&", "||", "|", "(", ")", "&", ";;"}
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".in", ".sh", ".py", ".yml", ".yaml", ".txt", ".cmake", ".java", ".list"}
 SKIPPED_DIRS = {".git", "docs", "__pycache__"}
+
+
+def check_excerpt(block: Block, repo: pathlib.Path) -> list[str]:
+    """A block tagged from=PATH must be a verbatim excerpt of that file of the repository."""
+    name = block.tags["from"]
+    path = repo / name
+    if pathlib.PurePosixPath(name).is_absolute() or ".." in pathlib.PurePosixPath(name).parts or not path.is_file():
+        return [f"from={name}: no such file in the repository"]
+    if block.text not in path.read_text(encoding="utf-8"):
+        return [f"from={name}: the block is not a verbatim excerpt of {name} (one of them changed)"]
+    return []
 
 
 def check_json(block: Block) -> list[str]:
