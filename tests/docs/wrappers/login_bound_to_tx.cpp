@@ -1,8 +1,8 @@
-// README.md's declarative lock bound to a transaction. The fragment names a `session`, a
+// docs/LOCKS.md's declarative lock bound to a transaction. The fragment names a `session`, a
 // PgTransaction and an Account; here a Session at namespace scope (only this scaffolding has one:
-// the README advises against it in a service), and a transaction that is a dlock::Transaction
+// the docs advise against it in a service), and a transaction that is a dlock::Transaction
 // (on_complete) whose commit() runs its hooks, as a real one runs them after COMMIT returned.
-// The run checks what the README says: the lock outlives the guard, and goes with the commit.
+// The run checks what the page says: the lock outlives the guard, and goes with the commit.
 #include <dlock/dlock.hpp>
 #include <dlock/inspect.hpp>
 

@@ -1,5 +1,5 @@
-// README.md's coroutine handler (DLOCK_CO_SCOPE). It names `asio`, a LoginRequest, an Account and
-// create_once(); create_once() here checks what the README says: while the coroutine runs, its
+// docs/LOCKS.md's coroutine handler (DLOCK_CO_SCOPE). It names `asio`, a LoginRequest, an Account and
+// create_once(); create_once() here checks what the page says: while the coroutine runs, its
 // uid's lock is held. The run drives login() on an io_context, as a Beast server would.
 #include <dlock/async.hpp>
 #include <dlock/dlock.hpp>

@@ -1,4 +1,4 @@
-// README.md's first example, OrderService, needs an Order, a Database and a serve(); these are
+// docs/GETTING-STARTED.md's service example, OrderService, needs an Order, a Database and a serve(); these are
 // the least that make it a program. serve() hands the service one request, so the run takes the
 // lock and charges the order under a fencing token, which must be a real one (> 0).
 #include <cstdint>
