@@ -1,7 +1,8 @@
 // dlock/dlock.hpp: the public API in one include, but for dlock/async.hpp,
 // dlock/async_recipes.hpp and dlock/async_batch.hpp (the asynchronous forms, which bring
-// Boost.Asio: include them where you use them), the fencing components (dlock/postgres/, dlock/sqlite/, dlock/mariadb/: libraries of
-// their own) and the testing kit (dlock/testing/*.hpp, the dlock::testing library).
+// Boost.Asio: include them where you use them), the fencing components (dlock/postgres/,
+// dlock/sqlite/, dlock/mariadb/: libraries of their own) and the testing kit
+// (dlock/testing/*.hpp, the dlock::testing library).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
