@@ -23,15 +23,18 @@
 //
 //   state \ event   start()         reaches head    term ends           close()          session ends for good
 //   idle            queued          -               -                   closed           -
-//   queued          InvalidArgument leading         -                   closed           ended
-//   leading         error (twice)   -               queued (joins back) closed (stops)   ended (stops)
-//   ended/closed    error (twice)   -               -                   no-op            -
+//   queued          Error *         leading         -                   closed           ended
+//   leading         Error *         -               queued (joins back) closed (stops)   ended (stops)
+//   ended/closed    Error *         -               -                   no-op            -
+//
+//   * `Error` with errc::invalid_argument: a latch starts once, and never after close().
 //
 // Thread-safety: all member functions may be called concurrently from any threads, except that
 // the destructor must not run concurrently with another member function. A background thread of
 // the latch waits in the queue.
 //
-// Errors: the constructor throws `InvalidPath` naming the path and the rule it breaks.
+// Errors: the constructor throws `InvalidPath` naming the path and the rule it breaks. start()
+// throws `Error` (errc::invalid_argument) when called a second time or after close().
 // await_leadership() throws `LockLost`
 // once the latch can no longer lead: closed, or its session ended for good; ZooKeeper failures
 // while queued are retried in the background (logged), never thrown.
@@ -71,7 +74,8 @@ class LeaderLatch {
   LeaderLatch(const LeaderLatch&) = delete;
   LeaderLatch& operator=(const LeaderLatch&) = delete;
 
-  // Joins the queue, in the background. Throws `Error` (errc::invalid_argument) if started before.
+  // Joins the queue, in the background. Throws `Error` (errc::invalid_argument) if started before,
+  // or after close().
   void start();
   // Blocks until this participant leads; its term. Throws `LockLost` if the latch was closed (or
   // never started) or its session ended for good.
