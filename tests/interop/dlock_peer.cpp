@@ -21,6 +21,9 @@
 //                               threads; no --tolerate-loss / --attempt-timeout-ms / --ignore-lock)
 //                  [--test-switch ignore_queue|handoff_unscaled_tokens]   (a guarantee switched off
 //                               in this process: exclusion, or token order across hand-off passes)
+//                  [--log-sightings]   (a "saw-other-client" event in the log each time a lock node
+//                                       of this process first sees another client waiting: where
+//                                       hand-off's bound on further passes begins)
 //
 // T threads share one Session; each makes N holds. --ignore-lock records "holds" without taking
 // the lock: the negative control that shows the checker catches overlaps. Every hold's line says
@@ -84,6 +87,7 @@ struct Options {
   bool start_on_go = false;  // --start-at-ns go
   bool ignore_lock = false, tolerate_loss = false, linger = false, unfenced = false, omit_holding = false;
   bool async = false;  // --async: T coroutines on one io_context thread instead of T threads
+  bool log_sightings = false;
   dlock::LossSignal loss_signal = dlock::LossSignal::OnSuspended;
   dlock::HandoffOptions handoff{};
   std::vector<dlock::Credentials> auth;  // --auth SCHEME:SECRET (the default ACL then: creator + world read)
@@ -128,6 +132,8 @@ Options parse(int argc, char** argv) {
       o.omit_holding = true;
     } else if (flag == "--async") {
       o.async = true;
+    } else if (flag == "--log-sightings") {
+      o.log_sightings = true;
     } else if (flag.starts_with("--") && i + 1 < argc) {
       values[flag] = argv[++i];
     } else {
@@ -457,8 +463,17 @@ int run_async(const Options& o) {
   return 0;
 }
 
+// --log-sightings. The hook runs on the Session's threads, so its log lives as long as the process.
+void log_sightings(const Options& o) {
+  static auto* const sightings = new HoldLog(o.log);
+  dlock::detail::test_hooks::handoff_saw_other_client = [client = o.client] {
+    sightings->event(client, 0, "saw-other-client", "");
+  };
+}
+
 int run(const Options& o) {
   if (o.async) return run_async(o);
+  if (o.log_sightings) log_sightings(o);
   SessionSlot slot(o);
   const std::string mode = o.lock == "mutex" ? "exclusive" : o.lock;
   wait_for_start(o);

@@ -15,6 +15,7 @@
 #include "counter_worker.hpp"
 #include "dlock/mutex.hpp"
 #include "dlock/session.hpp"
+#include "dlock/shared_mutex.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "dlock/testing/process.hpp"
@@ -87,20 +88,24 @@ inline bool peer_acquires(const std::string& peer, const std::string& lock, cons
 
 struct Outcome {
   std::vector<HoldRecord> holds;
+  std::vector<HoldEvent> events;  // the logs' other lines (dlock_peer's --log-sightings, ...)
   HoldReport report;
   std::int64_t counter = 0;
   std::vector<std::string> left_behind;  // ephemeral nodes left after every peer exited
 };
 
-// For a mutex run: contention arranged rather than hoped for. The test holds the lock (a Mutex of
-// its own Session, with `session`'s options, e.g. the peers' credentials) while the peers are told
-// to begin, and lets it go once `queued` lock nodes wait behind it: pass the most the peers can
-// queue at once, one per dlock process (its threads share one node, dlock/handoff.hpp) and one per
-// Curator or kazoo thread. Every peer then has a node in the queue's first round, so each holds
-// once before any node queued later does (see expect_interleaved).
+// Contention arranged rather than hoped for. The test holds the lock (a Mutex of its own Session,
+// with `session`'s options, e.g. the peers' credentials; with `write_side`, a SharedMutex's write
+// side, which Curator's read and write locks queue behind, as they do not behind a Mutex's node)
+// while the peers are told to begin, and lets it go once `queued` lock nodes wait behind it: pass
+// the most the peers can queue at once, one per dlock process (its threads share one node,
+// dlock/handoff.hpp; its readers one read node) and one per Curator or kazoo thread. Every peer
+// then has a node in the queue's first round, so each holds once before any node queued later
+// does (see expect_interleaved).
 struct StartGate {
   SessionOptions session;
   std::size_t queued = 0;
+  bool write_side = false;
 };
 
 // Runs the peers at once on one path, each incrementing a shared file counter in its holds.
@@ -124,11 +129,17 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us,
     EXPECT_EQ(ready, std::optional<std::string>("READY")) << runs[i].client << " did not start";
   }
   std::optional<Session> gate_session;
-  std::optional<Mutex> gate_lock;
+  std::optional<Mutex> gate_mutex;
+  std::optional<SharedMutex> gate_shared;
   if (gate) {
     gate_session.emplace(gate->session);
-    gate_lock.emplace(*gate_session, test_root());
-    gate_lock->lock();
+    if (gate->write_side) {
+      gate_shared.emplace(*gate_session, test_root());
+      gate_shared->lock();
+    } else {
+      gate_mutex.emplace(*gate_session, test_root());
+      gate_mutex->lock();
+    }
   }
   const auto start_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             (std::chrono::steady_clock::now() + std::chrono::seconds(2)).time_since_epoch())
@@ -139,14 +150,15 @@ inline Outcome run_together(const std::vector<PeerRun>& runs, int hold_us,
     EXPECT_TRUE(
         eventually([&] { return zk.children(test_root()).size() >= 1 + gate->queued; }, std::chrono::seconds(60)))
         << "the peers did not queue " << gate->queued << " lock nodes behind the test's";
-    gate_lock->unlock();
+    if (gate_shared) gate_shared->unlock();
+    if (gate_mutex) gate_mutex->unlock();
   }
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto out = children[i].read_all();
     EXPECT_EQ(out, "DONE " + std::to_string(runs[i].threads * runs[i].cycles) + "\n") << runs[i].client;
     EXPECT_EQ(children[i].wait(), 0) << runs[i].client;
   }
-  Outcome outcome{read_hold_logs(logs), {}, read_counter(counter), {}};
+  Outcome outcome{read_hold_logs(logs), read_hold_events(logs), {}, read_counter(counter), {}};
   outcome.report = check_holds(outcome.holds);
   RawZk zk(zk_connect());
   outcome.left_behind = wait_for_no_ephemeral_nodes(zk, test_root());

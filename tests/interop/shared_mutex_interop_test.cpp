@@ -17,7 +17,9 @@ TEST(InteropSharedMutex, ReadersOverlapAcrossClientsAndWritersOverlapNobody) {
       {"curator_peer", "curator-readers", "read", 2, 30, {}},
       {"curator_peer", "curator-writer", "write", 1, 15, {}},
   };
-  const auto outcome = run_together(runs, 3000);
+  // Queued behind the test's write hold: one read node for dlock's readers (shared), one for its
+  // writer, one per Curator thread.
+  const auto outcome = run_together(runs, 3000, StartGate{session_options(), 1 + 1 + 2 + 1, true});
   EXPECT_EQ(outcome.report.holds, 150u);
   EXPECT_EQ(outcome.report.exclusive_overlaps, 0u) << outcome.report.summary();
   EXPECT_EQ(outcome.report.token_disorders, 0u) << outcome.report.summary();
