@@ -8,6 +8,7 @@ demo_packages=(build-essential cmake libzookeeper-mt-dev zookeeper libboost1.81-
 packages=(
   build-essential cmake            # g++ 12, CMake 3.25
   pkgconf                          # pkg-config: the packaging test builds a consumer with dlock.pc
+  ccache                           # the test command compiles through it: a later run only what changed
   libzookeeper-mt-dev              # ZooKeeper C client (multi-threaded)
   zookeeper                        # the real server the tests and the demo start (brings Java)
   nlohmann-json3-dev               # lock node data

@@ -49,8 +49,11 @@ def prepare(block: Block, config: dict, out: pathlib.Path) -> Program:
     work.mkdir(parents=True, exist_ok=True)
     program = Program(block)
     if block.language == "cpp":
-        src, binary = work / f"{block.ident}.cpp", work / block.ident
-        program.build = [[config["cxx"], *config["cxx_flags"], str(src), "-o", str(binary), *config["link"]]]
+        src, obj, binary = work / f"{block.ident}.cpp", work / f"{block.ident}.o", work / block.ident
+        # Compiled, then linked: the launcher (ccache) keeps only a compile's result.
+        program.build = [[*config.get("launcher", []), config["cxx"], *config["cxx_flags"], "-c", str(src), "-o",
+                          str(obj)],
+                         [config["cxx"], *config["cxx_flags"], str(obj), "-o", str(binary), *config["link"]]]
         program.run = [str(binary)]
     elif block.language == "java":
         # A public class lives in the file of its name: the wrapper's.

@@ -29,8 +29,8 @@ import json  # noqa: E402
 import os  # noqa: E402
 import pathlib  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
 import signal  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import doc_blocks  # noqa: E402
@@ -66,7 +66,13 @@ def check(args) -> int:
     consumer_files = collections.Counter(b.tags["file"] for b in blocks if not b.error and b.kind == "consumer")
     tree = static_checks.Tree(repo, pathlib.Path(config["build"]))
     programs = []
-    with tempfile.TemporaryDirectory(prefix="dlock-docs-") as out:
+    # The programs are written under the build tree, at paths that do not change from run to run,
+    # so that the compiler launcher (ccache) recognises an unchanged snippet.
+    # (The negative controls, run beside the check, in a directory of their own.)
+    out = pathlib.Path(config["build"]) / ("docs-snippets-controls" if args.expect_failures else "docs-snippets")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    try:
         for block in blocks:
             if block.error:
                 failures[block.where] = (block.error, "")
@@ -105,6 +111,8 @@ def check(args) -> int:
         for program in programs:
             if program.failure:
                 failures[program.block.where] = (program.failure, program.output)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
     return report(blocks, programs, failures, args.expect_failures, time.monotonic() - started,
                   args.verbose)
 
