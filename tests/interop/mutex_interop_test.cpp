@@ -73,7 +73,7 @@ struct HandOffRun {
   // since noticing takes a round trip that a loaded machine stretches.
   int most_holds_after_sighting = 0;
   int sightings = 0;
-  int probes = 0;  // peer acquisitions asked for while dlock hammered
+  int probes = 0;                             // peer acquisitions asked for while dlock hammered
   std::chrono::milliseconds longest_wait{0};  // the peers' longest, printed as a figure
 };
 
@@ -104,8 +104,8 @@ HandOffRun hand_off_beside_hammering_dlock(std::vector<std::string> dlock_extra)
   for (const auto& e : outcome.events) {
     if (e.event != "saw-other-client") continue;
     ++run.sightings;
-    const auto under_way = std::find_if(dlock_holds.begin(), dlock_holds.end(),
-                                        [&](const HoldRecord& h) { return h.exit_ns > e.at_ns; });
+    const auto under_way =
+        std::find_if(dlock_holds.begin(), dlock_holds.end(), [&](const HoldRecord& h) { return h.exit_ns > e.at_ns; });
     if (under_way == dlock_holds.end()) continue;
     const auto node = under_way->token / 1024;
     const auto after = std::count_if(dlock_holds.begin(), dlock_holds.end(), [&](const HoldRecord& h) {
@@ -123,10 +123,10 @@ HandOffRun hand_off_beside_hammering_dlock(std::vector<std::string> dlock_extra)
     longest = std::max(longest, h.enter_ns - h.asked_ns);
   }
   run.longest_wait = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(longest));
-  std::printf("[handoff] at most %d dlock holds on a node after it saw another client (%d sightings); peers' "
-              "longest wait %lld ms over %d acquisitions beside 8 dlock threads\n",
-              run.most_holds_after_sighting, run.sightings, static_cast<long long>(run.longest_wait.count()),
-              run.probes);
+  std::printf(
+      "[handoff] at most %d dlock holds on a node after it saw another client (%d sightings); peers' "
+      "longest wait %lld ms over %d acquisitions beside 8 dlock threads\n",
+      run.most_holds_after_sighting, run.sightings, static_cast<long long>(run.longest_wait.count()), run.probes);
   return run;
 }
 
