@@ -160,7 +160,7 @@ TEST(DlockctlSemaphore, BadLeasesOrCountExit2NamingTheValueAndTheRule) {
   const auto missing = dlockctl({"semaphore", path, "--", "true"});
   EXPECT_EQ(missing.status, 2) << missing.err;
   EXPECT_NE(missing.err.find("--leases"), std::string::npos) << missing.err;
-  EXPECT_EQ(dlockctl({"semaphore", path, "--leases", "2"}).status, 2) << "no command";
+  EXPECT_EQ(dlockctl({"semaphore", path, "--leases", "2", "--"}).status, 2) << "nothing after --";
   EXPECT_EQ(dlockctl({"elect", path, "--", "true"}).status, 2) << "elect without --id";
   EXPECT_EQ(dlockctl({"elect", path, "--id", "a", "--timeout-ms", "0", "--", "true"}).status, 2)
       << "elect --timeout-ms is 1 or more";
@@ -180,7 +180,7 @@ TEST(DlockctlSemaphore, TimeoutMsWhileTheLeasesAreHeldExits124LeavingNoNode) {
   const auto timed_out = dlockctl({"semaphore", path, "--leases", "2", "--timeout-ms", "500", "--", "touch", marker});
   EXPECT_GE(std::chrono::steady_clock::now() - started, 500ms);
   EXPECT_EQ(timed_out.status, 124) << timed_out.err;
-  EXPECT_NE(timed_out.err.find("not granted within --timeout-ms 500"), std::string::npos) << timed_out.err;
+  EXPECT_NE(timed_out.err.find("not granted within 500ms (--timeout)"), std::string::npos) << timed_out.err;
   EXPECT_FALSE(fs::exists(marker)) << "the command ran without a lease";
   EXPECT_EQ(nodes_under(path), 2u) << "dlockctl left a node (only the test's two leases may be there)";
 
@@ -267,7 +267,7 @@ TEST(DlockctlElect, SigintOrTimeoutWhileWaitingLeavesTheElectionRunningNothing) 
 
   const auto timed_out = dlockctl({"elect", path, "--id", "late", "--timeout-ms", "300", "--", "touch", marker});
   EXPECT_EQ(timed_out.status, 124) << timed_out.err;
-  EXPECT_NE(timed_out.err.find("not granted within --timeout-ms 300"), std::string::npos) << timed_out.err;
+  EXPECT_NE(timed_out.err.find("not granted within 300ms (--timeout)"), std::string::npos) << timed_out.err;
   EXPECT_EQ(nodes_under(path), 1u);
   EXPECT_FALSE(fs::exists(marker));
 

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "dlock/async.hpp"
 #include "dlock/inspect.hpp"
+#include "durations.hpp"
 
 namespace dlockctl {
 
@@ -67,8 +68,8 @@ std::variant<LockHold, int> acquire_lock(dlock::Session& session, const std::str
   if (*result) throw CommandError(kNotStarted, "waiting for " + what + ": " + result->message());
   if (!granted && !timeout) throw CommandError(kNotStarted, "waiting for " + what + ": not granted");
   if (!granted) {
-    std::cerr << "dlockctl: " << what << " was not granted within --timeout-ms " << timeout->count()
-              << "; nothing run\n";
+    std::cerr << "dlockctl: " << what << " was not granted within " << format_duration(*timeout)
+              << " (--timeout); nothing run\n";
     return kWaitTimedOut;
   }
   return LockHold(std::move(granted));

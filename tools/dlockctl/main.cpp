@@ -24,17 +24,21 @@
 #include "dlock/revocation.hpp"
 #include "dlock/session.hpp"
 #include "dlock/version.hpp"
+#include "durations.hpp"
+#include "hold_open.hpp"
 #include "lock_hold.hpp"
 #include "output.hpp"
 #include "recipe_holds.hpp"
 #include "run_under.hpp"
 #include "signals.hpp"
 #include "spawn.hpp"
+#include "wait_report.hpp"
 #include "waits.hpp"
 
 namespace {
 
 using dlockctl::CommandError;
+using dlockctl::duration_in;
 using dlockctl::ExitCode;
 
 // "--auth SCHEME:SECRET" as Credentials; the secret is never echoed back.
@@ -123,7 +127,8 @@ int main(int argc, char** argv) {
              "  dlockctl --connect zk1:2181 why /locks/orders/42 --base /locks\n"
              "  dlockctl --connect zk1:2181 deadlocks /locks\n"
              "  dlockctl --connect zk1:2181 lock /locks/nightly-report -- nightly-report --day today\n"
-             "  dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- export-catalogue\n"
+             "  dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout 30s -- export-catalogue\n"
+             "  dlockctl --connect zk1:2181 lock /locks/orders --verbose      (holds it until Ctrl-C)\n"
              "  dlockctl --connect zk1:2181 semaphore /semaphores/reindex --leases 3 -- reindex-shard\n"
              "  dlockctl --connect zk1:2181 elect /elections/scheduler --id \"$(hostname)\" -- run-scheduler\n"
              "  dlockctl --connect zk1:2181 revoke /locks/nightly-report/_c_...-lock-0000000007\n");
@@ -145,12 +150,22 @@ int main(int argc, char** argv) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--json", json, "print one JSON document on stdout (errors too, as {\"error\", \"exit_code\"})");
-  app.add_option("--connect-timeout-ms", connect_timeout_ms, "give up connecting after this long (default 10000)");
+  auto* connect_timeout_ms_option = app.add_option("--connect-timeout-ms", connect_timeout_ms,
+                                                   "give up connecting after this many milliseconds (default 10000)");
+  app.add_option("--connect-timeout", connect_timeout_ms, "--connect-timeout-ms as a duration: 500ms, 10s, 2m")
+      ->type_name("DURATION")
+      ->transform(duration_in(1, kMaxTimeoutMs))
+      ->excludes(connect_timeout_ms_option);
   std::int64_t session_timeout_ms = 10'000;
-  app.add_option("--session-timeout-ms", session_timeout_ms,
-                 "ZooKeeper session timeout to ask for (default 10000; the server clamps it into its range, by "
-                 "default 4000..40000): how long a dead dlockctl's lock outlives it")
-      ->check(milliseconds_in(1, 2'147'483'647, "a whole number of milliseconds from 1 to 2147483647"));
+  auto* session_timeout_ms_option =
+      app.add_option("--session-timeout-ms", session_timeout_ms,
+                     "ZooKeeper session timeout to ask for (default 10000; the server clamps it into its range, by "
+                     "default 4000..40000): how long a dead dlockctl's lock outlives it")
+          ->check(milliseconds_in(1, 2'147'483'647, "a whole number of milliseconds from 1 to 2147483647"));
+  app.add_option("--session-timeout", session_timeout_ms, "--session-timeout-ms as a duration: 4s, 30s")
+      ->type_name("DURATION")
+      ->transform(duration_in(1, 2'147'483'647))
+      ->excludes(session_timeout_ms_option);
 
   std::string base;
   auto* list = app.add_subcommand("list",
@@ -167,17 +182,23 @@ int main(int argc, char** argv) {
   std::optional<std::int64_t> timeout_ms;
   auto* wait = app.add_subcommand("wait",
                                   "block until no contender is queued on PATH (exit 0), or until "
-                                  "--timeout-ms (exit 1)");
+                                  "--timeout (exit 1)");
   wait->add_option("PATH", path, "the lock directory")->required();
-  wait->add_option("--timeout-ms", timeout_ms, "give up after this many milliseconds (default: no limit)");
+  wait->add_option("--timeout", timeout_ms, "give up after this long: 500ms, 10s, 2m (default: no limit)")
+      ->type_name("DURATION")
+      ->transform(duration_in(0, kMaxTimeoutMs))
+      ->excludes(wait->add_option("--timeout-ms", timeout_ms, "--timeout in milliseconds"));
 
   std::optional<std::int64_t> updates;
   auto* watch = app.add_subcommand("watch",
                                    "print the queue of PATH now and again each time it changes "
-                                   "(--json: one JSON document per line), until Ctrl-C, --timeout-ms "
+                                   "(--json: one JSON document per line), until Ctrl-C, --timeout "
                                    "or --updates");
   watch->add_option("PATH", path, "the lock directory")->required();
-  watch->add_option("--timeout-ms", timeout_ms, "stop after this many milliseconds (default: no limit)");
+  watch->add_option("--timeout", timeout_ms, "stop after this long: 500ms, 10s, 2m (default: no limit)")
+      ->type_name("DURATION")
+      ->transform(duration_in(0, kMaxTimeoutMs))
+      ->excludes(watch->add_option("--timeout-ms", timeout_ms, "--timeout in milliseconds"));
   watch->add_option("--updates", updates,
                     "stop after printing this many updates, the first included (default: no limit)");
 
@@ -222,6 +243,7 @@ int main(int argc, char** argv) {
   // each subcommand's.
   std::optional<std::int64_t> kill_after_ms;
   bool revocable = false;
+  bool verbose = false;
   const auto ms_rule = [](std::int64_t min) {
     return milliseconds_in(min, kMaxTimeoutMs,
                            "a whole number of milliseconds from " + std::to_string(min) + " to " +
@@ -232,25 +254,38 @@ int main(int argc, char** argv) {
                               const char* example) {
     auto* command = app.add_subcommand(name, description);
     command->add_option("PATH", path, path_example)->required();
-    command->add_option("--timeout-ms", timeout_ms, timeout_help)->check(ms_rule(min_timeout));
+    command->add_option("--timeout", timeout_ms, timeout_help + " (a duration: 500ms, 10s, 2m)")
+        ->type_name("DURATION")
+        ->transform(duration_in(min_timeout, kMaxTimeoutMs))
+        ->excludes(
+            command->add_option("--timeout-ms", timeout_ms, "--timeout in milliseconds")->check(ms_rule(min_timeout)));
     command
-        ->add_option("--kill-after-ms", kill_after_ms,
+        ->add_option("--kill-after", kill_after_ms,
                      "if the hold is lost (or, with --revocable, revoked) while CMD runs, CMD gets SIGTERM, then "
-                     "SIGKILL this many milliseconds later (default 10000)")
-        ->check(ms_rule(0));
+                     "SIGKILL this long later: 500ms, 10s (default 10s)")
+        ->type_name("DURATION")
+        ->transform(duration_in(0, kMaxTimeoutMs))
+        ->excludes(
+            command->add_option("--kill-after-ms", kill_after_ms, "--kill-after in milliseconds")->check(ms_rule(0)));
+    command->add_flag("--verbose", verbose,
+                      "say on stderr what it waits for and behind whom (who holds it, how many queue), and how long "
+                      "the wait took");
     command->footer(
         "The command follows \"--\": dlockctl ... " + std::string(name) +
         " PATH [OPTIONS] -- CMD [ARGS...]. It runs with " + variables +
-        " set; its exit status is dlockctl's (see dlockctl --help for dlockctl's own).\nExample: " + example);
+        " set; its exit status is dlockctl's (see dlockctl --help for dlockctl's own).\nWithout a command the hold "
+        "is kept until dlockctl is interrupted (Ctrl-C, SIGTERM, SIGHUP: exit 0), as etcdctl lock does; those "
+        "variables are printed on stdout once it is granted.\nExample: " +
+        example);
     return command;
   };
   const auto add_revocable = [&](CLI::App* command) {
     command->add_flag("--revocable", revocable,
                       "listen for revocation requests on the hold's node(s) (dlockctl revoke, Curator's Revoker): "
-                      "one stops CMD as a lost hold does (SIGTERM, SIGKILL --kill-after-ms later), exit 122");
+                      "one stops CMD as a lost hold does (SIGTERM, SIGKILL --kill-after later), exit 122");
   };
   const std::string wait_help =
-      "give up (exit 124, nothing run) if not granted within this many milliseconds; 0: only if free now "
+      "give up (exit 124, nothing run) if not granted within this long; 0ms: only if free now "
       "(default: wait as long as it takes)";
   const char* lock_variables = "DLOCK_FENCING_TOKEN, DLOCK_PATH and DLOCK_NODE";
   auto* lock = add_hold_command("lock",
@@ -264,7 +299,7 @@ int main(int argc, char** argv) {
                                      "InterProcessReadWriteLock and dlock::SharedMutex take it): readers share, "
                                      "writers and exclusive holders exclude them",
                                      "the lock directory, e.g. /locks/catalogue", wait_help, 0, lock_variables,
-                                     "dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout-ms 30000 -- "
+                                     "dlockctl --connect zk1:2181 read-lock /locks/catalogue --timeout 30s -- "
                                      "export-catalogue");
   add_revocable(read_lock);
 
@@ -275,7 +310,7 @@ int main(int argc, char** argv) {
       "run a command while holding --count of the --leases leases of PATH's semaphore (as Curator's "
       "InterProcessSemaphoreV2 and dlock::Semaphore take them): at most --leases at once across every client",
       "the semaphore's directory, e.g. /semaphores/reindex",
-      "give up (exit 124, nothing run) if the leases are not granted within this many milliseconds; 0: only if "
+      "give up (exit 124, nothing run) if the leases are not granted within this long; 0ms: only if "
       "free now (default: wait as long as it takes)",
       0,
       "DLOCK_FENCING_TOKEN (the largest of its leases' tokens), DLOCK_PATH, DLOCK_NODE (the first lease's node) "
@@ -296,7 +331,7 @@ int main(int argc, char** argv) {
       "join PATH's leader election (as Curator's LeaderSelector and dlock::LeaderSelector do) and run a command "
       "while leader; the next participant leads once it exits",
       "the election's directory, e.g. /elections/scheduler",
-      "give up (exit 124, nothing run, the participant leaves) if not leader within this many milliseconds "
+      "give up (exit 124, nothing run, the participant leaves) if not leader within this long "
       "(default: wait as long as it takes)",
       1, "DLOCK_FENCING_TOKEN (the term's token), DLOCK_PATH and DLOCK_NODE (the participant's node)",
       "dlockctl --connect zk1:2181 elect /elections/scheduler --id \"$(hostname)\" -- run-scheduler");
@@ -359,9 +394,10 @@ int main(int argc, char** argv) {
   try {
     if (runs_command) {
       const std::string name = hold_name;
-      if (!split.command || split.command->empty()) {
+      if (split.command && split.command->empty()) {
         throw CommandError(dlockctl::kUsage, name + " needs a command after \"--\": dlockctl " + name +
-                                                 " PATH [OPTIONS] -- CMD [ARGS...]");
+                                                 " PATH [OPTIONS] -- CMD [ARGS...] (or no \"--\": hold until "
+                                                 "interrupted)");
       }
       if (json) {
         throw CommandError(dlockctl::kUsage, "--json does not go with " + name + ": the command's output is on stdout");
@@ -432,6 +468,14 @@ int main(int argc, char** argv) {
       dlockctl::SignalWatch signals(io);
       dlock::Session session(std::move(options));
       const auto patience = timeout_ms ? std::optional(std::chrono::milliseconds(*timeout_ms)) : std::nullopt;
+      const std::string what = semaphore->parsed()
+                                   ? std::to_string(lease_count) + " of the " + std::to_string(max_leases) +
+                                         " leases of " + dlock::escape_text(path)
+                               : elect->parsed() ? "the leadership of " + dlock::escape_text(path)
+                               : lock->parsed()  ? "the lock on " + dlock::escape_text(path)
+                                                 : "the read lock on " + dlock::escape_text(path);
+      if (verbose) dlockctl::report_before_wait(session, path, what);
+      const auto wait_began = std::chrono::steady_clock::now();
       std::unique_ptr<dlockctl::Hold> hold;
       if (semaphore->parsed()) {
         auto acquired = dlockctl::acquire_leases(session, path, static_cast<int>(max_leases),
@@ -448,6 +492,7 @@ int main(int argc, char** argv) {
         if (const auto* status = std::get_if<int>(&acquired)) return *status;
         hold = std::make_unique<dlockctl::LockHold>(std::move(std::get<dlockctl::LockHold>(acquired)));
       }
+      if (verbose) dlockctl::report_granted(what, std::chrono::steady_clock::now() - wait_began, hold->fencing_token());
       // --revocable: a request on any of the hold's nodes (a request made before this counts).
       dlockctl::AnyStop revoked;
       std::vector<std::unique_ptr<dlock::RevocationWatch>> revocations;
@@ -457,6 +502,7 @@ int main(int argc, char** argv) {
           revoked.add(revocations.back()->stop_token());
         }
       }
+      if (!split.command) return dlockctl::hold_until_interrupted(*hold, revoked.token(), signals, io);
       return dlockctl::run_under(*hold,
                                  {.command = std::move(*split.command),
                                   .inherited_fds = std::move(inherited_fds),

@@ -8,6 +8,7 @@
 #include "blocking_wait.hpp"
 #include "commands.hpp"
 #include "dlock/inspect.hpp"
+#include "durations.hpp"
 
 namespace dlockctl {
 namespace {
@@ -73,7 +74,8 @@ std::variant<std::unique_ptr<SemaphoreHold>, int> acquire_leases(dlock::Session&
   if (waited.error) fail_waiting(what, waited.error);
   if (waited.value->empty()) {
     if (!timeout) throw CommandError(kNotStarted, "waiting for " + what + ": no lease was granted");
-    std::cerr << "dlockctl: " << what << " not granted within --timeout-ms " << timeout->count() << "; nothing run\n";
+    std::cerr << "dlockctl: " << what << " not granted within " << format_duration(*timeout)
+              << " (--timeout); nothing run\n";
     return kWaitTimedOut;
   }
   return std::make_unique<SemaphoreHold>(std::move(*waited.value));
@@ -142,7 +144,8 @@ std::variant<std::unique_ptr<ElectionHold>, int> await_leadership(dlock::Session
   if (!waited.value || !*waited.value) {
     let_go();
     if (!timeout) throw CommandError(kNotStarted, "waiting for " + what + ": the election ended");
-    std::cerr << "dlockctl: " << what << " not granted within --timeout-ms " << timeout->count() << "; nothing run\n";
+    std::cerr << "dlockctl: " << what << " not granted within " << format_duration(*timeout)
+              << " (--timeout); nothing run\n";
     return kWaitTimedOut;
   }
   auto term = std::move(**waited.value);
