@@ -28,40 +28,8 @@ case "${1:-}" in
   *) echo "usage: $0 [--negative-control PACKAGE]" >&2; exit 2 ;;
 esac
 
-tarball=$(bash "$repo/scripts/debian-rootfs.sh")
-root=$(mktemp -d "$dir/fresh.XXXXXX")
-mounts=()
-cleanup() {
-  local m
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null || true; done
-  # Nothing may be mounted below the root when it is removed (a bound /dev would lose its nodes).
-  if awk -v d="$root/" 'index($2, d) == 1 {found = 1} END {exit !found}' /proc/mounts; then
-    echo "fresh-machine-check: mounts left under $root; not removing it" >&2
-    return
-  fi
-  rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
-bind() {  # bind SOURCE TARGET-INSIDE-ROOT
-  mkdir -p "$root$2"
-  mount --bind "$1" "$root$2"
-  mounts+=("$root$2")
-}
-
-tar -C "$root" -xf "$tarball"
-# The machine's own apt sources (Debian 12, its updates and security suites, as a new machine
-# of this kind has), its resolver, and its package cache.
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-rm -f "$root/etc/apt/sources.list"
-cp -a /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/" 2>/dev/null || true
-[ ! -f /etc/apt/sources.list ] || cp /etc/apt/sources.list "$root/etc/apt/sources.list"
-# Packages are installed, not started: no service of theirs (PostgreSQL, Docker) runs in the root.
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-chmod +x "$root/usr/sbin/policy-rc.d"
-mount -t proc proc "$root/proc"
-mounts+=("$root/proc")
-bind /dev /dev
-bind /var/cache/apt/archives /var/cache/apt/archives
+source "$repo/scripts/fresh-root.sh"
+fresh_root fresh-machine-check
 
 # The repository's scripts and files, as a clone has them.
 mkdir -p "$root/dlock"
@@ -71,7 +39,6 @@ else
   tar -C "$repo" --exclude='./build*' -cf - . | tar -C "$root/dlock" -xf -
 fi
 
-inside() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
 install_log="$dir/$(basename "$root").install.log"
 install() {  # install [PACKAGE-TO-LEAVE-OUT]
   local script=/dlock/scripts/install-deps.sh

@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
 # The test command: installs what is needed, builds, and runs the whole suite against a real
 # ZooKeeper server (started and stopped by the tests), then once more under ASan + UBSan.
+#
+#   bash scripts/test.sh            everything (the README's test command, and CI's)
+#   bash scripts/test.sh --quick    for contributors between changes: the Release build and the
+#                                   suite's single-server tests only (no interop peers, ensembles,
+#                                   Docker, compile checks, sanitizers or fuzzing); a few minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=false
+case "${1:-}" in
+  "") ;;
+  --quick) quick=true ;;
+  *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
 # First, since it takes no time: nothing tracked may point outside the repository.
 bash scripts/check-standalone.sh
 scripts/install-deps.sh
@@ -23,6 +34,34 @@ ccache --zero-stats >/dev/null
 # Where the 30-minute budget goes: each step's end, in seconds since the start.
 mark() { echo "test.sh: $1 at ${SECONDS} s"; }
 mark "dependencies"
+
+if $quick; then
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$jobs"
+  mark "build"
+  # The suite in two processes side by side (GoogleTest's sharding), each with its own server.
+  filter='-Interop*:*Interop.*:Ensemble.*:Nemesis.*:ComposeE2E.*:*Docker*'
+  logs=$(mktemp -d)
+  pids=()
+  for shard in 0 1; do
+    GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=$shard build/tests/dlock_tests --gtest_color=no --gtest_brief=1 \
+      --gtest_filter="$filter" >"$logs/shard-$shard.log" 2>&1 &
+    pids+=($!)
+  done
+  status=0
+  for shard in 0 1; do
+    if ! wait "${pids[$shard]}"; then
+      status=1
+      grep -E '^\[  FAILED  \]|Failure|error' "$logs/shard-$shard.log" | head -n 40 || true
+    fi
+    grep -E '^\[==========\]|^\[  PASSED  \]' "$logs/shard-$shard.log" | sed "s/^/shard $shard: /"
+  done
+  build/tests/keygen/dlock_key_tests --gtest_color=no --gtest_brief=1 | tail -n 2 || status=1
+  rm -rf "$logs"
+  mark "quick suite"
+  [ "$status" -eq 0 ] && echo "test.sh --quick: passed (the full command: bash scripts/test.sh)"
+  exit "$status"
+fi
 
 # The fresh-machine check: install-deps.sh run in a pristine Debian 12 root installs everything
 # the list names (so a package installed by hand on this machine cannot hide a missing install
@@ -52,6 +91,11 @@ cmake --build build -j"$jobs"
 # while the compile checks and the packaging build want a core each (measured: 550 s with -j2).
 (cd build && ctest -j"$((jobs + 1))" --output-on-failure)
 mark "build + suite"
+
+# The Debian package (cpack -G DEB) installed with apt in a fresh Debian 12 root, and hello_lock
+# built there against it with find_package and with pkg-config (about a minute and a half).
+bash scripts/deb-check.sh build
+mark "Debian package"
 
 # The testing kit's Docker backend: the ensemble scenarios again, each member a container (and two
 # partition scenarios); then docker-compose.yml itself brought up (3 ZooKeeper members,

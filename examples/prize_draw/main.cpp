@@ -255,9 +255,41 @@ int instance(const Options& options) {
 }  // namespace
 }  // namespace prize_draw
 
+namespace {
+
+constexpr const char* kUsage =
+    "usage: prize_draw [OPTIONS]\n"
+    "A pool of prizes in PostgreSQL, several instances drawing at once for many users, and the same\n"
+    "draws guarded six ways; prints draws per second and prizes oversold for each.\n"
+    "\n"
+    "  --instances N     processes drawing at once (default 3, 1..64)\n"
+    "  --threads N       threads per instance (default 8, 1..64)\n"
+    "  --draws N         draws per thread (default 200)\n"
+    "  --prizes N        prizes in the pool (default 10)\n"
+    "  --think-us N      work per draw outside the lock, in microseconds (default 0)\n"
+    "  --variants LIST   of none, for-update, optimistic, dlock-nohandoff, dlock, dlock-batch\n"
+    "                    (default: all six, in that order)\n"
+    "  --max-passes N    the dlock variants' HandoffOptions::max_passes (default 8)\n"
+    "  --max-time-ms N   their HandoffOptions::max_time (default 10)\n"
+    "  --zk HOST:PORT    a ZooKeeper to use (default: one started on a free loopback port)\n"
+    "  --db CONNINFO     a PostgreSQL to use (default: one started on a free loopback port)\n"
+    "  --pg-fsync        the started PostgreSQL waits for the disk at each COMMIT\n"
+    "  --check           exit 1 unless every guard oversold nothing and the unguarded control did\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "Exit status: 0 done (and with --check, passed); 1 --check failed; 2 bad command line or a\n"
+    "failure (the message says which).\n";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   try {
     const std::vector<std::string> args(argv + 1, argv + argc);
+    if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+        std::find(args.begin(), args.end(), "-h") != args.end()) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     const prize_draw::Options options(args,
                                       {"--instances", "--threads", "--draws", "--prizes", "--think-us", "--variants",
                                        "--max-passes", "--max-time-ms", "--zk", "--db", "--instance-of", "--index"},

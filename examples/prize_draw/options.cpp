@@ -16,7 +16,7 @@ Options::Options(const std::vector<std::string>& args, const std::vector<std::st
     if (listed(flags, name)) {
       values_[name] = "";
     } else if (!listed(known, name)) {
-      throw std::invalid_argument("unknown option \"" + name + "\"");
+      throw std::invalid_argument("unknown option \"" + name + "\" (try --help)");
     } else if (i + 1 == args.size()) {
       throw std::invalid_argument("option " + name + " needs a value");
     } else {

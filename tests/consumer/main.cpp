@@ -1,5 +1,5 @@
 // A user's program, built against the installed package only (find_package(dlock), dlock::dlock).
-// It is what the README's "Use it in your project" shows: the Session is made inside main(), not
+// It is what GETTING-STARTED's "Use it in your own project" shows: the Session is made inside main(), not
 // at namespace scope (its constructor connects and may throw; a global's exception could not be
 // caught), and a handler locks with DLOCK_SCOPE and with a Mutex.
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's "Use it in your project", step by step, as a user would run it, and the two other
-# ways a project takes dlock: pkg-config on the installed dlock.pc, and FetchContent (dlock as a
+# GETTING-STARTED's "Use it in your own project", step by step, as a user would run it, and the two
+# other ways a project takes dlock: pkg-config on the installed dlock.pc, and FetchContent (dlock as a
 # subproject, whose target list must hold the library only). First: a library-only
 # build of the source tree (no tests, no examples), `cmake --install` into a scratch prefix, then
 # tests/consumer (find_package(dlock COMPONENTS testing postgres sqlite mariadb): dlock::dlock, on
