@@ -76,7 +76,7 @@ fi
 # with all of them unchanged says so and does not repeat it. (After that week it runs again, as
 # Debian's updates may have moved a package.)
 fresh_inputs=(scripts/install-deps.sh scripts/check-deps.sh scripts/dependencies.list scripts/dependencies.sh
-              scripts/debian-rootfs.sh scripts/fresh-machine-check.sh)
+              scripts/debian-rootfs.sh scripts/fresh-root.sh scripts/fresh-machine-check.sh)
 fresh_passed=/var/cache/dlock-rootfs/passed-$(cat "${fresh_inputs[@]}" | sha256sum | cut -c1-16)
 if [ -n "$(find "$fresh_passed" -mtime -7 2>/dev/null)" ]; then
   echo "fresh-machine check: passed on $(date -r "$fresh_passed" '+%F %R') for these install scripts; not repeated"
