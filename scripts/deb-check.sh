@@ -14,9 +14,9 @@ build=${1:?"usage: $0 BUILD_DIR"}
 build=$(cd "$build" && pwd)
 version=$(sed -n 's/^project(dlock VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
 
-debs=$(mktemp -d)
 source "$repo/scripts/fresh-root.sh"
 fresh_root deb-check
+debs=$(mktemp -d)
 trap 'fresh_root_cleanup; rm -rf "$debs"' EXIT
 (cd "$build" && cpack -G DEB -B "$debs" >"$debs/cpack.log" 2>&1) ||
   { cat "$debs/cpack.log" >&2; echo "deb-check: cpack -G DEB failed" >&2; exit 1; }

@@ -20,6 +20,8 @@ Languages, the kinds each allows (the first is the default) and the tags a kind 
     json    parse                  parsed
     text    shown                  not code (a program's output, a usage summary, a diagram):
                                    shown to the reader, never run
+            usage     help=PROGRAM a usage summary of PROGRAM (dlockctl): the options it names
+                                   must be the program's, and the page must name all of them
 
 Any block may also carry from=PATH (a file of the repository): its text must then be a verbatim
 excerpt of that file, so a page that shows a file of the tree (the README's examples/hello_lock)
@@ -46,9 +48,9 @@ KINDS = {
     "python": {"fragment": ("wrap",)},
     "sh": {"consistent": (), "run": ("wrap",)},
     "json": {"parse": ()},
-    "text": {"shown": ()},
+    "text": {"shown": (), "usage": ("help",)},
 }
-TAGS = {"snippet", "wrap", "file", "from", "fails"}
+TAGS = {"snippet", "wrap", "file", "from", "fails", "help"}
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>.*)$")
 

@@ -64,7 +64,7 @@ def check(args) -> int:
     consumer_cmake = (repo / "tests" / "consumer" / "CMakeLists.txt").read_text(encoding="utf-8")
     # A consumer file written by two blocks would silently be the later one's.
     consumer_files = collections.Counter(b.tags["file"] for b in blocks if not b.error and b.kind == "consumer")
-    tree = static_checks.Tree(repo, pathlib.Path(config["build"]))
+    tree = static_checks.Tree(repo, pathlib.Path(config["build"]), config.get("dlockctl"))
     programs = []
     # The programs are written under the build tree, at paths that do not change from run to run,
     # so that the compiler launcher (ccache) recognises an unchanged snippet.
@@ -80,6 +80,8 @@ def check(args) -> int:
             problems = []
             if block.language == "json":
                 problems = static_checks.check_json(block)
+            elif block.language == "text" and block.kind == "usage":
+                problems = static_checks.check_usage(block, tree)
             elif block.language == "sh":
                 problems = static_checks.check_shell(block, tree, config["bash"])
             elif block.language == "text" and doc_blocks.looks_like_code(block.text):

@@ -13,7 +13,13 @@ what can drift from the tree:
     case of it);
   - `build/PATH` as a command: PATH exists in the build tree the test runs from;
   - `ctest -L LABEL`: some test carries LABEL;
-  - `DLOCK_NAME=value` before a command, or exported: something outside the docs reads DLOCK_NAME.
+  - `DLOCK_NAME=value` before a command, or exported: something outside the docs reads DLOCK_NAME;
+  - `dlockctl ... --OPTION ...` (before a `--`): `dlockctl --help` or its command's `--help`
+    names OPTION.
+
+A `text` block tagged snippet=usage help=dlockctl (a usage summary) may name only options that
+dlockctl's help names, and every option the help names must appear somewhere on its page: an
+option added to the tool and never documented, or one documented and gone, fails.
 
 A block of any kind tagged from=PATH must be a verbatim excerpt of that file of the tree.
 """
@@ -26,8 +32,13 @@ import re
 import shlex
 import subprocess
 
-from doc_blocks import Block
+from doc_blocks import FENCE, Block
 
+
+def _is_fence(line: str) -> bool:
+    return FENCE.match(line) is not None
+
+OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 SEPARATORS = {";", "&&", "||", "|", "(", ")", "&", ";;"}
 SOURCE_SUFFIXES = {".cpp", ".hpp", ".h", ".in", ".sh", ".py", ".yml", ".yaml", ".txt", ".cmake", ".java", ".list"}
 SKIPPED_DIRS = {".git", "docs", "__pycache__"}
@@ -55,8 +66,9 @@ def check_json(block: Block) -> list[str]:
 class Tree:
     """What the shell checks compare with, read once."""
 
-    def __init__(self, repo: pathlib.Path, build: pathlib.Path):
-        self.repo, self.build = repo, build
+    def __init__(self, repo: pathlib.Path, build: pathlib.Path, dlockctl: str | None = None):
+        self.repo, self.build, self.dlockctl = repo, build, dlockctl
+        self._dlockctl_options: set[str] | None = None
         self.install_deps = (repo / "scripts" / "install-deps.sh").read_text(encoding="utf-8")
         cmake = "\n".join(p.read_text(encoding="utf-8") for p in self._files() if p.name == "CMakeLists.txt")
         self.options = set(re.findall(r"\boption\(\s*(\w+)", cmake)) | set(
@@ -66,6 +78,18 @@ class Tree:
                           for w in re.findall(r"[\w-]+", labels))
         self.sources = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in self._files()
                                  if p.suffix in SOURCE_SUFFIXES or p.name.startswith("Dockerfile"))
+
+    def dlockctl_options(self) -> set[str]:
+        """Every option `dlockctl --help` and each of its commands' `--help` name."""
+        if self._dlockctl_options is None:
+            if not self.dlockctl:
+                raise RuntimeError("no dlockctl in the configuration: the checks of its options cannot run")
+            top = subprocess.run([self.dlockctl, "--help"], capture_output=True, text=True, check=True).stdout
+            commands = re.findall(r"^  ([a-z][\w-]*)\s", top.split("Subcommands:", 1)[1].split("\n\n", 1)[0], re.M)
+            helps = [top] + [subprocess.run([self.dlockctl, c, "--help"], capture_output=True, text=True,
+                                            check=True).stdout for c in commands]
+            self._dlockctl_options = {o for h in helps for o in OPTION.findall(h)}
+        return self._dlockctl_options
 
     def _files(self):
         for directory, subdirs, files in os.walk(self.repo):
@@ -135,6 +159,11 @@ def check_command(words: list[str], tree: Tree) -> list[str]:
     elif command == "bash" and args and args[0].startswith("scripts/") or command.startswith("scripts/"):
         script, rest = (args[0], args[1:]) if command == "bash" else (command, args)
         problems += check_script(script, rest, tree)
+    elif command == "dlockctl" or command.endswith("/dlockctl"):
+        own = args[:args.index("--")] if "--" in args else args
+        for option in (a.split("=")[0] for a in own if OPTION.fullmatch(a.split("=")[0])):
+            if option not in tree.dlockctl_options():
+                problems.append(f"dlockctl {option}: dlockctl --help names no such option")
     elif command.startswith("build/"):
         if not (tree.build / command[len("build/"):]).exists():
             problems.append(f"{command}: not in the build tree ({tree.build})")
@@ -149,3 +178,19 @@ def check_script(script: str, args: list[str], tree: Tree) -> list[str]:
         if not re.search(rf"(^|[\s(|]){re.escape(args[0])}\)", path.read_text(encoding="utf-8"), re.M):
             return [f"{script} {args[0]}: the script has no `{args[0]})` case"]
     return []
+
+
+def check_usage(block: Block, tree: Tree) -> list[str]:
+    """A usage summary (text snippet=usage help=dlockctl) against the program's own help."""
+    if block.tags["help"] != "dlockctl":
+        return [f"help={block.tags['help']}: only dlockctl's help is known"]
+    known = tree.dlockctl_options()
+    shown = set(OPTION.findall(block.text))
+    # The page's text and blocks, not the blocks' info strings (a tag names no option for a reader).
+    page = "\n".join(line for line in block.path.read_text(encoding="utf-8").split("\n")
+                     if not _is_fence(line))
+    problems = [f"dlockctl {o}: dlockctl --help names no such option" for o in sorted(shown - known)]
+    problems += [f"dlockctl {o}: in dlockctl --help, but nowhere on {block.name}" for o in sorted(known)
+                 if o not in set(OPTION.findall(page))]
+    return problems
+

@@ -197,6 +197,7 @@ Options parse(int argc, char** argv) {
   if (values.count("--attempt-timeout-ms")) {
     o.attempt_timeout_ms = positive("--attempt-timeout-ms", values["--attempt-timeout-ms"], 1);
   }
+  if (o.log_sightings && o.async) throw std::invalid_argument("--log-sightings does not go with --async");
   if (values.count("--test-switch")) {
     // A guarantee switched off in this process (recipes/test_hooks.hpp): the soak's negative
     // controls (tools/soak).

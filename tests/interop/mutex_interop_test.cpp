@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 #include "dlock/dlock.hpp"
 #include "peers.hpp"
@@ -77,9 +78,12 @@ struct HandOffRun {
   std::chrono::milliseconds longest_wait{0};  // the peers' longest, printed as a figure
 };
 
-// The node a sighting at `at` belongs to: that of the dlock hold under way then or, between holds,
-// of the next one (the hook runs under the lock that grants passes, for the node holding it).
-// Tokens are the node's creation zxid times 1024 plus the pass (dlock/fencing.hpp).
+// The node a sighting at `at` belongs to: that of the last dlock hold that began before it (the
+// hook runs under the lock that grants passes, for the node holding it; a hold whose exit was
+// stamped but whose release, retiring its node, had not run yet is still that node's), or of the
+// first hold when none began before. Counting the wrong node's holds can only undercount: a
+// node's holds all end before the next node's begin. Tokens are the node's creation zxid times
+// 1024 plus the pass (dlock/fencing.hpp).
 HandOffRun hand_off_beside_hammering_dlock(std::vector<std::string> dlock_extra) {
   dlock_extra.push_back("--log-sightings");
   const std::vector<PeerRun> runs{
@@ -104,10 +108,12 @@ HandOffRun hand_off_beside_hammering_dlock(std::vector<std::string> dlock_extra)
   for (const auto& e : outcome.events) {
     if (e.event != "saw-other-client") continue;
     ++run.sightings;
-    const auto under_way =
-        std::find_if(dlock_holds.begin(), dlock_holds.end(), [&](const HoldRecord& h) { return h.exit_ns > e.at_ns; });
-    if (under_way == dlock_holds.end()) continue;
-    const auto node = under_way->token / 1024;
+    if (dlock_holds.empty()) continue;
+    // dlock_holds is sorted by enter_ns: the first that began after the sighting, and the one before.
+    auto next =
+        std::find_if(dlock_holds.begin(), dlock_holds.end(), [&](const HoldRecord& h) { return h.enter_ns > e.at_ns; });
+    const auto& owner = next == dlock_holds.begin() ? *next : *std::prev(next);
+    const auto node = owner.token / 1024;
     const auto after = std::count_if(dlock_holds.begin(), dlock_holds.end(), [&](const HoldRecord& h) {
       return h.token / 1024 == node && h.enter_ns > e.at_ns;
     });

@@ -137,8 +137,7 @@ int most_batches_after_another_client_is_seen(const std::string& path, int threa
   std::atomic<bool> other_waits{false};
   std::atomic<bool> seen{false};
   std::atomic<int> batches_meanwhile{0};
-  // Any cohort of the process runs it: the other client's own, too, once granted, with the
-  // batches' next node behind it; no batch can begin then, while it holds.
+  // Only BatchLock's cohort runs it: the other client takes its lock without hand-off (below).
   ScopedCallback saw(detail::test_hooks::handoff_saw_other_client, [&] {
     if (other_waits.load()) seen.store(true);
   });
@@ -162,9 +161,14 @@ int most_batches_after_another_client_is_seen(const std::string& path, int threa
     });
   }
   std::this_thread::sleep_for(100ms);
-  Session other(session_options());
+  // The other client without hand-off: its acquisitions go through no cohort, so every sighting is
+  // BatchLock's (the other's own would fire at its grant, with the batches' next node behind it).
+  auto other_options = session_options();
+  other_options.handoff.local = false;
+  Session other(other_options);
   Mutex mutex(other, path);
   int most = 0;
+  int waits_seen = 0;  // the other's waits that BatchLock's node saw: none would leave the bound untested
   for (int i = 0; i < 5; ++i) {
     batches_meanwhile.store(0);
     seen.store(false);
@@ -172,13 +176,17 @@ int most_batches_after_another_client_is_seen(const std::string& path, int threa
     const bool got = mutex.try_lock_for(20s);
     other_waits.store(false);
     most = std::max(most, batches_meanwhile.load());
+    waits_seen += seen.load() ? 1 : 0;
+    EXPECT_TRUE(got) << "the other client never got the lock";
     if (!got) break;
     mutex.unlock();
     std::this_thread::sleep_for(20ms);
   }
   stop.store(true);
   for (auto& worker : workers) worker.join();
-  std::printf("[batch] at most %d batches after another client was seen (%d submitting threads)\n", most, threads);
+  std::printf("[batch] at most %d batches after another client was seen (%d submitting threads, %d waits seen)\n", most,
+              threads, waits_seen);
+  EXPECT_GE(waits_seen, 1) << "the other client was never seen waiting: hand-off's bound was not exercised";
   return most;
 }
 

@@ -60,6 +60,24 @@ TEST(DlockctlHoldOpen, LockWithoutACommandHoldsUntilInterruptedThenReleases) {
   EXPECT_NE(empty.err.find("lock needs a command after \"--\""), std::string::npos) << empty.err;
 }
 
+// A script's background job starts with SIGINT ignored (and nohup ignores SIGHUP): with no command
+// to pass it on to, SIGINT and SIGTERM still release the hold; an ignored SIGHUP stays ignored.
+TEST(DlockctlHoldOpen, SigintIgnoredAtStartStillReleasesAHoldWithoutACommand) {
+  Session session(session_options());
+  const auto path = test_root();
+  TempDir dir("dlockctl-open-ignored");
+  const auto err = dir.path() + "/stderr";
+  ChildProcess held({"/bin/sh", "-c",
+                     "trap '' INT HUP; exec " + shell_quote(DLOCKCTL_PATH) + " --connect " + shell_quote(zk_connect()) +
+                         " lock " + shell_quote(path) + " 2>" + shell_quote(err)});
+  ASSERT_TRUE(held.read_line(20s).value_or("").starts_with("DLOCK_FENCING_TOKEN=")) << read_file(err);
+  EXPECT_NE(read_file(err).find("until interrupted (Ctrl-C or SIGTERM releases it)"), std::string::npos)
+      << read_file(err);
+  held.kill(SIGINT);
+  EXPECT_EQ(exit_within(held, 10s), 0) << read_file(err);
+  EXPECT_EQ(queue_length(session, path), 0u) << "dlockctl's node outlived it";
+}
+
 TEST(DlockctlHoldOpen, AHoldWithoutACommandThatIsLostExits123) {
   Session session(session_options());
   FaultProxy proxy(zk_server().port());
@@ -100,7 +118,8 @@ TEST(DlockctlHoldOpen, DurationsTakeTheirUnitAndABadOneNamesTheRuleAndTheValue) 
   EXPECT_EQ(zero_session.status, 2) << zero_session.err;
   EXPECT_NE(zero_session.err.find("from 1ms"), std::string::npos) << zero_session.err;
   mutex.unlock();
-  // The control: the same units, valid, once the lock is free.
+  // The control: the same units, valid, once the lock is free (0 needs none).
+  EXPECT_EQ(dlockctl({"lock", path, "--timeout", "0", "--", "true"}).status, 0);
   const auto ran = dlockctl({"--connect-timeout", "10s", "--session-timeout", "4s", "lock", path, "--timeout", "2m",
                              "--kill-after", "100ms", "--", "true"});
   EXPECT_EQ(ran.status, 0) << ran.err;

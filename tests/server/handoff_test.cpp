@@ -160,7 +160,9 @@ int most_holds_after_another_client_is_seen(const std::string& path, int enough 
   ScopedCallback saw(detail::test_hooks::handoff_saw_other_client, [&] {
     if (b_waits.load()) seen.store(true);
   });
-  Session a(session_options()), b(session_options());
+  // B without hand-off: its acquisitions go through no cohort, so every sighting is A's (B's own
+  // would fire at its grant, with A's next node queued behind it).
+  Session a(session_options()), b(with_handoff(false));
   std::atomic<bool> stop{false};
   std::vector<std::thread> hammers;
   for (int t = 0; t < 4; ++t) {
@@ -175,6 +177,7 @@ int most_holds_after_another_client_is_seen(const std::string& path, int enough 
   }
   Mutex probe(b, path);
   int most = 0;
+  int waits_seen = 0;  // B's waits that A's node saw: none would make the bound untested
   for (int i = 0; i < 10; ++i) {
     std::this_thread::sleep_for(20ms);
     holds_meanwhile.store(0);
@@ -183,13 +186,17 @@ int most_holds_after_another_client_is_seen(const std::string& path, int enough 
     const bool got = probe.try_lock_for(20s);
     b_waits.store(false);
     most = std::max(most, holds_meanwhile.load());
+    waits_seen += seen.load() ? 1 : 0;
+    EXPECT_TRUE(got) << "B never got the lock";
     if (!got) break;
     probe.unlock();
     if (most >= enough) break;
   }
   stop = true;
   for (auto& hammer : hammers) hammer.join();
-  std::printf("[handoff] at most %d holds of another client after it saw this one waiting\n", most);
+  std::printf("[handoff] at most %d holds of another client after it saw this one waiting (%d waits seen)\n", most,
+              waits_seen);
+  EXPECT_GE(waits_seen, 1) << "A's node never saw B waiting: hand-off's bound was not exercised";
   return most;
 }
 

@@ -8,6 +8,7 @@
 namespace dlockctl {
 
 std::optional<std::int64_t> parse_duration_ms(std::string_view text) {
+  if (text == "0") return 0;  // zero needs no unit
   if (text.empty() || text.front() == '-' || text.front() == '+') return std::nullopt;
   std::int64_t number = 0;
   const auto* const end = text.data() + text.size();
@@ -33,7 +34,7 @@ std::optional<std::int64_t> parse_duration_ms(std::string_view text) {
 CLI::Validator duration_in(std::int64_t min_ms, std::int64_t max_ms) {
   const std::string rule = "a duration from " + format_duration(std::chrono::milliseconds(min_ms)) + " to " +
                            format_duration(std::chrono::milliseconds(max_ms)) +
-                           ": a whole number and its unit, ms, s, m or h (e.g. 500ms, 10s, 2m)";
+                           ": a whole number and its unit, ms, s, m or h (e.g. 500ms, 10s, 2m), or 0";
   return CLI::Validator(
       [=](std::string& value) -> std::string {
         const auto ms = parse_duration_ms(value);

@@ -12,8 +12,8 @@
 
 namespace dlockctl {
 
-// "500ms", "10s", "2m" or "1h" in milliseconds; nullopt for anything else (no unit, an unknown
-// unit, a sign, a fraction, a space, a value that overflows).
+// "500ms", "10s", "2m" or "1h" (and "0") in milliseconds; nullopt for anything else (no unit, an
+// unknown unit, a sign, a fraction, a space, a value that overflows).
 std::optional<std::int64_t> parse_duration_ms(std::string_view text);
 
 // A CLI11 transformer for a duration option: turns the value into whole milliseconds, so that it

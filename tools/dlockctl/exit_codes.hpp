@@ -31,7 +31,7 @@ enum ExitCode : int {
 inline constexpr const char* kExitCodesHelp =
     "Exit codes of list, show, wait, watch, release, revoke, waits, why, deadlocks:\n"
     "  0  done (wait: no contender is queued; revoke: asked, or NODE no longer exists)\n"
-    "  1  wait: contenders still queued when --timeout-ms ran out\n"
+    "  1  wait: contenders still queued when --timeout ran out\n"
     "  2  bad command line: unknown option, a value breaking its rule (the error names both),\n"
     "     release without --force and --yes, revoke of a NODE that is no absolute path\n"
     "  3  ZooKeeper: not reachable or --connect malformed, credentials refused, a request failed\n"
@@ -48,7 +48,7 @@ inline constexpr const char* kExitCodesHelp =
     "       before it started: nothing run)\n"
     "  123  the hold was lost (session expired, or the connection to ZooKeeper dropped) before\n"
     "       the command exited: it was sent SIGTERM, and SIGKILL --kill-after-ms later\n"
-    "  124  --timeout-ms ran out before the lock, the leases or the leadership was granted;\n"
+    "  124  --timeout ran out before the lock, the leases or the leadership was granted;\n"
     "       nothing run, no node left\n"
     "  125  dlockctl or ZooKeeper failed before the command started (not reachable, credentials\n"
     "       refused, a request failed, the hold lost at once); nothing run\n"

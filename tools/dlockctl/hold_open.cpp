@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "dlock/inspect.hpp"
 #include "exit_codes.hpp"
@@ -27,7 +28,12 @@ int hold_until_interrupted(Hold& hold, std::stop_token revoked, SignalWatch& sig
             << "\nDLOCK_NODE=" << hold.node() << "\n";
   for (const auto& variable : hold.environment()) std::cout << variable << "\n";
   std::cout.flush();
-  std::cerr << "dlockctl: holding " << what << " until interrupted (Ctrl-C, SIGTERM or SIGHUP releases it)\n";
+  std::string releasing;
+  for (const int signo : signals.watched_stops()) {
+    if (!releasing.empty()) releasing += signo == signals.watched_stops().back() ? " or " : ", ";
+    releasing += signo == SIGINT ? "Ctrl-C" : signo == SIGTERM ? "SIGTERM" : "SIGHUP";
+  }
+  std::cerr << "dlockctl: holding " << what << " until interrupted (" << releasing << " releases it)\n";
 
   enum class End { Signal, Lost, Revoked };
   std::optional<End> end;

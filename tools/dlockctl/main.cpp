@@ -465,7 +465,8 @@ int main(int argc, char** argv) {
       auto inherited_fds = dlockctl::open_descriptors();
       // The signals are blocked before the Session starts the client's threads, which inherit it.
       boost::asio::io_context io;
-      dlockctl::SignalWatch signals(io);
+      // Without a command, the signals are the only way to end the hold: read even if ignored.
+      dlockctl::SignalWatch signals(io, /*stop_even_if_ignored=*/!split.command.has_value());
       dlock::Session session(std::move(options));
       const auto patience = timeout_ms ? std::optional(std::chrono::milliseconds(*timeout_ms)) : std::nullopt;
       const std::string what = semaphore->parsed()

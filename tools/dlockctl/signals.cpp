@@ -17,11 +17,20 @@ bool ignored_at_start(int signo) {
 
 }  // namespace
 
-SignalWatch::SignalWatch(boost::asio::io_context& io) : fd_(io) {
+SignalWatch::SignalWatch(boost::asio::io_context& io, bool stop_even_if_ignored) : fd_(io) {
   sigset_t set;
   sigemptyset(&set);
   for (const int signo : {SIGINT, SIGTERM, SIGHUP}) {
-    if (!ignored_at_start(signo)) sigaddset(&set, signo);
+    if (ignored_at_start(signo)) {
+      // An ignored signal is discarded when sent, blocked or not: only its default again lets the
+      // signalfd see it.
+      if (!stop_even_if_ignored || signo == SIGHUP) continue;
+      struct sigaction by_default {};
+      by_default.sa_handler = SIG_DFL;
+      ::sigaction(signo, &by_default, nullptr);
+    }
+    sigaddset(&set, signo);
+    watched_stops_.push_back(signo);
   }
   // An ignored SIGCHLD would have the kernel reap the command itself, and its exit status would
   // be lost: dlockctl takes the default, and gives the command back what it was given.

@@ -16,6 +16,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace dlockctl {
 
@@ -31,8 +32,11 @@ class SignalWatch {
 
   // Blocks the signals in the calling thread (SIGINT, SIGTERM and SIGHUP unless dlockctl was
   // started with them ignored, as `nohup` or a background job starts it: those stay ignored) and
-  // reads them on `io`. Throws std::system_error when the signalfd cannot be made.
-  explicit SignalWatch(boost::asio::io_context& io);
+  // reads them on `io`. With `stop_even_if_ignored` (a hold kept until interrupted: with no
+  // command, those signals are the only way to end it), SIGINT and SIGTERM are read even if they
+  // were ignored; SIGHUP still stays ignored under nohup. Throws std::system_error when the
+  // signalfd cannot be made.
+  explicit SignalWatch(boost::asio::io_context& io, bool stop_even_if_ignored = false);
   // The signals stay blocked: one that arrives after this is dropped when dlockctl exits, instead
   // of killing it before it returns its exit status.
   ~SignalWatch() = default;
@@ -49,6 +53,9 @@ class SignalWatch {
   // command that does not exist yet.
   std::optional<int> take_pending_stop();
 
+  // Which of SIGINT, SIGTERM and SIGHUP reach the handler, in that order.
+  const std::vector<int>& watched_stops() const { return watched_stops_; }
+
   // In a forked child before exec: the signal mask, and SIGCHLD's disposition, that dlockctl
   // started with, so the command sees signals as any program it starts would. Async-signal-safe.
   void restore_in_child() const noexcept;
@@ -62,6 +69,7 @@ class SignalWatch {
   bool sigchld_was_ignored_ = false;
   Handler handler_;
   bool armed_ = false;
+  std::vector<int> watched_stops_;
 };
 
 }  // namespace dlockctl
