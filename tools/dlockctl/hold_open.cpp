@@ -24,16 +24,17 @@ int hold_until_interrupted(Hold& hold, std::stop_token revoked, SignalWatch& sig
     std::cerr << "dlockctl: exit " << kRevoked << ": " << what << " was revoked as soon as it was granted\n";
     return kRevoked;
   }
-  std::cout << "DLOCK_FENCING_TOKEN=" << hold.fencing_token() << "\nDLOCK_PATH=" << hold.path()
-            << "\nDLOCK_NODE=" << hold.node() << "\n";
-  for (const auto& variable : hold.environment()) std::cout << variable << "\n";
-  std::cout.flush();
+  // The line for people first: once a script reads the variables, it is on stderr already.
   std::string releasing;
   for (const int signo : signals.watched_stops()) {
     if (!releasing.empty()) releasing += signo == signals.watched_stops().back() ? " or " : ", ";
     releasing += signo == SIGINT ? "Ctrl-C" : signo == SIGTERM ? "SIGTERM" : "SIGHUP";
   }
   std::cerr << "dlockctl: holding " << what << " until interrupted (" << releasing << " releases it)\n";
+  std::cout << "DLOCK_FENCING_TOKEN=" << hold.fencing_token() << "\nDLOCK_PATH=" << hold.path()
+            << "\nDLOCK_NODE=" << hold.node() << "\n";
+  for (const auto& variable : hold.environment()) std::cout << variable << "\n";
+  std::cout.flush();
 
   enum class End { Signal, Lost, Revoked };
   std::optional<End> end;
