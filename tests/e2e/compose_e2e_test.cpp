@@ -36,6 +36,7 @@
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/server.hpp"
 #include "dlock_dependencies.hpp"
+#include "dlock_test_paths.hpp"
 #include "http_client.hpp"
 #include "loopback.hpp"
 #include "spawn.hpp"

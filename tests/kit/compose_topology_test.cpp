@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dlock/testing/ensemble.hpp"
+#include "dlock_test_paths.hpp"
 
 namespace dlock::testing {
 namespace {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dlock/version.hpp"
+#include "dlock_test_paths.hpp"
 #include "dlockctl_run.hpp"
 
 namespace dlock::testing {

@@ -15,6 +15,7 @@
 
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/temp_dir.hpp"
+#include "dlock_test_paths.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {

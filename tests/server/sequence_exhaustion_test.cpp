@@ -10,6 +10,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/testing/server.hpp"
+#include "dlock_test_paths.hpp"
 #include "raw_zk.hpp"
 #include "recipes/test_hooks.hpp"
 #include "spawn.hpp"
