@@ -13,6 +13,9 @@
 int main(int argc, char** argv) {
   using namespace std::chrono_literals;
   const int me = static_cast<int>(getpid());
+  // A line at a time even into a pipe or a file, so that it interleaves with dlock's messages on
+  // stderr in the order they happened.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     // One Session per process, made in main(): it throws dlock::ConnectError if no server answers.
     dlock::Session session({.connect = argc > 1 ? argv[1] : "127.0.0.1:2181"});

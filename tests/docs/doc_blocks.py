@@ -18,18 +18,25 @@ Languages, the kinds each allows (the first is the default) and the tags a kind 
     sh      consistent             each command checked against the tree (static_checks.py)
             run       wrap=NAME    the same, then run inside wrappers/NAME.sh
     json    parse                  parsed
-    text    shown                  not code (a program's output, a usage summary, a diagram):
-                                   shown to the reader, never run
+    text    shown                  not code and not a command's output (a diagram, a log line,
+                                   a configuration line): shown to the reader, never run
             usage     help=PROGRAM a usage summary of PROGRAM (dlockctl): the options it names
                                    must be the program's, and the page must name all of them
+            output    run=NAME     what commands print: tests/docs/outputs/NAME.sh runs them
+                                   against the test's server and its output must match the block
+                                   (outputs.py says how: numbers, ids and times may differ);
+                                   section=S picks one part of that output, match=in-order lets
+                                   the output have lines the block leaves out, host=WORD names
+                                   the word that stands for the machine's host name
 
 Any block may also carry from=PATH (a file of the repository): its text must then be a verbatim
 excerpt of that file, so a page that shows a file of the tree (the README's examples/hello_lock)
 shows what the tree builds; a `cpp` program with from= is also built and run as above.
 
 A block without a language, or with one or a tag not listed here, is an error naming its file
-and line: a new snippet cannot go in unchecked. `fails=TEXT` is for tests/docs/negative_controls.md
-only: the block must fail, with TEXT in the failure.
+and line: a new snippet cannot go in unchecked. A `text` block that shows a command (a line that
+starts with `$ `) must be an `output` block, so that what it shows is what the command prints.
+`fails=TEXT` is for tests/docs/negative_controls.md only: the block must fail, with TEXT in the failure.
 """
 from __future__ import annotations
 
@@ -48,9 +55,9 @@ KINDS = {
     "python": {"fragment": ("wrap",)},
     "sh": {"consistent": (), "run": ("wrap",)},
     "json": {"parse": ()},
-    "text": {"shown": (), "usage": ("help",)},
+    "text": {"shown": (), "usage": ("help",), "output": ("run",)},
 }
-TAGS = {"snippet", "wrap", "file", "from", "fails", "help"}
+TAGS = {"snippet", "wrap", "file", "from", "fails", "help", "run", "section", "match", "host"}
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>.*)$")
 

@@ -4,7 +4,8 @@
         Every block of the files (default: README.md and docs/*.md) must have a known handling
         (doc_blocks.py says which) and pass it: JSON parsed, shell checked against the tree
         (static_checks.py), programs built and run against the ZooKeeper server named by
-        DLOCK_SNIPPET_SERVER (runner.py; tests/docs/with_zookeeper starts one). With
+        DLOCK_SNIPPET_SERVER (runner.py; tests/docs/with_zookeeper starts one), commands' output
+        compared with what they print today (outputs.py). With
         --expect-failures every block must fail instead, for the reason its fails= tag names:
         the negative controls (tests/docs/negative_controls.md).
     snippets.py consumer DIR --repo REPO
@@ -34,6 +35,7 @@ import signal  # noqa: E402
 import time  # noqa: E402
 
 import doc_blocks  # noqa: E402
+import outputs  # noqa: E402
 import runner  # noqa: E402
 import static_checks  # noqa: E402
 
@@ -66,6 +68,8 @@ def check(args) -> int:
     consumer_files = collections.Counter(b.tags["file"] for b in blocks if not b.error and b.kind == "consumer")
     tree = static_checks.Tree(repo, pathlib.Path(config["build"]), config.get("dlockctl"))
     programs = []
+    shown_outputs = []  # the text blocks of what commands print, compared once the server is up
+    timing = {}  # block -> how long its build and run took
     # The programs are written under the build tree, at paths that do not change from run to run,
     # so that the compiler launcher (ccache) recognises an unchanged snippet.
     # (The negative controls, run beside the check, in a directory of their own.)
@@ -84,6 +88,9 @@ def check(args) -> int:
                 problems = static_checks.check_usage(block, tree)
             elif block.language == "sh":
                 problems = static_checks.check_shell(block, tree, config["bash"])
+            elif block.language == "text" and block.kind != "output" and re.search(r"^\$ ", block.text, re.M):
+                problems = ["a text block that shows a command (a line starting with `$ `): make it "
+                            "snippet=output run=NAME, so that what it shows is what the command prints"]
             elif block.language == "text" and doc_blocks.looks_like_code(block.text):
                 problems = [f"a text block that looks like code ({doc_blocks.looks_like_code(block.text)}): "
                             "give it its language so that it is checked"]
@@ -95,6 +102,8 @@ def check(args) -> int:
                 problems += static_checks.check_excerpt(block, repo)
             if problems:
                 failures[block.where] = ("; ".join(problems), "")
+            elif block.kind == "output":
+                shown_outputs.append(block)
             elif block.kind in ("program", "fragment", "run"):
                 try:
                     programs.append(runner.prepare(block, config, pathlib.Path(out)))
@@ -102,25 +111,30 @@ def check(args) -> int:
                     failures[block.where] = (str(e), "")
         runner.build_all(programs)
         to_run = [p for p in programs if not p.failure]
+        server = os.environ.get("DLOCK_SNIPPET_SERVER")
+        if (to_run or shown_outputs) and not server:
+            print("snippets.py: DLOCK_SNIPPET_SERVER is not set: run under tests/docs/with_zookeeper", file=sys.stderr)
+            return 2
         if to_run:
-            server = os.environ.get("DLOCK_SNIPPET_SERVER")
-            if not server:
-                print("snippets.py: DLOCK_SNIPPET_SERVER is not set: run under tests/docs/with_zookeeper", file=sys.stderr)
-                return 2
             runner.make_chroots(server, to_run)
             for program in to_run:
                 runner.run(program, server, config)
+        commands = outputs.Runner(config, server)
+        for block in shown_outputs:
+            failure, printed, timing[block.where] = commands.check(block)
+            if failure:
+                failures[block.where] = (failure, printed)
         for program in programs:
             if program.failure:
                 failures[program.block.where] = (program.failure, program.output)
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    return report(blocks, programs, failures, args.expect_failures, time.monotonic() - started,
+    timing.update({p.block.where: p.timing for p in programs if not p.failure})
+    return report(blocks, programs, failures, timing, args.expect_failures, time.monotonic() - started,
                   args.verbose)
 
 
-def report(blocks, programs, failures, expect_failures: bool, seconds: float, verbose: bool) -> int:
-    timing = {p.block.where: f" ({p.timing})" for p in programs if not p.failure}
+def report(blocks, programs, failures, timing, expect_failures: bool, seconds: float, verbose: bool) -> int:
     bad = 0
     for block in blocks:
         how = f"{block.language} {block.kind}".strip() or "unknown"
@@ -135,7 +149,8 @@ def report(blocks, programs, failures, expect_failures: bool, seconds: float, ve
                   + (f"failed otherwise: {reason}" if reason else "passed"))
         elif not reason:
             consumer = " (built and run by the test consumer_package)" if block.kind == "consumer" else ""
-            print(f"ok    {block.where}  {how}{timing.get(block.where, '')}{consumer}")
+            when = f" ({timing[block.where]})" if timing.get(block.where) else ""
+            print(f"ok    {block.where}  {how}{when}{consumer}")
             output = next((p.output for p in programs if p.block is block), "") if verbose else ""
             if output:
                 print("      | " + "\n      | ".join(output.rstrip().split("\n")))
