@@ -26,6 +26,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -57,7 +58,32 @@ struct Args {
   }
 };
 
-inline Args parse_args(int argc, char** argv) {
+// The options of every workload program (bench.py passes them; bench/README.md, "Method").
+inline constexpr const char* kWorkloadUsage =
+    "  --connect HOST:PORT  the ZooKeeper server (required)\n"
+    "  --root PATH          a znode of this run's own, created if missing (required)\n"
+    "  --workload NAME      W1, W2, W3, W4, W6, W8worker, W9hammer, W7worker (required)\n"
+    "  --warmup S           unmeasured seconds first, in the same process (default 2): the server's\n"
+    "                       JIT, the JVM's for Curator, connections and caches warm up before the\n"
+    "                       window opens\n"
+    "  --seconds S          the measured window (default 10; a cycle counts if it starts inside it);\n"
+    "                       bench.py repeats each run and reports the median and the range\n"
+    "  --variant sessions|threads   W6 only (default sessions)\n"
+    "  --impl-name NAME     W6 only: the name in the JSON line\n"
+    "  --shm NAME           W8worker only: the shared mapping\n"
+    "  --cycles N           W7worker only (default 500)   --log FILE  W7worker only\n"
+    "  -h, --help           this text\n"
+    "Prints one JSON line of figures (bench/README.md). Exit status: 0 done, 1 failure, 2 bad\n"
+    "command line.\n";
+
+// --name value pairs; --help or -h prints `usage` and kWorkloadUsage and exits 0.
+inline Args parse_args(int argc, char** argv, const char* usage) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+      std::cout << usage << kWorkloadUsage;
+      std::exit(0);
+    }
+  }
   Args args;
   for (int i = 1; i < argc; i += 2) {
     std::string flag = argv[i];

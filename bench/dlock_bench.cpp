@@ -85,9 +85,18 @@ void w5(DlockImpl& impl, const bench::Setup& setup) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: dlock_bench --connect HOST:PORT --root PATH --workload W [OPTIONS]\n"
+    "One benchmark workload (docs/WORKLOADS.md) with dlock::Mutex and dlock::SharedMutex; bench/run.sh\n"
+    "runs it beside Curator, kazoo and the C client floor.\n"
+    "  --workload W5        also: re-entries of a held Mutex (no warm-up: no server work)\n"
+    "  --handoff on|off     local hand-off (default on; off: a node per acquisition)\n"
+    "  --linger-ms N        HandoffOptions::linger (default 0; W10a/W10b use 50)\n"
+    "  --metrics on|off     a MetricsRegistry on the session (default off)\n";
+
 int main(int argc, char** argv) {
   try {
-    const auto args = bench::parse_args(argc, argv);
+    const auto args = bench::parse_args(argc, argv, kUsage);
     DlockImpl impl{.connect = args.need("connect")};
     // --handoff off: a node per acquisition (dlock before hand-off); --linger-ms N: W10.
     impl.handoff.local = args.get("handoff", "on") != "off";

@@ -310,10 +310,18 @@ void w7_probe(const std::string& connect, const std::string& root) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: floor_bench --connect HOST:PORT --root PATH --workload W [OPTIONS]\n"
+    "The raw ZooKeeper floor of a workload (docs/WORKLOADS.md): Curator's lock protocol written by hand on\n"
+    "the C client, without dlock; what no lock library over ZooKeeper can beat.\n"
+    "  --workload W7probe   also: round trip, notification and delete latencies\n"
+    "  --mode sync|pipelined|asyncdelete   one request at a time, or pipelined (default sync)\n"
+    "  --resolution-delay-ms N   the C client's host resolution delay (default: the client's)\n";
+
 int main(int argc, char** argv) {
   try {
     zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
-    const auto args = bench::parse_args(argc, argv);
+    const auto args = bench::parse_args(argc, argv, kUsage);
     const std::string mode = args.get("mode", "sync");
     if (mode != "sync" && mode != "pipelined" && mode != "asyncdelete") {
       throw std::invalid_argument("--mode sync|pipelined|asyncdelete");
