@@ -5,7 +5,8 @@ only (the chart is drawn by gnuplot, which this script calls).
   report.py --results bench/results/DATE.jsonl --md docs/bench.md --png docs/bench.png
             [--tag TAG (default: the last tag in the file)] [--command "..."] [--wall-s N]
 
-Every figure is the median over the runs. A ratio is taken inside each run (an implementation's
+Every figure is the median over the runs; the rates are followed by the slowest and fastest run's
+in parentheses. A ratio is taken inside each run (an implementation's
 figure over Curator's, or over a floor's, from the same run) and the median of those per-run
 ratios is quoted, so that a slow or fast moment of the shared machine cancels out.
 """
@@ -108,6 +109,17 @@ def fmt(value, digits=None):
     return "%.2f" % value
 
 
+def spread(data, workload, impl, field):
+    """The median over the runs, then the slowest and fastest run: the spread a reader needs to tell a
+    difference from noise."""
+    values = data.values(workload, impl, field)
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return fmt(values[0])
+    return "%s (%s–%s)" % (fmt(statistics.median(values)), fmt(min(values)), fmt(max(values)))
+
+
 def fx(value):
     return "–" if value is None else "%.2fx" % value
 
@@ -168,7 +180,7 @@ def main_table(data):
             if workload == "W8":
                 shares = rows[0].get("shares") or []
                 out.append("| %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |" % (
-                    impl, fmt(data.median(workload, impl, "ops_per_s")), fmt(data.median(workload, impl, "p50_us")),
+                    impl, spread(data, workload, impl, "ops_per_s"), fmt(data.median(workload, impl, "p50_us")),
                     fmt(data.median(workload, impl, "p99_us")), fx(data.ratio(workload, impl, "ops_per_s", "curator")),
                     " / ".join("%.3f" % x for x in shares) + (" (run 1)" if shares else ""),
                     fmt(min(data.values(workload, impl, "min_share_of_fair") or [0]), 2),
@@ -177,14 +189,14 @@ def main_table(data):
                 continue
             if workload == "W5":
                 out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-                    impl, fmt(data.median(workload, impl, "ops_per_s")),
+                    impl, spread(data, workload, impl, "ops_per_s"),
                     fmt(data.median(workload, impl, "ops_per_cpu_s")),
                     fmt(data.median(workload, impl, "p50_ns_per_op"), 2),
                     fmt(data.median(workload, impl, "p99_ns_per_op"), 2),
                     fx(data.ratio(workload, impl, "ops_per_s", "curator")),
                     fx(data.ratio(workload, impl, "ops_per_cpu_s", "curator"))))
                 continue
-            cells = [impl, fmt(data.median(workload, impl, "ops_per_s")),
+            cells = [impl, spread(data, workload, impl, "ops_per_s"),
                      fmt(data.median(workload, impl, "p50_us")), fmt(data.median(workload, impl, "p99_us")),
                      fx(data.ratio(workload, impl, "ops_per_s", "curator")),
                      fx(data.ratio(workload, impl, "ops_per_s", "floor-sync")),
@@ -457,6 +469,8 @@ def main(argv):
     parser.add_argument("--command", default="bash bench/run.sh")
     parser.add_argument("--wall-s", type=float)
     parser.add_argument("--revision", help="the dlock sources measured, e.g. a commit hash")
+    parser.add_argument("--machine", help="the machine measured on, when the report is redrawn elsewhere "
+                                          "(default: this one's CPUs and kernel)")
     args = parser.parse_args(argv)
     records, tag = load(args.results, args.tag)
     if not records:
@@ -483,11 +497,12 @@ def main(argv):
         "- Runs: %d; measured seconds per workload and run: %s (after a 2 s warm-up in the same process)"
         % (len(data.runs), ", ".join("%g" % s for s in sorted(seconds))),
         "- Machine: %s; server: ZooKeeper 3.8.0 standalone on 127.0.0.1, default configuration "
-        "(tickTime 2000, fsync of every write on), on the same machine as the clients" % machine(),
+        "(tickTime 2000, fsync of every write on), on the same machine as the clients" % (args.machine or machine()),
         "- Load on the machine while measuring (1-minute load average of the 2 cores, other work included): "
         "median %s, range %s-%s" % (fmt(statistics.median(loads), 1), fmt(min(loads), 1), fmt(max(loads), 1))
         if loads else "- Load: not recorded",
-        "- Every figure is the median of the runs; every ratio is the median of per-run ratios "
+        "- Every figure is the median of the runs (a rate is followed by its slowest and fastest run, in "
+        "parentheses); every ratio is the median of per-run ratios "
         "(the implementation's figure over Curator's or the floor's from the same run). The machine is "
         "shared and noisy: absolute figures move from run to run, ratios less.",
         "",

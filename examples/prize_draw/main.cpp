@@ -4,7 +4,14 @@
 //
 //   prize_draw [--instances 3] [--threads 8] [--draws 200] [--prizes 10] [--think-us 0]
 //              [--variants none,for-update,optimistic,dlock-nohandoff,dlock,dlock-batch]
+//              [--runs 3] [--warmup-draws 50]
 //              [--max-passes 8] [--max-time-ms 10] [--zk host:port] [--db conninfo] [--pg-fsync] [--check]
+//
+// Each variant is measured --runs times, the order of the variants rotated from run to run so that
+// none always meets a server just warmed (or left busy) by the same other one; before each
+// measurement the same variant draws --warmup-draws per thread unmeasured (the servers' caches and
+// the JVM's JIT, the instances' connections). The table gives each variant's median run, with the
+// smallest and largest draws/s of its runs.
 //
 // Without --zk / --db it starts its own ZooKeeper and PostgreSQL 15 (Debian's packages) on free
 // loopback ports and stops them at the end; that PostgreSQL skips fsync unless --pg-fsync (then
@@ -122,28 +129,46 @@ Outcome run_variant(const Plan& plan, Variant variant, dlock_examples::PgConnect
   return outcome;
 }
 
-void print_table(const Plan& plan, const std::vector<Outcome>& outcomes) {
+double draws_per_s(const Outcome& o) { return static_cast<double>(o.draws) / o.seconds; }
+
+// A variant's runs: the median one (by draws/s), and the range of draws/s over all of them.
+struct Measured {
+  Outcome median;
+  double slowest = 0, fastest = 0;
+};
+
+Measured summarize(std::vector<Outcome> runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const Outcome& a, const Outcome& b) { return draws_per_s(a) < draws_per_s(b); });
+  return {runs[runs.size() / 2], draws_per_s(runs.front()), draws_per_s(runs.back())};
+}
+
+void print_table(const Plan& plan, int runs, int warmup_draws, const std::vector<Measured>& measured) {
   std::printf(
       "%d instances x %d threads x %d draws on one pool of %d prizes (half the draws win), think %lld us, "
-      "hand-off max_passes %u, max_time %lld ms\n\n",
+      "hand-off max_passes %u, max_time %lld ms; %d runs, order rotated, each after %d warm-up draws per "
+      "thread\n\n",
       plan.instances, plan.threads, plan.draws, plan.prizes, static_cast<long long>(plan.think.count()),
-      plan.handoff.max_passes, static_cast<long long>(plan.handoff.max_time.count()));
+      plan.handoff.max_passes, static_cast<long long>(plan.handoff.max_time.count()), runs, warmup_draws);
   std::printf(
-      "| variant | draws/s | draws | seconds | prizes awarded | oversold | lost stock writes | unfenced | retries | "
-      "ZooKeeper requests per draw | locks passed locally | draws per batch | p50 ms | p99 ms |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (const auto& o : outcomes) {
+      "| variant | draws/s (median run) | slowest-fastest run | draws | seconds | prizes awarded | oversold | "
+      "lost stock writes | unfenced | retries | ZooKeeper requests per draw | locks passed locally | draws per batch "
+      "| p50 ms | p99 ms |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& m : measured) {
+    const Outcome& o = m.median;
     const long long grants = o.local_grants + o.zookeeper_grants;
     const std::string local = grants > 0 ? std::to_string(o.local_grants * 100 / grants) + " %" : std::string("-");
     const std::string per_batch =
         o.batches > 0 ? std::to_string(static_cast<double>(o.draws) / static_cast<double>(o.batches)).substr(0, 4)
                       : std::string("-");
-    std::printf("| %s | %.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %lld | %.3f | %s | %s | %.2f | %.2f |\n",
-                std::string(to_string(o.variant)).c_str(), static_cast<double>(o.draws) / o.seconds, o.draws, o.seconds,
-                static_cast<long long>(o.pool.awarded), static_cast<long long>(o.pool.oversold),
-                static_cast<long long>(o.pool.lost_writes), static_cast<long long>(o.pool.unfenced), o.retries,
-                o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0, local.c_str(),
-                per_batch.c_str(), quantile_ms(o.latencies_us, 0.5), quantile_ms(o.latencies_us, 0.99));
+    std::printf(
+        "| %s | %.0f | %.0f-%.0f | %lld | %.2f | %lld | %lld | %lld | %lld | %lld | %.3f | %s | %s | %.2f | %.2f |\n",
+        std::string(to_string(o.variant)).c_str(), draws_per_s(o), m.slowest, m.fastest, o.draws, o.seconds,
+        static_cast<long long>(o.pool.awarded), static_cast<long long>(o.pool.oversold),
+        static_cast<long long>(o.pool.lost_writes), static_cast<long long>(o.pool.unfenced), o.retries,
+        o.draws > 0 ? static_cast<double>(o.requests) / static_cast<double>(o.draws) : 0.0, local.c_str(),
+        per_batch.c_str(), quantile_ms(o.latencies_us, 0.5), quantile_ms(o.latencies_us, 0.99));
   }
   std::fflush(stdout);
 }
@@ -224,9 +249,25 @@ int compare(const Options& options) {
   }
   dlock_examples::PgConnection db(plan.db);
   create_schema(db);
-  std::vector<Outcome> outcomes;
-  for (const auto variant : plan.variants) outcomes.push_back(run_variant(plan, variant, db));
-  print_table(plan, outcomes);
+  const int runs = static_cast<int>(options.integer("--runs", 3, 1, 100));
+  const int warmup_draws = static_cast<int>(options.integer("--warmup-draws", 50, 0, 1'000'000));
+  Plan warmup = plan;
+  warmup.draws = warmup_draws;
+  std::vector<std::vector<Outcome>> runs_of(plan.variants.size());
+  std::vector<Outcome> outcomes;  // every measured run, for --check
+  for (int run = 0; run < runs; ++run) {
+    for (std::size_t k = 0; k < plan.variants.size(); ++k) {
+      const std::size_t i = (k + static_cast<std::size_t>(run)) % plan.variants.size();
+      if (warmup_draws > 0) run_variant(warmup, plan.variants[i], db);
+      outcomes.push_back(run_variant(plan, plan.variants[i], db));
+      runs_of[i].push_back(outcomes.back());
+      std::fprintf(stderr, "run %d of %d: %s %.0f draws/s\n", run + 1, runs,
+                   std::string(to_string(plan.variants[i])).c_str(), draws_per_s(outcomes.back()));
+    }
+  }
+  std::vector<Measured> measured;
+  for (auto& of_variant : runs_of) measured.push_back(summarize(of_variant));
+  print_table(plan, runs, warmup_draws, measured);
   if (!options.has("--check")) return 0;
   const auto problems = problems_of(outcomes);
   for (const auto& problem : problems) std::fprintf(stderr, "check failed: %s\n", problem.c_str());
@@ -269,6 +310,10 @@ constexpr const char* kUsage =
     "  --think-us N      work per draw outside the lock, in microseconds (default 0)\n"
     "  --variants LIST   of none, for-update, optimistic, dlock-nohandoff, dlock, dlock-batch\n"
     "                    (default: all six, in that order)\n"
+    "  --runs N          measure each variant N times, the order rotated from run to run; the table\n"
+    "                    shows the median run and the slowest and fastest (default 3, 1..100)\n"
+    "  --warmup-draws N  unmeasured draws per thread before each measurement, of the same variant\n"
+    "                    (default 50: the servers and connections warm; 0: none)\n"
     "  --max-passes N    the dlock variants' HandoffOptions::max_passes (default 8)\n"
     "  --max-time-ms N   their HandoffOptions::max_time (default 10)\n"
     "  --zk HOST:PORT    a ZooKeeper to use (default: one started on a free loopback port)\n"
@@ -290,10 +335,11 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    const prize_draw::Options options(args,
-                                      {"--instances", "--threads", "--draws", "--prizes", "--think-us", "--variants",
-                                       "--max-passes", "--max-time-ms", "--zk", "--db", "--instance-of", "--index"},
-                                      {"--check", "--pg-fsync"});
+    const prize_draw::Options options(
+        args,
+        {"--instances", "--threads", "--draws", "--prizes", "--think-us", "--variants", "--max-passes", "--max-time-ms",
+         "--zk", "--db", "--instance-of", "--index", "--runs", "--warmup-draws"},
+        {"--check", "--pg-fsync"});
     return options.has("--instance-of") ? prize_draw::instance(options) : prize_draw::compare(options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "prize_draw: %s\n", e.what());
