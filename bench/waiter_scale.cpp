@@ -1,7 +1,7 @@
 // Many waiters, blocking threads or coroutines (dlock/async.hpp), side by side.
 //
 //   waiter_scale [--waiters N] [--paths one|each] [--handoff on|off] [--api blocking|async]
-//                [--runs N] [--connect HOSTS]      (kUsage below)
+//                [--recipe mutex|semaphore] [--runs N] [--connect HOSTS]      (kUsage below)
 //
 // A holder takes the lock (one path, or one path per waiter), N waiters then ask for it, and the
 // holder releases. A blocking waiter is a thread in LockHandle::acquire; an asynchronous one is a
@@ -35,6 +35,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "dlock/async.hpp"
+#include "dlock/async_recipes.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/inspect.hpp"
 #include "dlock/lock_handle.hpp"
@@ -62,6 +63,8 @@ constexpr const char* kUsage =
     "  --handoff on|off     local hand-off (default on)\n"
     "  --api blocking|async a thread per waiter in LockHandle::acquire, or a coroutine each on one\n"
     "                       io_context thread (LockHandle::async_acquire) (default blocking)\n"
+    "  --recipe mutex|semaphore   a lock (LockHandle), or a Semaphore of one lease (acquire and\n"
+    "                       async_acquire; one path) (default mutex)\n"
     "  --runs N             measured rounds after the warm-up round (default 3, 1..100); memory is\n"
     "                       measured in the warm-up round, times in these, with their median and range\n"
     "  --connect HOSTS      a ZooKeeper to use (default: one started on a free loopback port)\n"
@@ -74,6 +77,7 @@ struct Options {
   bool one_path = true;
   bool handoff = true;
   bool async = false;
+  bool semaphore = false;
   int runs = 3;
   std::string connect;
 };
@@ -120,11 +124,14 @@ Options parse(int argc, char** argv) {
       o.connect = value;
     else if (flag == "--api")
       o.async = one_of(flag, value, "async", "blocking");
+    else if (flag == "--recipe")
+      o.semaphore = one_of(flag, value, "semaphore", "mutex");
     else if (flag == "--runs")
       o.runs = number_in(flag, value, 1, 100);
     else
       throw std::invalid_argument("unknown option \"" + flag + "\" (try --help)");
   }
+  if (o.semaphore && !o.one_path) throw std::invalid_argument("--recipe semaphore: --paths one only");
   return o;
 }
 
@@ -139,10 +146,17 @@ struct Round {
 Round run_round(dlock::Session& session, const Options& o, const std::string& base) {
   const auto path_of = [&](int i) { return o.one_path ? base + "/one" : base + "/p" + std::to_string(i); };
 
-  // The holder takes every path the waiters will ask for.
+  // The holder takes every path the waiters will ask for (the semaphore's one lease).
   std::vector<dlock::LockHandle> held;
-  for (int i = 0; i < (o.one_path ? 1 : o.waiters); ++i)
-    held.push_back(dlock::LockHandle::acquire(session, path_of(i)));
+  std::optional<dlock::Semaphore> semaphore;
+  dlock::Lease held_lease;
+  if (o.semaphore) {
+    semaphore.emplace(session, path_of(0), 1);
+    held_lease = semaphore->acquire();
+  } else {
+    for (int i = 0; i < (o.one_path ? 1 : o.waiters); ++i)
+      held.push_back(dlock::LockHandle::acquire(session, path_of(i)));
+  }
 
   const long threads_before = status_field("Threads");
   const long rss_before = status_field("VmRSS");
@@ -158,7 +172,30 @@ Round run_round(dlock::Session& session, const Options& o, const std::string& ba
   // Asynchronous: every waiter a coroutine on this one thread's io_context.
   boost::asio::io_context context;
   auto work = boost::asio::make_work_guard(context);
-  if (o.async) {
+  if (o.async && o.semaphore) {
+    for (int i = 0; i < o.waiters; ++i) {
+      boost::asio::co_spawn(
+          context,
+          [&]() -> boost::asio::awaitable<void> {
+            ++asking;
+            auto lease = co_await semaphore->async_acquire(boost::asio::use_awaitable);
+            note_grant();
+            lease.release();  // the next waiter's turn
+          },
+          boost::asio::detached);
+    }
+    waiters.emplace_back([&] { context.run(); });
+  } else if (o.semaphore) {
+    waiters.reserve(static_cast<std::size_t>(o.waiters));
+    for (int i = 0; i < o.waiters; ++i) {
+      waiters.emplace_back([&] {
+        ++asking;
+        auto lease = semaphore->acquire();
+        note_grant();
+        lease.release();
+      });
+    }
+  } else if (o.async) {
     for (int i = 0; i < o.waiters; ++i) {
       boost::asio::co_spawn(
           context,
@@ -186,6 +223,8 @@ Round run_round(dlock::Session& session, const Options& o, const std::string& ba
   // Every waiter queued: in the process's local queue (hand-off), or with a node of its own.
   const auto all_queued = [&] {
     if (asking.load() < o.waiters) return false;
+    // A semaphore's waiters queue for its mutex; the first holds it while its lease node waits.
+    if (o.semaphore) return dlock::inspect(session, path_of(0) + "/locks").contenders.size() == std::size_t(o.waiters);
     for (int i = 0; i < (o.one_path ? 1 : o.waiters); ++i) {
       const auto queue = dlock::inspect(session, path_of(i));
       const std::size_t want = o.one_path ? static_cast<std::size_t>(o.waiters) : 1;
@@ -204,6 +243,7 @@ Round run_round(dlock::Session& session, const Options& o, const std::string& ba
   const auto stats_before = session.stats();
   const auto released = Clock::now();
   held.clear();  // releases
+  if (held_lease) held_lease.release();
   while (granted.load() < o.waiters && Clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   work.reset();
@@ -227,12 +267,12 @@ Round run_round(dlock::Session& session, const Options& o, const std::string& ba
 
 void print_round(const Options& o, const std::string& name, const Round& r) {
   std::printf(
-      "{\"bench\":\"waiter_scale\",\"round\":\"%s\",\"api\":\"%s\",\"waiters\":%d,\"paths\":\"%s\","
+      "{\"bench\":\"waiter_scale\",\"round\":\"%s\",\"recipe\":\"%s\",\"api\":\"%s\",\"waiters\":%d,\"paths\":\"%s\","
       "\"handoff\":%s,\"threads_per_waiter\":%.3f,\"rss_kb_per_waiter\":%.1f,\"requests_per_grant\":%.3f,"
       "\"watch_wakeups_per_grant\":%.3f,\"release_to_last_grant_s\":%.3f,\"per_grant_us\":%.1f}\n",
-      name.c_str(), o.async ? "async" : "blocking", o.waiters, o.one_path ? "one" : "each",
-      o.handoff ? "true" : "false", r.threads_per_waiter, r.rss_kb_per_waiter, r.requests_per_grant,
-      r.watch_wakeups_per_grant, r.release_to_last_grant_s, r.per_grant_us);
+      name.c_str(), o.semaphore ? "semaphore" : "mutex", o.async ? "async" : "blocking", o.waiters,
+      o.one_path ? "one" : "each", o.handoff ? "true" : "false", r.threads_per_waiter, r.rss_kb_per_waiter,
+      r.requests_per_grant, r.watch_wakeups_per_grant, r.release_to_last_grant_s, r.per_grant_us);
   std::fflush(stdout);
 }
 
@@ -270,11 +310,11 @@ int main(int argc, char** argv) try {
   }
   // Memory and threads from the warm-up round (the process's first growth), times over the rest.
   std::printf(
-      "{\"bench\":\"waiter_scale\",\"round\":\"summary\",\"runs\":%d,\"api\":\"%s\",\"waiters\":%d,"
+      "{\"bench\":\"waiter_scale\",\"round\":\"summary\",\"runs\":%d,\"recipe\":\"%s\",\"api\":\"%s\",\"waiters\":%d,"
       "\"paths\":\"%s\",\"handoff\":%s,\"threads_per_waiter\":%.3f,\"rss_kb_per_waiter\":%.1f,%s,%s,%s,"
       "\"max_rss_kb\":%ld}\n",
-      o.runs, o.async ? "async" : "blocking", o.waiters, o.one_path ? "one" : "each", o.handoff ? "true" : "false",
-      warmup.threads_per_waiter, warmup.rss_kb_per_waiter,
+      o.runs, o.semaphore ? "semaphore" : "mutex", o.async ? "async" : "blocking", o.waiters,
+      o.one_path ? "one" : "each", o.handoff ? "true" : "false", warmup.threads_per_waiter, warmup.rss_kb_per_waiter,
       spread(rounds, &Round::requests_per_grant, "requests_per_grant").c_str(),
       spread(rounds, &Round::release_to_last_grant_s, "release_to_last_grant_s").c_str(),
       spread(rounds, &Round::per_grant_us, "per_grant_us").c_str(), status_field("VmHWM"));

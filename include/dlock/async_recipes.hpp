@@ -16,9 +16,11 @@
 // semaphore that fail with the same error (a Session closed under a thousand of them) log the
 // first one's message and, a second later, one line with the count of the others, not a line each.
 //
-// Threads: a latch waits on its own background thread already; a waiting semaphore request
-// occupies a thread of dlock's while it waits (the lease algorithm is Curator's, one lease at a
-// time under the semaphore's mutex), never the handler's executor.
+// Threads: a latch waits on its own background thread already (one per candidacy, not per
+// await); a waiting semaphore request holds no thread: it is a node queued for the semaphore's
+// mutex, or the lease node of the one request holding that mutex, advanced by ZooKeeper's replies
+// and watches as a lock's acquisition is. Ten thousand waiting requests are ten thousand nodes
+// and callbacks, not threads. Never the handler's executor.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20

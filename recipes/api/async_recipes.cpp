@@ -1,29 +1,30 @@
 // The recipes' asynchronous forms (dlock/async_recipes.hpp): a latch's await as a waiter of its
-// candidacy, a lease request as the blocking algorithm on a thread of its own.
+// candidacy, a lease request as a lease take (lease_take.hpp). Neither holds a thread.
 #include "dlock/async_recipes.hpp"
 
 #include <chrono>
 #include <optional>
 #include <string>
-#include <thread>
-
+#include "recipes/queue/held_nodes.hpp"
 #include "recipes/semaphore/lease_access.hpp"
+#include "recipes/semaphore/lease_take.hpp"
 #include "src/base/alike_lines.hpp"
 #include "src/base/failure.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/mutex.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 namespace {
 
 // Lease requests that fail alike (the same semaphore, the same error: a Session closed under a
 // thousand of them) log the first failure and, kAlikeWindow later, one line with the count of
-// the others (AlikeLines), not a line each. The thread of the request that logged the first
-// reports the count, once its handler is posted and nothing of the request is kept.
+// the others (AlikeLines), not a line each. The request that logged the first leaves the count to
+// a task of the task timer, kAlikeWindow later.
 constexpr std::chrono::seconds kAlikeWindow{1};
 
 AlikeLines& alike_failures() {
-  static auto* const lines = new AlikeLines;  // never destroyed: a detached thread may report at exit
+  static auto* const lines = new AlikeLines;  // never destroyed: the task timer may report at exit
   return *lines;
 }
 
@@ -32,8 +33,15 @@ struct AlikeReport {
   std::string kind;
   std::string text;  // the summary line's, before the count
 
+  // Reports the count kAlikeWindow from now.
   void after_window() const noexcept {
-    std::this_thread::sleep_for(kAlikeWindow);
+    try {
+      (void)task_timer::run_at(Clock::now() + kAlikeWindow, [report = *this] { report.now(); });
+    } catch (...) {  // no memory for the task: the count is not reported (the first line was)
+    }
+  }
+
+  void now() const noexcept {
     const auto more = alike_failures().summary(kind);
     if (more == 0) return;
     try {
@@ -43,6 +51,15 @@ struct AlikeReport {
     }
   }
 };
+
+// Destroys `doomed` on the task timer's thread (here if there is no memory for the task).
+template <class T>
+void drop_elsewhere(std::shared_ptr<T> doomed) noexcept {
+  try {
+    (void)task_timer::run_at(Clock::now(), [doomed = std::move(doomed)] {});
+  } catch (...) {
+  }
+}
 
 // Completes a sink once, whoever comes first.
 template <class T>
@@ -119,69 +136,107 @@ class AsyncLease final : public AsyncAcquisition<Lease>, public std::enable_shar
 
   void start(std::unique_ptr<AsyncSink<Lease>> sink) override {
     sink_.set(std::move(sink));
-    // The thread owns this operation; it ends when the take does (granted, timed out, failed or
-    // cancelled), never later than the session.
+    bool cancelled_before = false;
+    {
+      MutexLock lock(mutex_);
+      cancelled_before = cancelled_;
+    }
+    // Cancelled before it began: nothing is sent.
+    if (cancelled_before) return sink_.complete(make_error_code(errc::cancelled), Lease());
+    std::optional<Clock::time_point> deadline;
+    if (timeout_) deadline = Clock::now() + *timeout_;
+    std::shared_ptr<LeaseTake> take;
     try {
-      std::thread([self = shared_from_this()]() mutable {
-        const auto alike = self->run();
-        self.reset();  // the handler is posted: the request is not kept while the count waits
-        if (alike) alike->after_window();
-      }).detach();
+      // `self`: the request lives until its take ends, for a cancellation slot to reach it.
+      take = LeaseTake::start(
+          taker_, deadline, held_nodes::new_token(),
+          [self = shared_from_this()](std::optional<TakenLease> lease, std::optional<Failure> failure) mutable {
+            self->complete(std::move(lease), std::move(failure));
+            // Maybe the last reference to the Semaphore's taker, and so to the
+            // Client: let go on the task timer's thread, not a ZooKeeper one.
+            drop_elsewhere(std::move(self));
+          });
     } catch (...) {
-      sink_.complete(Failure::current().code(), Lease());  // no thread to wait on: the handler still runs
+      return sink_.complete(Failure::current().code(), Lease());  // nothing was started: the handler still runs
+    }
+    bool cancelled = false;
+    {
+      MutexLock lock(mutex_);
+      take_ = take;
+      cancelled = cancelled_;
+    }
+    if (!cancelled) return;
+    try {
+      take->cancel(cancelled_failure());
+    } catch (...) {  // an allocation: the request goes on, as if the cancel came too late
     }
   }
 
-  void cancel() noexcept override { cancel_.request_stop(); }
+  void cancel() noexcept override {
+    std::shared_ptr<LeaseTake> take;
+    {
+      MutexLock lock(mutex_);
+      if (cancelled_) return;
+      cancelled_ = true;
+      take = take_;
+    }
+    if (!take) return;  // start() cancels it once it has it
+    try {
+      take->cancel(cancelled_failure());
+    } catch (...) {  // an allocation: the request goes on, as if the cancel came too late
+    }
+  }
 
  private:
-  // Completes the request; what is left to log for failures alike to the one it logged, if any.
-  std::optional<AlikeReport> run() {
-    const auto deadline = (timeout_ ? Deadline::in(*timeout_) : Deadline::never()).abandoned_by(cancel_.get_token());
-    try {
-      auto taken = taker_->take(deadline);
-      if (taken) {
-        sink_.complete({}, LeaseAccess::make(taker_, std::move(*taken), limit_));
-      } else if (cancel_.stop_requested()) {
-        sink_.complete(make_error_code(errc::cancelled), Lease());
-      } else {
-        sink_.complete({}, Lease());  // the time ran out: an empty lease, as try_acquire_for returns
-      }
-      return std::nullopt;
-    } catch (...) {
-      if (cancel_.stop_requested()) {
-        sink_.complete(make_error_code(errc::cancelled), Lease());
-        return std::nullopt;
-      }
-      const auto failure = Failure::current();
-      std::optional<AlikeReport> alike;
-      // Quiet as dlock/async.hpp says: a dropped connection and running out of memory.
-      if (failure.code() != make_error_code(errc::disconnected) && failure.kind() != Failure::Kind::OutOfMemory) {
-        std::string kind;
-        bool first = false;
-        try {
-          const auto& code = failure.code();
-          kind = taker_->path() + '\n' + code.category().name() + ':' + std::to_string(code.value());
-          first = alike_failures().first(kind);
-          if (first) {
-            log(LogLevel::Warn, "asynchronous semaphore lease: " + failure.message());
-            alike =
-                AlikeReport{kind, "asynchronous semaphore lease on " + taker_->path() + " (" + code.message() + ")"};
-          }
-        } catch (...) {  // out of memory for the line: the handler still gets the code
-          if (first && !alike) (void)alike_failures().summary(kind);  // nobody would report it: a first again
-        }
-      }
-      sink_.complete(failure.code(), Lease());
-      return alike;
+  Failure cancelled_failure() const {
+    return Failure(Failure::Kind::Error, make_error_code(errc::cancelled),
+                   "semaphore " + taker_->path() + ": cancelled");
+  }
+
+  void complete(std::optional<TakenLease> taken, std::optional<Failure> failure) {
+    {
+      MutexLock lock(mutex_);
+      take_.reset();
     }
+    if (taken) {
+      std::optional<Lease> lease;
+      try {
+        lease = LeaseAccess::make(taker_, std::move(*taken), limit_);
+      } catch (...) {
+        return sink_.complete(Failure::current().code(), Lease());  // the lease's node went with `taken`
+      }
+      return sink_.complete({}, std::move(*lease));
+    }
+    if (!failure) return sink_.complete({}, Lease());  // the time ran out: an empty lease, as try_acquire_for returns
+    if (failure->code() == make_error_code(errc::cancelled)) return sink_.complete(failure->code(), Lease());
+    // Quiet as dlock/async.hpp says: a dropped connection and running out of memory.
+    if (failure->code() != make_error_code(errc::disconnected) && failure->kind() != Failure::Kind::OutOfMemory) {
+      std::string kind;
+      bool first = false;
+      std::optional<AlikeReport> alike;
+      try {
+        const auto& code = failure->code();
+        kind = taker_->path() + '\n' + code.category().name() + ':' + std::to_string(code.value());
+        first = alike_failures().first(kind);
+        if (first) {
+          log(LogLevel::Warn, "asynchronous semaphore lease: " + failure->message());
+          alike = AlikeReport{kind, "asynchronous semaphore lease on " + taker_->path() + " (" + code.message() + ")"};
+        }
+      } catch (...) {  // out of memory for the line: the handler still gets the code
+        if (first && !alike) (void)alike_failures().summary(kind);  // nobody would report it: a first again
+      }
+      if (alike) alike->after_window();
+    }
+    sink_.complete(failure->code(), Lease());
   }
 
   const std::shared_ptr<LeaseTaker> taker_;
   const HoldLimit limit_;
   const std::optional<std::chrono::milliseconds> timeout_;
-  std::stop_source cancel_;
   OnceSink<Lease> sink_;
+  Mutex mutex_;
+  std::shared_ptr<LeaseTake> take_ DLOCK_GUARDED_BY(mutex_);
+  bool cancelled_ DLOCK_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace

@@ -12,6 +12,9 @@
 // Mutex while waiting keeps later takers from creating nodes ahead of the count: the first
 // waiter is the next to be granted.
 //
+// The algorithm is written once, as a take that holds no thread (lease_take.hpp): the
+// asynchronous acquisition starts one, and take() starts one and waits for it.
+//
 // Thread-safety: take() and listing() from any threads at once.
 #pragma once
 
@@ -36,12 +39,12 @@ struct TakenLease {
   Grant grant;  // as the lock metrics report it (lock_metrics.hpp)
 };
 
-class LeaseTaker {
+class LeaseTaker : public std::enable_shared_from_this<LeaseTaker> {
  public:
   LeaseTaker(std::shared_ptr<Client> client, std::string path, int max_leases);
 
-  // One lease by `deadline`; nullopt once it passed or was abandoned (nothing left behind; an
-  // abandonment while queued for the mutex throws Error(lock_destroyed)). Throws LockLost, Error.
+  // One lease by `deadline`, waiting on the calling thread; nullopt once it passed (nothing left
+  // behind). Throws LockLost, Error. Made with make_shared (it hands itself to the take).
   std::optional<TakenLease> take(const Deadline& deadline);
   // Sends the lease node's delete (retried in the background while disconnected), and reports
   // the release to the metrics.
@@ -56,14 +59,11 @@ class LeaseTaker {
 
   const std::string& path() const noexcept { return path_; }
   int max_leases() const noexcept { return max_leases_; }
+  Client& client() const noexcept { return *client_; }
+  // The Mutex at <path>/locks that every lease is taken under.
+  DirectTaker& mutex() const noexcept { return *mutex_; }
 
  private:
-  // With the Mutex held: the lease node, created and granted, or nullopt at the deadline.
-  std::optional<TakenLease> take_under_mutex(const Deadline& deadline);
-  // Creates our node (retrying after a lost reply, deleting what a lost reply may have left);
-  // nullopt once the deadline passed or was abandoned.
-  std::optional<CreateResult> create_node(const Deadline& deadline);
-
   const std::shared_ptr<Client> client_;
   const std::string path_;
   const std::string leases_;  // <path>/leases

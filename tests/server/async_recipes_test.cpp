@@ -10,6 +10,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fstream>
 #include <latch>
 #include <mutex>
 #include <string>
@@ -172,6 +173,57 @@ TEST(AsyncRecipes, LeaseRequestsWaitTimeOutAndCancelLeavingNothing) {
   ASSERT_TRUE(waited) << "the waiting request is granted once the lease is free";
   EXPECT_TRUE(waited->held());
   EXPECT_EQ(semaphore.leases().size(), 1u) << "the cancelled and timed-out requests left no node";
+}
+
+int process_threads() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// dlock/async.hpp: "Nothing waits on a thread". Lease requests queued behind a held lease are
+// ZooKeeper nodes and callbacks, not threads: the process has as many threads with 2,000 of them
+// waiting as before (the C client's, the task timer's); cancelled, they all complete with
+// operation_aborted and leave no node.
+TEST(AsyncRecipes, ThousandsOfWaitingLeaseRequestsHoldNoThreadEach) {
+  constexpr int kRequests = 2000;
+  Session session(session_options());
+  Semaphore semaphore(session, test_root(), 1);
+  auto held = semaphore.acquire();
+  // A lease request of another client first, so that every thread a request may start (the task
+  // timer, a state listener's) runs before the count below.
+  EXPECT_FALSE(semaphore.try_acquire_for(10ms).held());
+  const int threads_before = process_threads();
+  asio::io_context io;
+  std::vector<asio::cancellation_signal> cancels(kRequests);
+  std::atomic<int> completed{0}, aborted{0};
+  for (auto& cancel : cancels) {
+    semaphore.async_acquire(asio::bind_cancellation_slot(
+        cancel.slot(), asio::bind_executor(io, [&](boost::system::error_code ec, Lease lease) {
+          if (ec == asio::error::operation_aborted && !lease.held()) aborted.fetch_add(1);
+          completed.fetch_add(1);
+        })));
+  }
+  // Every request queued for the semaphore's mutex (its node under <path>/locks), or, the first,
+  // holding the mutex while its lease node waits.
+  const auto queued = [&] { return Mutex(session, test_root() + "/locks").participants().size(); };
+  EXPECT_TRUE(eventually([&] { return queued() == kRequests; }, 60s)) << queued() << " of " << kRequests << " queued";
+  const int threads_waiting = process_threads();
+  EXPECT_LE(threads_waiting - threads_before, 2)
+      << threads_waiting - threads_before << " more threads with " << kRequests << " lease requests waiting";
+  for (auto& cancel : cancels) cancel.emit(asio::cancellation_type::terminal);
+  EXPECT_TRUE(eventually(
+      [&] {
+        io.poll();
+        return completed.load() == kRequests;
+      },
+      60s))
+      << completed.load() << " of " << kRequests << " requests completed";
+  EXPECT_EQ(aborted.load(), kRequests);
+  EXPECT_TRUE(eventually([&] { return queued() == 0 && semaphore.leases().size() == 1; }, 30s))
+      << queued() << " mutex nodes and " << semaphore.leases().size() << " lease nodes left";
 }
 
 // dlock's log lines, while alive.

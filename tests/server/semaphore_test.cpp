@@ -2,11 +2,14 @@
 // loss signal; timeouts and multi-lease requests leave nothing behind.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
 
+#include "dlock/inspect.hpp"
 #include "dlock/semaphore.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "raw_zk.hpp"
@@ -131,6 +134,26 @@ TEST(Semaphore, LeasesAreCuratorsNodesWithRisingTokens) {
   EXPECT_FALSE(first.held());
   EXPECT_THROW(first.release(), NotOwner);
   EXPECT_EQ(semaphore.leases().size(), 1u);
+}
+
+// `dlockctl show` names who holds a lease: the node's data names the thread that asked for it,
+// though the lease's steps run on ZooKeeper's threads.
+TEST(Semaphore, ALeaseNodeNamesTheThreadThatAskedForIt) {
+  Session session(session_options());
+  Semaphore semaphore(session, test_root(), 2);
+  std::string name, error;
+  std::thread([&] {
+    pthread_setname_np(pthread_self(), "lease-asker");
+    try {
+      auto lease = semaphore.acquire();
+      const auto leases = inspect(session, test_root() + "/leases").contenders;
+      if (leases.size() == 1) name = leases[0].thread_name;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }).join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(name, "lease-asker");
 }
 
 TEST(Semaphore, ATimeoutOrAPartialMultiLeaseLeavesNothingBehind) {

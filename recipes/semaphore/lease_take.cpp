@@ -1,0 +1,501 @@
+#include "recipes/semaphore/lease_take.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "dlock/fencing.hpp"
+#include "recipes/queue/holder_info.hpp"
+#include "recipes/queue/lock_errors.hpp"
+#include "recipes/test_hooks.hpp"
+#include "src/base/task_timer.hpp"
+
+namespace dlock::detail {
+namespace {
+
+// Creates of a lease, sent while connected, that keep finding its parent gone (the server reaps
+// empty containers) or whose reply keeps getting lost.
+constexpr int kMaxCreates = 10;
+
+// The failure `step` throws (the helpers of lock_errors.hpp throw what the blocking call would).
+template <class Step>
+std::optional<Failure> failure_of(Step step) noexcept {
+  try {
+    step();
+    return std::nullopt;
+  } catch (...) {
+    return Failure::current();
+  }
+}
+
+// Lets `doomed` go on the task timer's thread: the last reference to a LeaseTaker, and so maybe
+// to the Client, must not be dropped on a ZooKeeper thread.
+void drop_elsewhere(std::shared_ptr<LeaseTaker> doomed) noexcept {
+  if (!doomed) return;
+  try {
+    (void)task_timer::run_at(Clock::now(), [doomed = std::move(doomed)] {});
+  } catch (...) {  // no memory for the task: dropped here, as the blocking take would
+  }
+}
+
+}  // namespace
+
+LeaseTake::LeaseTake(std::shared_ptr<LeaseTaker> taker, std::optional<Clock::time_point> deadline, Done done)
+    : client_(taker->client()),
+      path_(taker->path()),
+      leases_(taker->path() + "/leases"),
+      max_leases_(taker->max_leases()),
+      deadline_(deadline),
+      done_(std::move(done)),
+      taker_(std::move(taker)) {}
+
+std::shared_ptr<LeaseTake> LeaseTake::start(std::shared_ptr<LeaseTaker> taker,
+                                            std::optional<Clock::time_point> deadline, std::uint64_t owner, Done done) {
+  auto take = std::make_shared<LeaseTake>(std::move(taker), deadline, std::move(done));
+  take->begin(owner);
+  return take;
+}
+
+void LeaseTake::begin(std::uint64_t owner) {
+  std::shared_ptr<LeaseTaker> taker;
+  {
+    MutexLock lock(mutex_);
+    self_ = shared_from_this();
+    taker = taker_;
+  }
+  report_.emplace(taker->labels());
+  if (const auto failure = failure_of([&] {
+        tracking_.emplace(client_);
+        // On the caller's thread: the lease node names the thread that asked for it.
+        node_data_ = holder_info_json();
+        task_timer::start();
+        if (deadline_) {
+          const std::weak_ptr<LeaseTake> weak = weak_from_this();
+          const auto ticket = task_timer::run_at(*deadline_, [weak] {
+            if (const auto take = weak.lock()) take->on_deadline();
+          });
+          MutexLock lock(mutex_);
+          timer_ = ticket;
+        }
+      })) {
+    return finish(std::nullopt, failure);
+  }
+  {
+    MutexLock lock(mutex_);
+    if (phase_ == Phase::Done) return;  // cancelled already: nothing was started
+    mutex_pending_ = true;
+  }
+  std::shared_ptr<Taker::Take> mutex_take;
+  if (const auto failure = failure_of([&] {
+        mutex_take = taker->mutex().start_take(
+            deadline_, owner, [self = shared_from_this()](std::optional<Grant> grant, std::optional<Failure> why) {
+              self->on_mutex(std::move(grant), std::move(why));
+            });
+      })) {
+    {
+      MutexLock lock(mutex_);
+      mutex_pending_ = false;  // nothing was started
+    }
+    return finish(std::nullopt, failure);
+  }
+  bool ended = false;
+  {
+    MutexLock lock(mutex_);
+    if (mutex_pending_) mutex_take_ = mutex_take;
+    ended = phase_ == Phase::Done && mutex_pending_;
+  }
+  // Cancelled while the take started: the take goes too (its completion completes this one).
+  if (ended) cancel_mutex_take(*taker, mutex_take, std::nullopt);
+}
+
+void LeaseTake::cancel_mutex_take(LeaseTaker& taker, const std::shared_ptr<Taker::Take>& take,
+                                  const std::optional<Failure>& reason) noexcept {
+  try {
+    taker.mutex().cancel_take(take, reason ? *reason
+                                           : Failure(Failure::Kind::Error, make_error_code(errc::lock_timeout),
+                                                     "semaphore " + path_ + ": the lease take ended"));
+  } catch (...) {  // no memory for the reason: the take ends by its own deadline, or stays queued
+  }
+}
+
+void LeaseTake::on_mutex(std::optional<Grant> grant, std::optional<Failure> failure) {
+  // Before the first create: a create waits for the connection (send_create), which a state
+  // change brings back. Subscribed with no mutex of this take held (a Client call).
+  std::uint64_t listener = 0;
+  if (grant) {
+    const std::weak_ptr<LeaseTake> weak = weak_from_this();
+    failure = failure_of([&] {
+      listener = client_.subscribe([weak](SessionState) {
+        if (const auto take = weak.lock()) take->on_event();
+      });
+    });
+  }
+  bool ended = false;
+  std::shared_ptr<LeaseTaker> taker;
+  {
+    MutexLock lock(mutex_);
+    mutex_pending_ = false;
+    mutex_take_.reset();
+    ended = phase_ == Phase::Done;
+    taker = taker_;
+    if (!ended && grant) {
+      mutex_grant_ = *grant;  // finish() releases it if the subscription failed
+      listener_ = listener;
+      if (!failure) phase_ = Phase::Creating;
+    }
+  }
+  if (ended) {
+    // The take ended while the Mutex's was under way, and waited for it: a grant that raced the
+    // end is given back, then the end completes.
+    if (listener) client_.unsubscribe(listener);
+    if (grant && taker) taker->mutex().release(*grant);
+    return complete_deferred();
+  }
+  if (!grant || failure) return finish(std::nullopt, std::move(failure));
+  send_create();
+}
+
+void LeaseTake::send_create() {
+  bool ended_session = false, give_up = false, too_many = false;
+  {
+    MutexLock lock(mutex_);
+    if (phase_ != Phase::Creating || create_in_flight_) return;
+    // Read under this take's mutex: a state change after it finds awaiting_connection_ set.
+    const SessionState state = client_.state();
+    if (state == SessionState::Lost || state == SessionState::Closed) {
+      ended_session = true;
+    } else if (state != SessionState::Connected) {
+      // A create sent now would wait in the C client's queue, and fail with every reconnect
+      // attempt: wait for the connection (the state listener), unless the time is up.
+      if (!expired_) {
+        awaiting_connection_ = true;
+        return;
+      }
+      give_up = true;
+    } else if (++creates_ > kMaxCreates) {
+      too_many = true;
+    } else {
+      awaiting_connection_ = false;
+      create_in_flight_ = true;
+    }
+  }
+  if (ended_session) {
+    return finish(std::nullopt, failure_of([&] {
+                    throw_if_session_ended(client_, "semaphore " + path_);
+                    throw_lock_lost("semaphore " + path_ + ": the session ended while taking a lease");
+                  }));
+  }
+  if (give_up) return finish(std::nullopt, std::nullopt);
+  if (too_many) {
+    return finish(std::nullopt, failure_of([&] {
+                    fail(client_, ZNONODE,
+                         "semaphore " + path_ + ": " + std::to_string(kMaxCreates) + " creates of a lease in " +
+                             leases_ + " failed (its parent kept vanishing, or the replies were lost)");
+                  }));
+  }
+  std::string prefix;
+  const auto made = failure_of([&] {
+    // A prefix per create: a lost reply's node is deleted by its prefix, never this one's.
+    prefix = "_c_" + random_uuid() + "-";
+    client_.create(
+        leases_ + "/" + prefix + "lease-", node_data_, ZOO_EPHEMERAL_SEQUENTIAL,
+        [self = shared_from_this(), prefix](CreateResult result) { self->on_created(prefix, std::move(result)); });
+  });
+  if (made) {  // nothing was sent
+    {
+      MutexLock lock(mutex_);
+      create_in_flight_ = false;
+    }
+    finish(std::nullopt, made);
+  }
+}
+
+void LeaseTake::on_created(const std::string& prefix, CreateResult result) {
+  bool ended = false;
+  {
+    MutexLock lock(mutex_);
+    create_in_flight_ = false;
+    ended = phase_ == Phase::Done;
+    if (!ended && result.rc == ZOK) {
+      created_ = result;
+      phase_ = Phase::Listing;
+    }
+  }
+  if (ended) {
+    // The take ended while this create was under way, and waited for it: what it made goes,
+    // then the Mutex (so that the next holder's listing does not count this node), then the end
+    // completes.
+    try {
+      if (result.rc == ZOK) client_.release_node(result.path);
+      if (reply_lost(result.rc)) client_.release_prefixed(leases_, prefix);
+    } catch (...) {  // no memory to send the delete: the node goes with the session
+    }
+    release_kept_mutex();
+    return complete_deferred();
+  }
+  if (result.rc == ZOK) {
+    arm_child_watch();
+    return send_list();
+  }
+  if (result.rc == ZNONODE) return create_parents();
+  if (reply_lost(result.rc)) {
+    // A node may exist under this prefix: deleted in the background; the next create has its own.
+    if (const auto failure = failure_of([&] { client_.release_prefixed(leases_, prefix); })) {
+      return finish(std::nullopt, failure);
+    }
+    return send_create();
+  }
+  finish(std::nullopt, failure_of([&] {
+           fail(client_, result.rc, "semaphore " + path_ + ": creating a lease in " + leases_, {kCreate, leases_});
+         }));
+}
+
+// <path>/leases (and <path>, if the server reaped it) as CONTAINER nodes, as Curator's
+// creatingParentContainersIfNeeded does; then the lease again.
+void LeaseTake::create_parents() {
+  const auto sent = failure_of([&] {
+    client_.create(path_, {}, ZOO_CONTAINER, [self = shared_from_this()](CreateResult made) {
+      if (made.rc != ZOK && made.rc != ZNODEEXISTS && !reply_lost(made.rc)) {
+        return self->finish(std::nullopt, failure_of([&] {
+                              fail(self->client_, made.rc, "semaphore " + self->path_ + ": creating " + self->path_,
+                                   {kCreate, parent_of(self->path_)});
+                            }));
+      }
+      const auto again = failure_of([&] {
+        self->client_.create(self->leases_, {}, ZOO_CONTAINER, [self](CreateResult leases) {
+          if (leases.rc != ZOK && leases.rc != ZNODEEXISTS && !reply_lost(leases.rc)) {
+            return self->finish(std::nullopt, failure_of([&] {
+                                  fail(self->client_, leases.rc,
+                                       "semaphore " + self->path_ + ": creating " + self->leases_,
+                                       {kCreate, self->path_});
+                                }));
+          }
+          self->send_create();
+        });
+      });
+      if (again) self->finish(std::nullopt, again);
+    });
+  });
+  if (sent) finish(std::nullopt, sent);
+}
+
+void LeaseTake::arm_child_watch() {
+  const std::weak_ptr<LeaseTake> weak = weak_from_this();
+  std::uint64_t watch = 0;
+  const auto armed = failure_of([&] {
+    watch = client_.watch_children(leases_, [weak](std::uint64_t) {
+      if (const auto take = weak.lock()) take->on_event();
+    });
+  });
+  bool ended = false;
+  {
+    MutexLock lock(mutex_);
+    ended = phase_ == Phase::Done;
+    if (!ended) watch_ = watch;
+  }
+  if (ended && watch) client_.unwatch_children(watch);  // the end came first and found nothing to remove
+  if (armed) finish(std::nullopt, armed);
+}
+
+void LeaseTake::send_list() {
+  {
+    MutexLock lock(mutex_);
+    if (phase_ != Phase::Listing) return;
+    listed_at_ = events_;
+  }
+  if (const auto failure = failure_of([&] {
+        client_.children(
+            leases_, [self = shared_from_this()](ChildrenResult result) { self->on_listed(std::move(result)); },
+            /*watch=*/true);
+      })) {
+    finish(std::nullopt, failure);
+  }
+}
+
+void LeaseTake::on_listed(ChildrenResult result) {
+  std::string node;
+  std::uint64_t generation = 0;
+  std::int64_t czxid = 0;
+  {
+    MutexLock lock(mutex_);
+    if (phase_ != Phase::Listing || !created_) return;
+    node = created_->path;
+    generation = created_->generation;
+    czxid = created_->czxid;
+  }
+  const std::string what = "semaphore " + path_;
+  if (const auto ended = session_failure()) return finish(std::nullopt, ended);
+  if (!reply_lost(result.rc)) {
+    if (result.rc != ZOK && result.rc != ZNONODE) {
+      return finish(std::nullopt, failure_of([&] {
+                      fail(client_, result.rc, what + ": listing " + leases_, {kRead, leases_});
+                    }));
+    }
+    const std::string_view ours = std::string_view(node).substr(leases_.size() + 1);
+    if (std::find(result.names.begin(), result.names.end(), ours) == result.names.end()) {
+      if (const auto ended = session_failure()) return finish(std::nullopt, ended);
+      return finish(std::nullopt, failure_of([&] {
+                      throw_lock_lost(what + ": our lease node " + node + " vanished while we waited");
+                    }));
+    }
+    if (static_cast<int>(result.names.size()) <= max_leases_ || test_hooks::ignore_lease_limit.load()) {
+      if (!client_.owns_nodes_of(generation)) {
+        if (const auto ended = session_failure()) return finish(std::nullopt, ended);
+        return finish(
+            std::nullopt, failure_of([&] {
+              throw_lock_lost(what + ": our lease node " + node + " went with an expired session while we waited");
+            }));
+      }
+      {
+        MutexLock lock(mutex_);
+        if (phase_ != Phase::Listing) return;
+        phase_ = Phase::Granting;  // a cancel meanwhile still wins, and deletes the node
+      }
+      std::optional<TakenLease> lease;
+      const auto failure = failure_of([&] {
+        Grant grant{node, fencing_token_of(czxid), generation, nullptr, GrantSource::ZooKeeper};
+        auto held = std::move(*tracking_).confirm(std::move(grant), LockLabels{});
+        lease = TakenLease{node, held.grant.token, std::move(held.lost), std::move(held.grant)};
+      });
+      return finish(failure ? std::nullopt : std::move(lease), failure);
+    }
+  }
+  // Not granted now (or the reply was lost with the connection): wait for a change, unless one
+  // came while the listing was on its way (then list again, even past the deadline, as a waiter
+  // woken just then would), or the time is up.
+  bool expired = false;
+  {
+    MutexLock lock(mutex_);
+    if (phase_ != Phase::Listing) return;
+    if (events_ == listed_at_) {
+      expired = expired_;
+      if (!expired) {
+        phase_ = Phase::Waiting;
+        return;
+      }
+    }
+  }
+  if (expired) return finish(std::nullopt, std::nullopt);
+  send_list();
+}
+
+void LeaseTake::on_event() {
+  bool list = false, create = false;
+  {
+    MutexLock lock(mutex_);
+    ++events_;
+    if (phase_ == Phase::Waiting) {
+      phase_ = Phase::Listing;
+      list = true;
+    } else if (phase_ == Phase::Creating && awaiting_connection_) {
+      awaiting_connection_ = false;
+      create = true;
+    }
+  }
+  if (list) send_list();
+  if (create) send_create();
+}
+
+void LeaseTake::on_deadline() {
+  {
+    MutexLock lock(mutex_);
+    expired_ = true;
+    // The Mutex's take ends by its own deadline; a create or listing under way while connected
+    // finishes first (see the header).
+    const bool waits = phase_ == Phase::Waiting || (phase_ == Phase::Creating && awaiting_connection_) ||
+                       (phase_ == Phase::Listing && client_.state() != SessionState::Connected);
+    if (!waits) return;
+  }
+  finish(std::nullopt, std::nullopt);
+}
+
+void LeaseTake::cancel(Failure reason) { finish(std::nullopt, std::move(reason)); }
+
+std::optional<Failure> LeaseTake::session_failure() const {
+  if (!client_.ended()) return std::nullopt;
+  return failure_of([&] {
+    throw_if_session_ended(client_, "semaphore " + path_);
+    throw_lock_lost("semaphore " + path_ + ": the session ended while taking a lease");
+  });
+}
+
+void LeaseTake::finish(std::optional<TakenLease> lease, std::optional<Failure> failure) {
+  std::shared_ptr<LeaseTaker> taker;
+  std::shared_ptr<LeaseTake> self;
+  std::shared_ptr<Taker::Take> mutex_take;
+  std::optional<Grant> mutex_grant;
+  std::optional<CreateResult> created;
+  std::uint64_t timer = 0, watch = 0, listener = 0;
+  bool deferred = false;
+  {
+    MutexLock lock(mutex_);
+    if (phase_ == Phase::Done) return;
+    phase_ = Phase::Done;
+    self = std::move(self_);
+    timer = std::exchange(timer_, 0);
+    watch = std::exchange(watch_, 0);
+    listener = std::exchange(listener_, 0);
+    created = std::move(created_);
+    // A Mutex take or a create under way: the end completes once it has come back and its node
+    // (and the Mutex) went, so that the handler runs after nothing of the request is queued.
+    deferred = mutex_pending_ || create_in_flight_;
+    taker = taker_;
+    mutex_take = mutex_take_;
+    if (!create_in_flight_) mutex_grant = std::exchange(mutex_grant_, std::nullopt);
+    if (deferred) outcome_.emplace(Outcome{std::move(lease), std::move(failure)});
+  }
+  task_timer::cancel(timer);
+  try {
+    if (watch) client_.unwatch_children(watch);
+    if (listener) client_.unsubscribe(listener);
+    if (!lease && created) client_.release_node(created->path);
+  } catch (...) {  // no memory: a node left goes with the session
+  }
+  if (mutex_grant) taker->mutex().release(*mutex_grant);
+  if (mutex_take) cancel_mutex_take(*taker, mutex_take, failure);
+  if (!deferred) complete(std::move(lease), std::move(failure));
+}
+
+void LeaseTake::release_kept_mutex() noexcept {
+  std::shared_ptr<LeaseTaker> taker;
+  std::optional<Grant> grant;
+  {
+    MutexLock lock(mutex_);
+    taker = taker_;
+    grant = std::exchange(mutex_grant_, std::nullopt);
+  }
+  if (grant && taker) taker->mutex().release(*grant);
+}
+
+void LeaseTake::complete_deferred() {
+  std::optional<Outcome> outcome;
+  {
+    MutexLock lock(mutex_);
+    outcome = std::exchange(outcome_, std::nullopt);
+  }
+  if (outcome) complete(std::move(outcome->lease), std::move(outcome->failure));
+}
+
+void LeaseTake::complete(std::optional<TakenLease> lease, std::optional<Failure> failure) noexcept {
+  std::shared_ptr<LeaseTaker> taker;
+  {
+    MutexLock lock(mutex_);
+    taker = std::move(taker_);
+  }
+  if (report_) {
+    if (lease) {
+      report_->granted(lease->grant);
+    } else if (failure) {
+      report_->failed(*failure);
+    } else {
+      report_->timed_out();
+    }
+  }
+  auto done = std::move(done_);
+  try {
+    if (done) done(std::move(lease), std::move(failure));
+  } catch (...) {  // the drivers' callbacks do not throw; an exception must not leave a ZooKeeper thread
+  }
+  drop_elsewhere(std::move(taker));
+}
+
+}  // namespace dlock::detail
