@@ -105,7 +105,7 @@
 #include <boost/describe/enumerators.hpp>
 
 #include "dlock/error.hpp"
-#include "dlock/key_detail.hpp"
+#include "dlock/detail/key.hpp"
 
 namespace dlock {
 

@@ -52,10 +52,8 @@
 #include "dlock/leadership.hpp"
 #include "dlock/session.hpp"
 
-// The asynchronous forms' default completion token (dlock/async_recipes.hpp defines them).
-namespace boost::asio {
-class deferred_t;
-}  // namespace boost::asio
+// The asynchronous forms' default completion token, Asio's deferred (declared without Asio).
+#include "dlock/detail/deferred_fwd.hpp"
 
 namespace dlock {
 

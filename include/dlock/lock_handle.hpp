@@ -44,11 +44,8 @@
 #include "dlock/lock_mode.hpp"
 #include "dlock/session.hpp"
 
-// The asynchronous functions' default completion token (dlock/async.hpp defines them and includes
-// Boost.Asio); declared here so that this header does not need Asio.
-namespace boost::asio {
-class deferred_t;
-}  // namespace boost::asio
+// The asynchronous forms' default completion token, Asio's deferred (declared without Asio).
+#include "dlock/detail/deferred_fwd.hpp"
 
 namespace dlock {
 

@@ -70,9 +70,9 @@
 #include <string>
 #include <vector>
 
+#include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
-#include "dlock/steady_deadline.hpp"
 
 namespace dlock {
 

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
-#include "dlock/steady_deadline.hpp"
 #include "recipes/api/handle_access.hpp"
 #include "recipes/batch/combiner_impl.hpp"
 #include "recipes/test_hooks.hpp"

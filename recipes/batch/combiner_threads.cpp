@@ -11,7 +11,7 @@
 // has returned.
 #include <algorithm>
 
-#include "dlock/steady_deadline.hpp"
+#include "dlock/detail/steady_deadline.hpp"
 #include "recipes/api/handle_access.hpp"
 #include "recipes/batch/combiner_impl.hpp"
 #include "recipes/handoff/lock_site.hpp"

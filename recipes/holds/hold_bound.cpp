@@ -1,7 +1,7 @@
 #include "recipes/holds/hold_bound.hpp"
 
+#include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
-#include "dlock/steady_deadline.hpp"
 #include "recipes/holds/callback_threads.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/task_timer.hpp"

@@ -8,7 +8,7 @@
 #include <stop_token>
 #include <utility>
 
-#include "dlock/steady_deadline.hpp"
+#include "dlock/detail/steady_deadline.hpp"
 
 namespace dlock::detail {
 
@@ -25,7 +25,7 @@ class Deadline {
   static Deadline never() { return Deadline(std::nullopt); }
   // time_point::max() (what the saturating conversions give for a huge timeout) is "never".
   static Deadline at(Clock::time_point when) { return when == Clock::time_point::max() ? never() : Deadline(when); }
-  // Any duration, saturated (dlock/steady_deadline.hpp).
+  // Any duration, saturated (dlock/detail/steady_deadline.hpp).
   template <class Rep, class Period>
   static Deadline in(const std::chrono::duration<Rep, Period>& from_now) {
     return at(steady_deadline_after(from_now));

@@ -21,7 +21,7 @@ units=headers_alone/$(basename "$compiler")
 rm -rf "$units"
 failed=0
 checked=0
-for header in "$include_dir"/dlock/*.hpp "$include_dir"/dlock/testing/*.hpp "$include_dir"/dlock/postgres/*.hpp \
+for header in "$include_dir"/dlock/*.hpp "$include_dir"/dlock/detail/*.hpp "$include_dir"/dlock/testing/*.hpp "$include_dir"/dlock/postgres/*.hpp \
   "$include_dir"/dlock/sqlite/*.hpp "$include_dir"/dlock/mariadb/*.hpp; do
   name=${header#"$include_dir"/}
   checked=$((checked + 1))

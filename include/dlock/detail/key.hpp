@@ -1,4 +1,4 @@
-// dlock/key_detail.hpp: the compile-time half of the key builder. Not public API: include
+// dlock/detail/key.hpp: the compile-time half of the key builder. Not public API: include
 // <dlock/key.hpp>, which documents everything here that callers see.
 //
 // This file decides, per type and at compile time, what a key source is (a part value, a struct

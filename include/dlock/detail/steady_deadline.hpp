@@ -1,4 +1,4 @@
-// dlock/steady_deadline.hpp: turning a timeout into a point on the steady clock without overflow.
+// dlock/detail/steady_deadline.hpp: turning a timeout into a point on the steady clock without overflow.
 //
 // `steady_clock::now() + std::chrono::milliseconds::max()` overflows (the sum is taken in
 // nanoseconds) and lands in the past, so a "wait forever" spelled as a huge duration would give up
