@@ -12,6 +12,7 @@
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/queue/contender.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/queue/node_name.hpp"
 #include "recipes/queue/policies.hpp"
 #include "src/base/path.hpp"
 #include "src/base/printable.hpp"
@@ -91,39 +92,6 @@ const detail::LockPolicy& policy_of(detail::ContenderKind kind) {
   return detail::kExclusivePolicy;
 }
 
-bool is_hex(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); });
-}
-
-// kazoo names its nodes `<uuid4().hex>__lock__<seq>` (`__rlock__` for readers), or, with a
-// Curator-style node name, `<32 hex>-lock-<seq>`.
-bool is_kazoo_name(std::string_view name) {
-  for (std::string_view marker : {"__lock__", "__rlock__", "-lock-"}) {
-    const auto at = name.rfind(marker);
-    if (at == std::string_view::npos) continue;
-    const auto prefix = name.substr(0, at);
-    if (marker == "-lock-") return prefix.size() == 32 && is_hex(prefix);
-    return !prefix.empty() && is_hex(prefix);
-  }
-  return false;
-}
-
-// A semaphore's lease node (Curator's InterProcessSemaphoreV2, dlock::Semaphore):
-// `_c_<uuid>-lease-<seq>`; its sort key, the sequence, or nullopt for another name.
-std::optional<std::string_view> lease_sequence(std::string_view name) {
-  const auto at = name.rfind("-lease-");
-  if (!name.starts_with("_c_") || at == std::string_view::npos) return std::nullopt;
-  const auto sequence = name.substr(at + 7);
-  if (sequence.empty() || !std::all_of(sequence.begin(), sequence.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  return sequence;
-}
-
-// Curator's protected mode (which dlock uses too): `_c_<uuid>-<marker><seq>`.
-bool is_curator_name(std::string_view name) { return name.starts_with("_c_"); }
-
 std::optional<std::int64_t> integer_field(const nlohmann::json& doc, const char* key) {
   const auto it = doc.find(key);
   if (it == doc.end() || !it->is_number_integer()) return std::nullopt;
@@ -151,7 +119,7 @@ std::optional<std::vector<std::string>> names_field(const nlohmann::json& doc, c
 // Fills in what the node's name and data tell about the client that made it. Never throws.
 void identify(QueuedContender& c, const std::string& data) {
   c.data = printable(data, kMaxField, detail::Quotes::Keep);  // dlock's JSON stays readable
-  if (is_curator_name(c.node)) {
+  if (detail::node_name::is_protected(c.node)) {
     if (!data.empty() && data.size() <= kMaxJson && data.front() == '{') {
       const auto doc = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
       const auto client = doc.is_object() ? doc.find("client") : doc.end();
@@ -173,7 +141,7 @@ void identify(QueuedContender& c, const std::string& data) {
     c.host = c.data;
     return;
   }
-  if (is_kazoo_name(c.node)) {
+  if (detail::node_name::is_kazoo(c.node)) {
     c.client = LockClient::Kazoo;
     c.identifier = c.data;
     return;
@@ -208,7 +176,7 @@ LockQueue detail::inspect_on(const std::shared_ptr<Client>& client, std::string_
   if (queue.empty()) {
     // A semaphore's leases: listed in sequence order, each holding (see inspect.hpp).
     for (const auto& name : children.names) {
-      if (const auto sequence = lease_sequence(name)) {
+      if (const auto sequence = detail::node_name::lease_sequence(name)) {
         queue.push_back(detail::Contender{name, *sequence, detail::ContenderKind::Exclusive});
       }
     }

@@ -5,6 +5,7 @@
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/queue/node_name.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/task_timer.hpp"
 
@@ -35,7 +36,7 @@ AcquireOp::AcquireOp(Private, Client& client, std::string dir, const LockPolicy&
       directory_watch_(watch),
       owner_(owner),
       what_(std::string("lock ").append(dir_)),
-      prefix_(std::string("_c_").append(random_uuid()).append("-")),
+      prefix_(node_name::protected_prefix()),
       data_(holder_info_json({.owner = owner, .shared = false})),
       done_(std::move(done)) {}
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/queue/node_name.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/task_timer.hpp"
 
@@ -66,7 +67,7 @@ void AcquireOp::check_parents(const std::shared_ptr<Parents>& parents, std::size
         self->dispatch([self, parents, i, found] {
           if (found.rc != ZOK) {
             fail(self->client_, ZNOAUTH, self->what_ + ": creating " + parents->paths[i],
-                 {kCreate, parent_of(parents->paths[i])});
+                 {kCreate, node_name::parent_of(parents->paths[i])});
           }
           self->check_parents(parents, i + 1);
         });
@@ -74,7 +75,7 @@ void AcquireOp::check_parents(const std::shared_ptr<Parents>& parents, std::size
       return;
     }
     if (rc != ZOK && rc != ZNODEEXISTS && !reply_lost(rc)) {
-      fail(client_, rc, what_ + ": creating " + path, {kCreate, parent_of(path)});
+      fail(client_, rc, what_ + ": creating " + path, {kCreate, node_name::parent_of(path)});
     }
   }
   create();

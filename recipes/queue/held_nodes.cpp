@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "recipes/queue/node_name.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/mutex.hpp"
 
@@ -12,12 +13,6 @@ namespace dlock::detail::held_nodes {
 namespace {
 
 std::atomic<std::uint64_t> next_token{1};
-
-// The name of a node: its path's last component.
-std::string_view name_of(std::string_view node) {
-  const auto slash = node.rfind('/');
-  return slash == std::string_view::npos ? node : node.substr(slash + 1);
-}
 
 struct Holder {
   std::uint64_t token;
@@ -57,7 +52,7 @@ std::uint64_t this_thread_token() {
 void add(std::string_view node, std::uint64_t token, std::function<bool()> still_owned) {
   auto& r = registry();
   MutexLock lock(r.mutex);
-  r.holders_of[std::string(name_of(node))].push_back({token, std::move(still_owned)});
+  r.holders_of[std::string(node_name::name_of(node))].push_back({token, std::move(still_owned)});
   r.size.store(r.holders_of.size());
 }
 
@@ -65,7 +60,7 @@ void remove(std::string_view node, std::uint64_t token) {
   auto& r = registry();
   if (r.size.load() == 0) return;
   MutexLock lock(r.mutex);
-  const auto it = r.holders_of.find(std::string(name_of(node)));
+  const auto it = r.holders_of.find(std::string(node_name::name_of(node)));
   if (it == r.holders_of.end()) return;
   auto& holders = it->second;
   const auto at = std::find_if(holders.begin(), holders.end(), [&](const Holder& h) { return h.token == token; });

@@ -4,6 +4,7 @@
 
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/queue/node_name.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/pending.hpp"
 
@@ -50,7 +51,8 @@ std::optional<ChildrenResult> list(Client& client, const std::string& dir, const
 // create's reply arrived, else by its unique prefix (a lost reply may hide a created node).
 class Attempt {
  public:
-  Attempt(Client& client, const std::string& dir) : client_(client), dir_(dir), prefix_("_c_" + random_uuid() + "-") {}
+  Attempt(Client& client, const std::string& dir)
+      : client_(client), dir_(dir), prefix_(node_name::protected_prefix()) {}
   ~Attempt() {
     if (committed_ || test_hooks::skip_cleanup.load()) return;
     if (!node.empty()) client_.release_node(node);

@@ -28,11 +28,6 @@ std::string permission_name(std::uint32_t permission) {
 
 }  // namespace
 
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 void throw_if_session_ended(const Client& client, std::string_view what) {
   if (auto ended = client.ended()) throw LockLost(ended->code, std::string(what) + ": " + ended->reason);
 }

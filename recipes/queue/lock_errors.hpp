@@ -15,8 +15,6 @@ struct Need {
   std::string node;
 };
 
-std::string parent_of(const std::string& path);
-
 // A request of `what` failed with `rc`: LockLost if the session ended (or the rc says so),
 // Error(not_authorized) naming `need` for a refusal, Error with the ZooKeeper code otherwise.
 [[noreturn]] void fail(Client& client, int rc, const std::string& what, const Need& need = {});

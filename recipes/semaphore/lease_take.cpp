@@ -6,6 +6,7 @@
 #include "dlock/fencing.hpp"
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/queue/node_name.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/task_timer.hpp"
 
@@ -195,7 +196,7 @@ void LeaseTake::send_create() {
   std::string prefix;
   const auto made = failure_of([&] {
     // A prefix per create: a lost reply's node is deleted by its prefix, never this one's.
-    prefix = "_c_" + random_uuid() + "-";
+    prefix = node_name::protected_prefix();
     client_.create(
         leases_ + "/" + prefix + "lease-", node_data_, ZOO_EPHEMERAL_SEQUENTIAL,
         [self = shared_from_this(), prefix](CreateResult result) { self->on_created(prefix, std::move(result)); });
@@ -257,7 +258,7 @@ void LeaseTake::create_parents() {
       if (made.rc != ZOK && made.rc != ZNODEEXISTS && !reply_lost(made.rc)) {
         return self->finish(std::nullopt, failure_of([&] {
                               fail(self->client_, made.rc, "semaphore " + self->path_ + ": creating " + self->path_,
-                                   {kCreate, parent_of(self->path_)});
+                                   {kCreate, node_name::parent_of(self->path_)});
                             }));
       }
       const auto again = failure_of([&] {

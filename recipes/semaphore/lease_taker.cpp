@@ -6,6 +6,7 @@
 #include "recipes/handoff/slow_wait.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "recipes/queue/node_name.hpp"
 #include "recipes/queue/policies.hpp"
 #include "recipes/semaphore/lease_take.hpp"
 #include "src/base/mutex.hpp"
@@ -14,11 +15,8 @@
 namespace dlock::detail {
 namespace {
 
-// The text after the last "lease-": Curator's sort key for lease nodes.
-std::string_view sequence_of(std::string_view name) {
-  const auto at = name.rfind("lease-");
-  return at == std::string_view::npos ? name : name.substr(at + 6);
-}
+// Curator's sort key for lease nodes: the sequence (another name sorts by itself).
+std::string_view sequence_of(std::string_view name) { return node_name::lease_sequence(name).value_or(name); }
 
 }  // namespace
 
