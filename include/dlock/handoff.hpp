@@ -56,6 +56,10 @@
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <chrono>
+#include <string>
+#include <utility>
+
+#include "dlock/error.hpp"
 
 namespace dlock {
 
@@ -74,8 +78,16 @@ struct HandoffOptions {
   std::chrono::milliseconds linger{0};
 
   // Throws Error (errc::invalid_argument) naming the first option that breaks its rule and its
-  // value. Session's constructor calls it, so a bad value fails where it is given.
-  void check() const;
+  // value. Session's constructor calls it, so a bad value fails where it is given. Inline: the
+  // session layer calls nothing of the lock layers above it.
+  void check() const {
+    for (const auto& [name, value] : {std::pair{"handoff.max_time", max_time}, std::pair{"handoff.linger", linger}}) {
+      if (value < std::chrono::milliseconds::zero()) {
+        throw Error(make_error_code(errc::invalid_argument),
+                    std::string(name) + " must not be negative, got " + std::to_string(value.count()) + " ms");
+      }
+    }
+  }
 };
 
 }  // namespace dlock

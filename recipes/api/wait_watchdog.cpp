@@ -152,19 +152,4 @@ void install_wait_watchdog() noexcept { set_slow_wait_reporter(&enqueue); }
 
 }  // namespace detail
 
-void WaitWatchdogOptions::check() const {
-  if (after < std::chrono::milliseconds::zero()) {
-    throw Error(make_error_code(errc::invalid_argument),
-                "wait_watchdog.after must not be negative, got " + std::to_string(after.count()) + " ms");
-  }
-  if (base != "/") {
-    try {
-      detail::check_lock_path(base);
-    } catch (const InvalidPath& e) {
-      throw Error(make_error_code(errc::invalid_argument),
-                  std::string("wait_watchdog.base must be \"/\" or a lock path: ") + e.what());
-    }
-  }
-}
-
 }  // namespace dlock

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "dlock/session.hpp"
+#include "src/base/client_log_line.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/log_limiter.hpp"
 #include "src/base/mutex.hpp"
-#include "src/session/client_log_line.hpp"
 
 namespace dlock {
 namespace {

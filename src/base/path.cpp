@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dlock/error.hpp"
+#include "dlock/wait_watchdog.hpp"
 #include "src/base/printable.hpp"
 
 namespace dlock::detail {
@@ -80,3 +81,24 @@ void check_lock_path(std::string_view path) {
 }
 
 }  // namespace dlock::detail
+
+namespace dlock {
+
+// Here, beside the lock-path rules it applies, so that Session's constructor (the session layer)
+// calls nothing of the lock layers above it.
+void WaitWatchdogOptions::check() const {
+  if (after < std::chrono::milliseconds::zero()) {
+    throw Error(make_error_code(errc::invalid_argument),
+                "wait_watchdog.after must not be negative, got " + std::to_string(after.count()) + " ms");
+  }
+  if (base != "/") {
+    try {
+      detail::check_lock_path(base);
+    } catch (const InvalidPath& e) {
+      throw Error(make_error_code(errc::invalid_argument),
+                  std::string("wait_watchdog.base must be \"/\" or a lock path: ") + e.what());
+    }
+  }
+}
+
+}  // namespace dlock

@@ -14,8 +14,8 @@
 
 #include "dlock/dlock.hpp"
 #include "loopback.hpp"
+#include "src/base/client_log_line.hpp"
 #include "src/base/log_bridge.hpp"
-#include "src/session/client_log_line.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {

@@ -1,4 +1,4 @@
-#include "src/session/client_log_line.hpp"
+#include "src/base/client_log_line.hpp"
 
 #include <optional>
 
