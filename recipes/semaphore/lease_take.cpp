@@ -92,11 +92,14 @@ void LeaseTake::begin(std::uint64_t owner) {
               self->on_mutex(std::move(grant), std::move(why));
             });
       })) {
+    bool ended = false;
     {
       MutexLock lock(mutex_);
       mutex_pending_ = false;  // nothing was started
+      ended = phase_ == Phase::Done;
     }
-    return finish(std::nullopt, failure);
+    if (!ended) return finish(std::nullopt, failure);
+    return complete_deferred();  // a cancel meanwhile waits for this take: it completes now
   }
   bool ended = false;
   {
@@ -149,8 +152,10 @@ void LeaseTake::on_mutex(std::optional<Grant> grant, std::optional<Failure> fail
     // end is given back, then the end completes.
     if (listener) client_.unsubscribe(listener);
     if (grant && taker) taker->mutex().release(*grant);
+    taker.reset();  // not the last reference: complete() lets taker_ go on the task timer
     return complete_deferred();
   }
+  taker.reset();
   if (!grant || failure) return finish(std::nullopt, std::move(failure));
   send_create();
 }
@@ -172,6 +177,8 @@ void LeaseTake::send_create() {
         return;
       }
       give_up = true;
+    } else if (mutex_grant_ && !client_.owns_nodes_of(mutex_grant_->generation)) {
+      ended_session = true;  // the Mutex's node went with a session that was renewed meanwhile
     } else if (++creates_ > kMaxCreates) {
       too_many = true;
     } else {
@@ -180,10 +187,11 @@ void LeaseTake::send_create() {
     }
   }
   if (ended_session) {
-    return finish(std::nullopt, failure_of([&] {
-                    throw_if_session_ended(client_, "semaphore " + path_);
-                    throw_lock_lost("semaphore " + path_ + ": the session ended while taking a lease");
-                  }));
+    return finish(
+        std::nullopt, failure_of([&] {
+          throw_if_session_ended(client_, "semaphore " + path_);
+          throw_lock_lost("semaphore " + path_ + ": the session that held its mutex ended while taking a lease");
+        }));
   }
   if (give_up) return finish(std::nullopt, std::nullopt);
   if (too_many) {
@@ -202,11 +210,16 @@ void LeaseTake::send_create() {
         [self = shared_from_this(), prefix](CreateResult result) { self->on_created(prefix, std::move(result)); });
   });
   if (made) {  // nothing was sent
+    bool ended = false;
     {
       MutexLock lock(mutex_);
       create_in_flight_ = false;
+      ended = phase_ == Phase::Done;
     }
-    finish(std::nullopt, made);
+    if (!ended) return finish(std::nullopt, made);
+    // The end came meanwhile and waits for this create: it completes now.
+    release_kept_mutex();
+    complete_deferred();
   }
 }
 
@@ -261,6 +274,7 @@ void LeaseTake::create_parents() {
                                    {kCreate, node_name::parent_of(self->path_)});
                             }));
       }
+      if (self->ended()) return;
       const auto again = failure_of([&] {
         self->client_.create(self->leases_, {}, ZOO_CONTAINER, [self](CreateResult leases) {
           if (leases.rc != ZOK && leases.rc != ZNODEEXISTS && !reply_lost(leases.rc)) {
@@ -301,7 +315,6 @@ void LeaseTake::send_list() {
   {
     MutexLock lock(mutex_);
     if (phase_ != Phase::Listing) return;
-    listed_at_ = events_;
   }
   if (const auto failure = failure_of([&] {
         client_.children(
@@ -360,30 +373,29 @@ void LeaseTake::on_listed(ChildrenResult result) {
       return finish(failure ? std::nullopt : std::move(lease), failure);
     }
   }
-  // Not granted now (or the reply was lost with the connection): wait for a change, unless one
-  // came while the listing was on its way (then list again, even past the deadline, as a waiter
-  // woken just then would), or the time is up.
-  bool expired = false;
+  // Not granted now: wait for a change, or end if the time is up. A child event delivered before
+  // this reply reports a change the listing already shows (the completion thread delivers events
+  // and replies in the server's order, and this runs on it): only one delivered after it wakes the
+  // wait. A lost reply: list again once connected (the state listener), at once if the connection
+  // is back already; the state is read under the mutex, so a change after it finds Waiting.
+  bool expired = false, again = false;
   {
     MutexLock lock(mutex_);
     if (phase_ != Phase::Listing) return;
-    if (events_ == listed_at_) {
-      expired = expired_;
-      if (!expired) {
-        phase_ = Phase::Waiting;
-        return;
-      }
+    expired = expired_;
+    if (!expired) {
+      again = reply_lost(result.rc) && client_.state() == SessionState::Connected;
+      if (!again) phase_ = Phase::Waiting;
     }
   }
   if (expired) return finish(std::nullopt, std::nullopt);
-  send_list();
+  if (again) send_list();
 }
 
 void LeaseTake::on_event() {
   bool list = false, create = false;
   {
     MutexLock lock(mutex_);
-    ++events_;
     if (phase_ == Phase::Waiting) {
       phase_ = Phase::Listing;
       list = true;
@@ -411,6 +423,11 @@ void LeaseTake::on_deadline() {
 
 void LeaseTake::cancel(Failure reason) { finish(std::nullopt, std::move(reason)); }
 
+bool LeaseTake::ended() {
+  MutexLock lock(mutex_);
+  return phase_ == Phase::Done;
+}
+
 std::optional<Failure> LeaseTake::session_failure() const {
   if (!client_.ended()) return std::nullopt;
   return failure_of([&] {
@@ -427,6 +444,7 @@ void LeaseTake::finish(std::optional<TakenLease> lease, std::optional<Failure> f
   std::optional<CreateResult> created;
   std::uint64_t timer = 0, watch = 0, listener = 0;
   bool deferred = false;
+  std::optional<Failure> reason;
   {
     MutexLock lock(mutex_);
     if (phase_ == Phase::Done) return;
@@ -442,6 +460,7 @@ void LeaseTake::finish(std::optional<TakenLease> lease, std::optional<Failure> f
     taker = taker_;
     mutex_take = mutex_take_;
     if (!create_in_flight_) mutex_grant = std::exchange(mutex_grant_, std::nullopt);
+    reason = failure;  // for the Mutex's cancel (a copy: the outcome may take `failure`)
     if (deferred) outcome_.emplace(Outcome{std::move(lease), std::move(failure)});
   }
   task_timer::cancel(timer);
@@ -452,7 +471,8 @@ void LeaseTake::finish(std::optional<TakenLease> lease, std::optional<Failure> f
   } catch (...) {  // no memory: a node left goes with the session
   }
   if (mutex_grant) taker->mutex().release(*mutex_grant);
-  if (mutex_take) cancel_mutex_take(*taker, mutex_take, failure);
+  if (mutex_take) cancel_mutex_take(*taker, mutex_take, reason);
+  taker.reset();  // not the last reference: complete() lets taker_ go on the task timer
   if (!deferred) complete(std::move(lease), std::move(failure));
 }
 

@@ -11,7 +11,7 @@
 //            reply lost                              delete what it may have made (by prefix), and
 //                                                    create again once connected
 //   Listing  ours listed among <= max_leases         Granting (its loss tracked), then Done: granted
-//            more listed, or the reply lost          Waiting (Listing at once if an event came meanwhile)
+//            more listed, or the reply lost          Waiting (a lost reply: Listing at once if connected)
 //            ours missing, session ended, failure    Done: failed
 //   Waiting  a child event or a state change         Listing
 //   any      cancel                                  Done: the cancel's reason
@@ -73,6 +73,7 @@ class LeaseTake : public std::enable_shared_from_this<LeaseTake> {
   void on_listed(ChildrenResult result);
   void on_event();
   void on_deadline();
+  bool ended();
   // Ends the take (the first call wins): granted with `lease`, or with `failure`, or neither.
   // With the Mutex's take or a create under way, the end completes once that came back
   // (complete_deferred), so that nothing of the request is left queued when `done` runs.
@@ -112,8 +113,6 @@ class LeaseTake : public std::enable_shared_from_this<LeaseTake> {
   std::optional<Outcome> outcome_ DLOCK_GUARDED_BY(mutex_);       // a deferred end's
   std::uint64_t timer_ DLOCK_GUARDED_BY(mutex_) = 0;
   std::uint64_t watch_ DLOCK_GUARDED_BY(mutex_) = 0, listener_ DLOCK_GUARDED_BY(mutex_) = 0;
-  // Child events and state changes seen, and how many there were when the listing was sent.
-  std::uint64_t events_ DLOCK_GUARDED_BY(mutex_) = 0, listed_at_ DLOCK_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace dlock::detail

@@ -48,6 +48,12 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
     std::optional<Failure> failure DLOCK_GUARDED_BY(mutex);
   };
   auto outcome = std::make_shared<Outcome>();
+  // Made before the take starts, so that nothing after it can throw and leave it unowned: a wait
+  // that lasts is told to the wait watchdog, as a lock's is (the queue of <path>/locks), and an
+  // abandoned deadline ends the take as a destroyed lock object ends a lock's.
+  const SlowWaitAlarm slow(client_, path_ + "/locks", /*watched=*/true);
+  const Failure abandoned(Failure::Kind::Error, make_error_code(errc::lock_destroyed),
+                          "semaphore " + path_ + ": the wait was abandoned");
   const auto take = LeaseTake::start(shared_from_this(), deadline.when(), held_nodes::this_thread_token(),
                                      [outcome](std::optional<TakenLease> lease, std::optional<Failure> failure) {
                                        MutexLock lock(outcome->mutex);
@@ -56,13 +62,7 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
                                        outcome->done = true;
                                        outcome->ended.notify_all();
                                      });
-  // A wait that lasts is told to the wait watchdog, as a lock's is (the queue of <path>/locks).
-  const SlowWaitAlarm slow(client_, path_ + "/locks", /*watched=*/true);
-  // An abandoned deadline ends the take as a destroyed lock object ends a lock's.
-  std::stop_callback abandoned(deadline.cancel_token(), [&] {
-    take->cancel(Failure(Failure::Kind::Error, make_error_code(errc::lock_destroyed),
-                         "semaphore " + path_ + ": the wait was abandoned"));
-  });
+  std::stop_callback on_abandon(deadline.cancel_token(), [&] { take->cancel(abandoned); });
   UniqueLock lock(outcome->mutex);
   outcome->ended.wait(lock, [&]() DLOCK_REQUIRES(outcome->mutex) { return outcome->done; });
   if (outcome->failure) outcome->failure->raise();
