@@ -114,7 +114,7 @@ DLOCK_TEST_CALLBACK(after_tracking);
 DLOCK_TEST_SWITCH(int, fail_callback_threads);
 
 // Runs on a candidacy's thread after it took the waiters out to hand them a new term, before they
-// run (LeaderLatch::async_await_leadership). Set only while no candidacy runs, on any thread.
+// run (LeaderLatch::async_acquire). Set only while no candidacy runs, on any thread.
 DLOCK_TEST_CALLBACK(after_taking_term_waiters);
 
 // Runs on a BatchLock's worker thread once its wait for the lock on an asynchronous request's

@@ -32,7 +32,7 @@ LoginResult LoginHandler::login(const LoginRequest& req, PgTransaction& tx) cons
 }
 
 LoginResult LoginHandler::login_locked(const LoginRequest& req, PgTransaction& tx,
-                                       const dlock::ScopedLock& lock) const {
+                                       const dlock::ScopeGuard& lock) const {
   if (fencing_) {
     wait_for_fence_no_longer_than_for_the_lock(tx);
     // First, before reading (READ COMMITTED): the fence's row stays locked until COMMIT, so of two
@@ -51,7 +51,7 @@ void LoginHandler::wait_for_fence_no_longer_than_for_the_lock(PgTransaction& tx)
 }
 
 LoginResult LoginHandler::login_by_uid(const LoginRequest& req, PgTransaction& tx,
-                                       const dlock::ScopedLock* lock) const {
+                                       const dlock::ScopeGuard* lock) const {
   LoginResult result{.uid = *req.uid};
   if (lock) {
     result.fencing_token = lock->fencing_token();

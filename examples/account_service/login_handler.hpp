@@ -61,14 +61,14 @@ class LoginHandler {
 
   // The same under a lock the caller took already (`lock`, on <base>/login/<uid>, for instance with
   // DLOCK_CO_SCOPE) and releases after the caller committed `tx`: the asynchronous handler's form.
-  LoginResult login_locked(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock& lock) const;
+  LoginResult login_locked(const LoginRequest& req, PgTransaction& tx, const dlock::ScopeGuard& lock) const;
   // The locks it takes its guards through.
   const dlock::LockService& locks() const noexcept { return locks_; }
 
  private:
   void wait_for_fence_no_longer_than_for_the_lock(PgTransaction& tx) const;
   // `lock` is the lock held for req.uid, or null without one.
-  LoginResult login_by_uid(const LoginRequest& req, PgTransaction& tx, const dlock::ScopedLock* lock) const;
+  LoginResult login_by_uid(const LoginRequest& req, PgTransaction& tx, const dlock::ScopeGuard* lock) const;
   dlock::LockService locks_;
   LockRelease mode_;
   std::string instance_;

@@ -20,10 +20,10 @@
 // (boost::asio::completion_token_for), and a key source otherwise:
 //   LockHandle::async_acquire(session, path, mode, token)               void(error_code, LockHandle)
 //     (mode defaults to LockMode::Exclusive, as for the blocking acquire)
-//   LockHandle::async_try_acquire_for(session, path, timeout, mode, token)
+//   LockHandle::async_try_acquire_for(session, path, mode, timeout, token)
 //                                                                        void(error_code, LockHandle)
-//   locks.async_lock(mode, "ns", sources..., token)                     void(error_code, ScopedLock)
-//   locks.async_lock_each(mode, "ns", sources..., token)                void(error_code, ScopedLocks)
+//   locks.async_lock(mode, "ns", sources..., token)                     void(error_code, ScopeGuard)
+//   locks.async_lock_each(mode, "ns", sources..., token)                void(error_code, ScopeGuards)
 //   locks.async_lock_key(mode, "ns", key, token), locks.async_lock_keys(mode, "ns", keys, token)
 // where `locks` is a LockService or its views `with_timeout` and `holder`; a `bound_to(tx)` view
 // has async_lock and async_lock_each. A bound view binds the guards to the transaction on the
@@ -116,8 +116,8 @@ auto LockHandle::async_acquire(Session& session, std::string path, LockMode mode
 }
 
 template <class CompletionToken>
-auto LockHandle::async_try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                       LockMode mode, CompletionToken&& token) {
+auto LockHandle::async_try_acquire_for(Session& session, std::string path, LockMode mode,
+                                       std::chrono::milliseconds timeout, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LockHandle)>(
       detail::AsyncInitiation<LockHandle, LockHandle>{}, token,
       [&session, path = std::move(path), timeout, mode]() mutable {
@@ -129,20 +129,20 @@ template <class CompletionToken>
 auto LockService::async_lock_key(LockMode mode, std::string_view ns, std::string key, CompletionToken&& token) const {
   std::vector<std::string> keys;
   keys.push_back(std::move(key));
-  return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
+  return detail::async_guards_initiate<ScopeGuard, detail::FirstGuard>(
       *this, mode, ns, std::move(keys), detail::NoPrepare{}, std::forward<CompletionToken>(token));
 }
 
 template <class CompletionToken>
 auto LockService::async_lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys,
                                   CompletionToken&& token) const {
-  return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
+  return detail::async_guards_initiate<ScopeGuards, detail::AllGuards>(
       *this, mode, ns, std::move(keys), detail::NoPrepare{}, std::forward<CompletionToken>(token));
 }
 
 template <class... SourcesAndToken>
 auto LockService::async_lock(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const {
-  return detail::with_token<void(boost::system::error_code, ScopedLock)>(
+  return detail::with_token<void(boost::system::error_code, ScopeGuard)>(
       [&](auto&& token, const auto&... sources) {
         return async_lock_key(mode, ns, make_key(sources...), std::forward<decltype(token)>(token));
       },
@@ -151,7 +151,7 @@ auto LockService::async_lock(LockMode mode, std::string_view ns, SourcesAndToken
 
 template <class... SourcesAndToken>
 auto LockService::async_lock_each(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const {
-  return detail::with_token<void(boost::system::error_code, ScopedLocks)>(
+  return detail::with_token<void(boost::system::error_code, ScopeGuards)>(
       [&](auto&& token, const auto&... sources) {
         return async_lock_keys(mode, ns, {make_key(sources)...}, std::forward<decltype(token)>(token));
       },
@@ -162,9 +162,9 @@ template <Transaction Tx>
 template <class... SourcesAndToken>
 auto LockService::Bound<Tx>::async_lock(LockMode mode, std::string_view ns,
                                         SourcesAndToken&&... sources_and_token) const {
-  return detail::with_token<void(boost::system::error_code, ScopedLock)>(
+  return detail::with_token<void(boost::system::error_code, ScopeGuard)>(
       [&](auto&& token, const auto&... sources) {
-        return detail::async_guards_initiate<ScopedLock, detail::FirstGuard>(
+        return detail::async_guards_initiate<ScopeGuard, detail::FirstGuard>(
             service_, mode, ns, {make_key(sources...)}, detail::BindTo<Tx>{tx_, &service_.session()},
             std::forward<decltype(token)>(token));
       },
@@ -175,9 +175,9 @@ template <Transaction Tx>
 template <class... SourcesAndToken>
 auto LockService::Bound<Tx>::async_lock_each(LockMode mode, std::string_view ns,
                                              SourcesAndToken&&... sources_and_token) const {
-  return detail::with_token<void(boost::system::error_code, ScopedLocks)>(
+  return detail::with_token<void(boost::system::error_code, ScopeGuards)>(
       [&](auto&& token, const auto&... sources) {
-        return detail::async_guards_initiate<ScopedLocks, detail::AllGuards>(
+        return detail::async_guards_initiate<ScopeGuards, detail::AllGuards>(
             service_, mode, ns, {make_key(sources)...}, detail::BindTo<Tx>{tx_, &service_.session()},
             std::forward<decltype(token)>(token));
       },
@@ -187,15 +187,15 @@ auto LockService::Bound<Tx>::async_lock_each(LockMode mode, std::string_view ns,
 }  // namespace dlock
 
 #define DLOCK_CO_SCOPE_AS(name, locks, ns, ...) \
-  ::dlock::ScopedLock name =                    \
+  ::dlock::ScopeGuard name =                    \
       co_await (locks).async_lock(::dlock::LockMode::Exclusive, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
 #define DLOCK_CO_SCOPE(locks, ns, ...) DLOCK_CO_SCOPE_AS(DLOCK_SCOPE_ANONYMOUS, locks, ns, __VA_ARGS__)
 #define DLOCK_CO_SCOPE_READ(locks, ns, ...)   \
-  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = \
+  ::dlock::ScopeGuard DLOCK_SCOPE_ANONYMOUS = \
       co_await (locks).async_lock(::dlock::LockMode::Read, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
 #define DLOCK_CO_SCOPE_WRITE(locks, ns, ...)  \
-  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = \
+  ::dlock::ScopeGuard DLOCK_SCOPE_ANONYMOUS = \
       co_await (locks).async_lock(::dlock::LockMode::Write, ns, __VA_ARGS__, ::boost::asio::use_awaitable)
 #define DLOCK_CO_SCOPE_EACH(locks, ns, ...)    \
-  ::dlock::ScopedLocks DLOCK_SCOPE_ANONYMOUS = \
+  ::dlock::ScopeGuards DLOCK_SCOPE_ANONYMOUS = \
       co_await (locks).async_lock_each(::dlock::LockMode::Exclusive, ns, __VA_ARGS__, ::boost::asio::use_awaitable)

@@ -2,14 +2,14 @@
 // completion tokens and C++20 coroutines (the machinery, executors, cancellation and lifetimes
 // are dlock/async.hpp's, and its rules apply).
 //
-//   LeaderLatch::async_await_leadership(token)                 void(error_code, LeaderTerm)
+//   LeaderLatch::async_acquire(token)                          void(error_code, LeaderTerm)
 //   Semaphore::async_acquire(token)                            void(error_code, Lease)
 //   Semaphore::async_try_acquire_for(timeout, token)           void(error_code, Lease)
 //
-//   co_await latch.async_await_leadership(boost::asio::use_awaitable);
+//   co_await latch.async_acquire(boost::asio::use_awaitable);
 //
 // Errors: errc::lock_lost once the latch can no longer lead (closed, never started, its session
-// ended for good), as await_leadership() throws; a semaphore's errors are acquire()'s, and a
+// ended for good), as acquire() throws; a semaphore's errors are acquire()'s, and a
 // time-out is an empty Lease, not an error. Cancellation (the handler's cancellation slot)
 // completes with boost::asio::error::operation_aborted: an awaiting latch stays in the queue (only
 // the wait is cancelled), a waiting lease request deletes its node first. Lease requests of one
@@ -39,7 +39,7 @@ std::shared_ptr<AsyncAcquisition<Lease>> async_lease(Semaphore& semaphore,
 }  // namespace detail
 
 template <class CompletionToken>
-auto LeaderLatch::async_await_leadership(CompletionToken&& token) {
+auto LeaderLatch::async_acquire(CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LeaderTerm)>(
       detail::AsyncInitiation<LeaderTerm, LeaderTerm>{}, token, [this] { return detail::async_leadership(*this); });
 }

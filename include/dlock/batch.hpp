@@ -50,7 +50,7 @@
 //
 // Errors (thrown by submit, passed to asynchronous handlers as an exception_ptr):
 //   what the handler set with fail(), or threw; `LockTimeout` (naming the path and the timeout)
-//   when the timeout of submit or async_submit_for passed before the request began running, in
+//   when the timeout of submit_for or async_submit_for passed before the request began running, in
 //   which case it never runs;
 //   when the request's own submitter was the runner and could not take the lock, the lock's
 //   errors (LockLost, WouldDeadlock, Error) without running it (requests that were not the
@@ -174,8 +174,16 @@ class BatchLock {
   // Blocks until the request was served; returns its result or throws its failure (above).
   Result submit(Request request) { return submit_impl(std::move(request), std::nullopt); }
   // The same, giving up after `timeout` (LockTimeout) if the request has not begun running by
-  // then; once it runs, it completes with its batch.
-  Result submit(Request request, std::chrono::milliseconds timeout) { return submit_impl(std::move(request), timeout); }
+  // then; once it runs, it completes with its batch. (A time-out is thrown: a Result of the
+  // handler's has no empty value to say it.)
+  Result submit_for(Request request, std::chrono::milliseconds timeout) {
+    return submit_impl(std::move(request), timeout);
+  }
+  // Deprecated (0.7; removed in 0.8): every timed form now ends in _for.
+  [[deprecated("renamed submit_for(request, timeout)")]] Result submit(Request request,
+                                                                       std::chrono::milliseconds timeout) {
+    return submit_for(std::move(request), timeout);
+  }
 
   // The same without blocking a thread, for Boost.Asio completion tokens. Completion signature
   // `void(std::exception_ptr, Result)` (so `co_await` rethrows a request's own failure); Result
@@ -185,7 +193,7 @@ class BatchLock {
   template <class CompletionToken = boost::asio::deferred_t>
   auto async_submit(Request request, CompletionToken&& token = CompletionToken());
   // The same, ending with LockTimeout (naming the path and the timeout) if the request has not
-  // begun running after `timeout`, as submit(request, timeout) does.
+  // begun running after `timeout`, as submit_for(request, timeout) does.
   template <class CompletionToken = boost::asio::deferred_t>
   auto async_submit_for(Request request, std::chrono::milliseconds timeout,
                         CompletionToken&& token = CompletionToken());

@@ -3,6 +3,22 @@
 // Boost.Asio: include them where you use them), the fencing components (dlock/postgres/,
 // dlock/sqlite/, dlock/mariadb/: libraries of their own) and the testing kit
 // (dlock/testing/*.hpp, the dlock::testing library).
+//
+// The grammar every recipe follows (docs/API.md says more):
+//
+//   family                 blocks            at most t              until when             stop_token        async
+//   Mutex, SharedMutex     lock()            try_lock_for(t)        try_lock_until(when)   lock(stop)        -
+//   LockHandle, Semaphore, acquire(...)      try_acquire_for(..t)   try_acquire_until(..)  acquire(.., stop)
+//   async_acquire,
+//     LeaderLatch async_try_acquire_for
+//   BatchLock              submit(r)         submit_for(r, t)       -                      - async_submit(_for)
+//   LockService guards     lock(mode, ns..)  with_timeout(t).lock   -                      -                 async_lock
+//
+// Not granted in time (or stopped): false for the standard Lockable names; an empty holder
+// (LockHandle, Lease, LeaderTerm test false) for the rest; LockTimeout where nothing empty can be
+// returned (a BatchLock's result, a scope guard). Nothing is left on the server either way.
+// Arguments: what is locked, the mode, the time, the HoldLimit, the completion token.
+// A cancelled asynchronous operation completes with boost::asio::error::operation_aborted.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -30,5 +46,6 @@
 #include "dlock/session.hpp"
 #include "dlock/session_state.hpp"
 #include "dlock/shared_mutex.hpp"
+#include "dlock/transaction.hpp"
 #include "dlock/version.hpp"
 #include "dlock/wait_graph.hpp"

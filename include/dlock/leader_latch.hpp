@@ -5,7 +5,7 @@
 //
 //   dlock::LeaderLatch latch(session, "/services/billing/leader", "billing-7");
 //   latch.start();
-//   dlock::LeaderTerm term = latch.await_leadership();
+//   dlock::LeaderTerm term = latch.acquire();
 //   while (term.still_leader()) run_the_scheduler_once(term.fencing_token());
 //
 // The protocol is Curator's: each participant creates an EPHEMERAL_SEQUENTIAL node
@@ -35,7 +35,7 @@
 //
 // Errors: the constructor throws `InvalidPath` naming the path and the rule it breaks. start()
 // throws `Error` (errc::invalid_argument) when called a second time or after close().
-// await_leadership() throws `LockLost`
+// acquire() throws `LockLost`
 // once the latch can no longer lead: closed, or its session ended for good; ZooKeeper failures
 // while queued are retried in the background (logged), never thrown.
 #pragma once
@@ -45,9 +45,12 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
 #include "dlock/leadership.hpp"
 #include "dlock/session.hpp"
@@ -77,13 +80,34 @@ class LeaderLatch {
   void start();
   // Blocks until this participant leads; its term. Throws `LockLost` if the latch was closed (or
   // never started) or its session ended for good.
-  [[nodiscard]] LeaderTerm await_leadership();
-  // The same, waiting at most `timeout`: nullopt once it has passed.
-  [[nodiscard]] std::optional<LeaderTerm> await_leadership_for(std::chrono::milliseconds timeout);
-  // await_leadership() without blocking a thread: completion `void(boost::system::error_code,
+  [[nodiscard]] LeaderTerm acquire();
+  // The same, called off when `stop` is requested: an empty term then (the latch stays queued).
+  [[nodiscard]] LeaderTerm acquire(std::stop_token stop);
+  // The same, waiting at most `timeout` / until `when` (any clock): an empty term (false) once it
+  // has passed; the latch stays queued.
+  [[nodiscard]] LeaderTerm try_acquire_for(std::chrono::milliseconds timeout);
+  template <class Clock, class Duration>
+  [[nodiscard]] LeaderTerm try_acquire_until(const std::chrono::time_point<Clock, Duration>& when) {
+    return try_acquire_steady(detail::steady_deadline_at(when));
+  }
+  // acquire() without blocking a thread: completion `void(boost::system::error_code,
   // LeaderTerm)`. Defined in dlock/async_recipes.hpp (include it to call it).
   template <class CompletionToken = boost::asio::deferred_t>
-  auto async_await_leadership(CompletionToken&& token = CompletionToken());
+  auto async_acquire(CompletionToken&& token = CompletionToken());
+
+  // Deprecated names (0.7; removed in 0.8): every recipe now says acquire / try_acquire_for.
+  [[deprecated("renamed acquire()")]] [[nodiscard]] LeaderTerm await_leadership() { return acquire(); }
+  [[deprecated(
+      "use try_acquire_for(timeout), which returns an empty LeaderTerm")]] [[nodiscard]] std::optional<LeaderTerm>
+  await_leadership_for(std::chrono::milliseconds timeout) {
+    auto term = try_acquire_for(timeout);
+    return term ? std::optional<LeaderTerm>(std::move(term)) : std::nullopt;
+  }
+  template <class CompletionToken = boost::asio::deferred_t>
+  [[deprecated("renamed async_acquire")]] auto async_await_leadership(CompletionToken&& token = CompletionToken()) {
+    return async_acquire(std::forward<CompletionToken>(token));
+  }
+
   // True while this participant leads (its term's stop token not requested). No ZooKeeper call.
   bool has_leadership() const;
   // The current term; nullopt when not leading. No ZooKeeper call.
@@ -104,6 +128,7 @@ class LeaderLatch {
 
  private:
   friend struct detail::RecipeAccess;
+  LeaderTerm try_acquire_steady(std::chrono::steady_clock::time_point deadline);
   std::shared_ptr<detail::Candidacy> candidacy_;
 };
 

@@ -43,6 +43,9 @@ class LeaderTerm {
   // `std::stop_callback stepped_down(term.stop_token(), [] {...});` (it runs on a dlock thread;
   // keep it short, and do not destroy the Session from it).
   std::stop_token stop_token() const noexcept { return stop_; }
+  // Whether this is a term at all: false for the empty term a try form returns when leadership
+  // did not come in time (still_leader() says whether a term still lasts).
+  explicit operator bool() const noexcept { return !node_.empty(); }
   // True while the term lasts (its stop token has not been requested). No ZooKeeper call.
   bool still_leader() const noexcept { return !node_.empty() && !stop_.stop_requested(); }
   // The election path and the full path of the leader's node ("" for no term).

@@ -38,7 +38,9 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
 #include "dlock/hold_limit.hpp"
 #include "dlock/lock_mode.hpp"
@@ -71,11 +73,30 @@ class LockHandle {
   // Default: no limit); a negative duration in it throws `Error` (errc::invalid_argument).
   [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive,
                                           HoldLimit limit = {});
+  // Blocks until the lock is held or `stop` is requested: an empty handle then (its node's delete
+  // sent), as for a time-out. Lets another thread call off the wait (std::jthread's token).
+  [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode, std::stop_token stop,
+                                          HoldLimit limit = {});
   // Waits at most `timeout`; returns an empty handle if the lock was not granted in time, and at
   // once where the wait would be on a node the calling thread holds itself through a Mutex, a
   // SharedMutex side or a scope guard (acquire() throws `WouldDeadlock` there).
-  [[nodiscard]] static LockHandle try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                                  LockMode mode = LockMode::Exclusive, HoldLimit limit = {});
+  [[nodiscard]] static LockHandle try_acquire_for(Session& session, std::string path, LockMode mode,
+                                                  std::chrono::milliseconds timeout, HoldLimit limit = {});
+  // The same, waiting until `when` (any clock; `time_point::max()` waits without limit).
+  template <class Clock, class Duration>
+  [[nodiscard]] static LockHandle try_acquire_until(Session& session, std::string path, LockMode mode,
+                                                    const std::chrono::time_point<Clock, Duration>& when,
+                                                    HoldLimit limit = {}) {
+    return try_acquire_steady(session, std::move(path), mode, detail::steady_deadline_at(when), limit);
+  }
+  // Deprecated (the mode now comes right after the path, as in acquire; removed in 0.8).
+  [[deprecated(
+      "use try_acquire_for(session, path, mode, timeout): the mode comes right after the "
+      "path")]] [[nodiscard]] static LockHandle
+  try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                  LockMode mode = LockMode::Exclusive, HoldLimit limit = {}) {
+    return try_acquire_for(session, std::move(path), mode, timeout, limit);
+  }
 
   // The same without blocking a thread, for Boost.Asio completion tokens (a callback,
   // use_awaitable, use_future, deferred, as_tuple, redirect_error, ...). Completion signature
@@ -86,8 +107,17 @@ class LockHandle {
   static auto async_acquire(Session& session, std::string path, LockMode mode = LockMode::Exclusive,
                             CompletionToken&& token = CompletionToken());
   template <class CompletionToken = boost::asio::deferred_t>
-  static auto async_try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                    LockMode mode = LockMode::Exclusive, CompletionToken&& token = CompletionToken());
+  static auto async_try_acquire_for(Session& session, std::string path, LockMode mode,
+                                    std::chrono::milliseconds timeout, CompletionToken&& token = CompletionToken());
+  // Deprecated (the mode now comes right after the path; removed in 0.8).
+  template <class CompletionToken = boost::asio::deferred_t>
+  [[deprecated(
+      "use async_try_acquire_for(session, path, mode, timeout, token): the mode comes right after the "
+      "path")]] static auto
+  async_try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
+                        LockMode mode = LockMode::Exclusive, CompletionToken&& token = CompletionToken()) {
+    return async_try_acquire_for(session, std::move(path), mode, timeout, std::forward<CompletionToken>(token));
+  }
 
   // True while the handle holds an acquisition (no ZooKeeper call).
   bool held() const noexcept { return state_ != nullptr; }
@@ -123,6 +153,8 @@ class LockHandle {
   // (`try_form`) also where a wait would be on the calling thread's own node.
   static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
                          std::string_view scope_namespace = {}, bool try_form = false, HoldLimit limit = {});
+  static LockHandle try_acquire_steady(Session& session, std::string path, LockMode mode,
+                                       std::chrono::steady_clock::time_point deadline, HoldLimit limit);
   std::unique_ptr<State> state_;
 };
 

@@ -1,4 +1,4 @@
-// dlock/mutex.hpp: a reentrant distributed exclusive lock (Curator's InterProcessMutex).
+// dlock/mutex.hpp: a recursive (reentrant) distributed exclusive lock (Curator's InterProcessMutex).
 //
 // A `Mutex` names a lock directory on a Session. At most one thread in the whole system holds a
 // given path at a time: threads of this process, of other processes using dlock, of Java
@@ -105,6 +105,9 @@ class Mutex {
   // Blocks until the calling thread holds the lock. Waits through connection losses as long as
   // the session lives (a timed attempt waits for the connection to come back within its time).
   void lock();
+  // The same, called off when `stop` is requested (by another thread; std::jthread's token): false
+  // then, as a timed form's time-out is, its node's delete sent.
+  [[nodiscard]] bool lock(std::stop_token stop);
 
   // One attempt: true if the lock was free (or already held by this thread), false otherwise.
   // Costs one ZooKeeper round trip (plus one delete when it fails). While the session is

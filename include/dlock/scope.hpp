@@ -96,6 +96,7 @@
 #include "dlock/key.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/session.hpp"
+#include "dlock/transaction.hpp"
 
 namespace dlock {
 
@@ -104,58 +105,15 @@ struct ScopeState;
 struct ScopeAccess;
 }  // namespace detail
 
-// What a guard can be bound to: a transaction that takes completion hooks and runs each exactly
-// once when it ends, after its COMMIT has returned (so its writes are visible to others) or after
-// it rolled back, including when it is destroyed without either. `CompletionHooks` below does
-// the bookkeeping for a transaction type of your own.
-template <class T>
-concept Transaction = requires(T& tx, std::function<void()> hook) {
-  tx.on_complete(std::move(hook));
-};
-
-// A Transaction that can also fence (dlock/fencing.hpp): `tx.fence(resource, token)` records a
-// holder's fencing token for `resource` in the store the transaction writes to, inside that
-// transaction, and throws StaleFencingToken when a newer token was recorded there already.
-// dlock::postgres::Transaction is one (dlock/postgres/transaction.hpp). Guards bound to such a
-// transaction are fenced by LockService::Bound itself (see there).
-template <class T>
-concept FencedTransaction = Transaction<T> && requires(T& tx, std::string_view resource, std::int64_t token) {
-  tx.fence(resource, token);
-};
-
-// Completion hooks for a transaction type: add() collects them, run() runs each once, in the
-// order added; run() from the destructor covers a transaction destroyed without commit or
-// rollback. Not thread-safe: one transaction belongs to one thread at a time.
-class CompletionHooks {
- public:
-  CompletionHooks() = default;
-  CompletionHooks(const CompletionHooks&) = delete;
-  CompletionHooks& operator=(const CompletionHooks&) = delete;
-  ~CompletionHooks() { run(); }
-  void add(std::function<void()> hook) { hooks_.push_back(std::move(hook)); }
-  void run() noexcept {
-    auto hooks = std::exchange(hooks_, {});
-    for (auto& hook : hooks) {
-      try {
-        hook();
-      } catch (...) {  // a hook must not keep the others from running
-      }
-    }
-  }
-
- private:
-  std::vector<std::function<void()>> hooks_;
-};
-
 // One scoped acquisition. Move-only. Releases when destroyed unless bound to a transaction, in
 // which case the transaction's end releases it.
-class ScopedLock {
+class ScopeGuard {
  public:
   // An empty guard: holds nothing (what an asynchronous lock that failed completes with).
-  ScopedLock() noexcept = default;
-  ScopedLock(ScopedLock&&) noexcept;
-  ScopedLock& operator=(ScopedLock&&) noexcept;
-  ~ScopedLock();
+  ScopeGuard() noexcept = default;
+  ScopeGuard(ScopeGuard&&) noexcept;
+  ScopeGuard& operator=(ScopeGuard&&) noexcept;
+  ~ScopeGuard();
 
   const std::string& key() const noexcept;   // the encoded key (one znode name)
   const std::string& path() const noexcept;  // <base>/<namespace>/<key>
@@ -178,27 +136,27 @@ class ScopedLock {
 
  private:
   friend class LockService;
-  // ScopedLocks binds its guards with one hook of its own (so they release in reverse order),
+  // ScopeGuards binds its guards with one hook of its own (so they release in reverse order),
   // which needs each guard's completion and its bound flag.
-  friend class ScopedLocks;
+  friend class ScopeGuards;
   friend struct detail::ScopeAccess;
-  explicit ScopedLock(std::shared_ptr<detail::ScopeState> state) noexcept;
+  explicit ScopeGuard(std::shared_ptr<detail::ScopeState> state) noexcept;
   std::function<void()> completion() const;
   std::shared_ptr<detail::ScopeState> state_;
   bool bound_ = false;
 };
 
 // Several scoped acquisitions taken in canonical order; released in reverse.
-class ScopedLocks {
+class ScopeGuards {
  public:
-  ScopedLocks() noexcept = default;
-  explicit ScopedLocks(std::vector<ScopedLock> locks) noexcept : locks_(std::move(locks)) {}
-  ScopedLocks(ScopedLocks&&) noexcept = default;
-  ScopedLocks& operator=(ScopedLocks&&) noexcept = default;
-  ~ScopedLocks() {
+  ScopeGuards() noexcept = default;
+  explicit ScopeGuards(std::vector<ScopeGuard> locks) noexcept : locks_(std::move(locks)) {}
+  ScopeGuards(ScopeGuards&&) noexcept = default;
+  ScopeGuards& operator=(ScopeGuards&&) noexcept = default;
+  ~ScopeGuards() {
     while (!locks_.empty()) locks_.pop_back();
   }
-  const std::vector<ScopedLock>& locks() const noexcept { return locks_; }
+  const std::vector<ScopeGuard>& locks() const noexcept { return locks_; }
 
   template <Transaction Tx>
   void release_after(Tx& tx) {
@@ -214,8 +172,12 @@ class ScopedLocks {
   }
 
  private:
-  std::vector<ScopedLock> locks_;
+  std::vector<ScopeGuard> locks_;
 };
+
+// Deprecated names (0.7; removed in 0.8): ScopedLock read too much like std::scoped_lock.
+using ScopedLock [[deprecated("renamed ScopeGuard")]] = ScopeGuard;
+using ScopedLocks [[deprecated("renamed ScopeGuards")]] = ScopeGuards;
 
 class LockService {
  public:
@@ -226,7 +188,7 @@ class LockService {
   // A copy whose guards wait at most `timeout` (positive).
   LockService with_timeout(std::chrono::milliseconds timeout) const;
 
-  // A view whose guards are bound to `tx` (see ScopedLock::release_after).
+  // A view whose guards are bound to `tx` (see ScopeGuard::release_after).
   template <Transaction Tx>
   class Bound;
   template <Transaction Tx>
@@ -236,21 +198,21 @@ class LockService {
 
   // The guard for <base>/<ns>/<make_key(sources...)>.
   template <class... Sources>
-  [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopeGuard lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     return lock_key(mode, ns, make_key(sources...));
   }
   // One guard per source, in canonical order.
   template <class... Sources>
-  [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopeGuards lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     return lock_keys(mode, ns, {make_key(sources)...});
   }
 
   // The same, from encoded keys (as make_key or encode_key give them).
-  [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const;
-  [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
+  [[nodiscard]] ScopeGuard lock_key(LockMode mode, std::string_view ns, std::string key) const;
+  [[nodiscard]] ScopeGuards lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const;
 
   // Asynchronous forms for Boost.Asio completion tokens: the arguments above followed by the token;
-  // completion signature `void(boost::system::error_code, ScopedLock)` (`ScopedLocks` for the
+  // completion signature `void(boost::system::error_code, ScopeGuard)` (`ScopeGuards` for the
   // _each / _keys forms). Without a token (the last argument is then a key source), the result is
   // a deferred operation: `co_await locks.async_lock(LockMode::Exclusive, "orders", req)`. Defined
   // in dlock/async.hpp, which documents them: include it to call them (or use its DLOCK_CO_SCOPE
@@ -294,12 +256,12 @@ namespace detail {
 // (dlock::inspect). If it does, the resource's newer token is from another ZooKeeper history:
 // throws FenceAheadOfEnsemble. Otherwise (its session expired, or the check failed) throws
 // `refused`: this holder lost its lock.
-[[noreturn]] void refused_fence(Session& session, const ScopedLock& guard, const StaleFencingToken& refused);
+[[noreturn]] void refused_fence(Session& session, const ScopeGuard& guard, const StaleFencingToken& refused);
 
 // Bound's fence: `tx.fence(path, token)` for a guard that excludes (Exclusive, Write), when Tx is a
 // FencedTransaction; nothing otherwise.
 template <class Tx>
-void fence_guards(Tx& tx, Session& session, const ScopedLock& guard) {
+void fence_guards(Tx& tx, Session& session, const ScopeGuard& guard) {
   if constexpr (FencedTransaction<Tx>) {
     if (guard.mode() == LockMode::Read) return;
     try {
@@ -310,14 +272,14 @@ void fence_guards(Tx& tx, Session& session, const ScopedLock& guard) {
   }
 }
 template <class Tx>
-void fence_guards(Tx& tx, Session& session, const ScopedLocks& guards) {
-  for (const ScopedLock& guard : guards.locks()) fence_guards(tx, session, guard);  // canonical order
+void fence_guards(Tx& tx, Session& session, const ScopeGuards& guards) {
+  for (const ScopeGuard& guard : guards.locks()) fence_guards(tx, session, guard);  // canonical order
 }
 }  // namespace detail
 
 // A view of a LockService whose guards are bound to one transaction: each function takes its
 // lock(s) as the LockService function of the same name does, then binds them to the transaction
-// (ScopedLock::release_after) before returning. A cheap copy; it refers to the transaction, which
+// (ScopeGuard::release_after) before returning. A cheap copy; it refers to the transaction, which
 // must outlive it.
 //
 // Fencing. When the transaction is a FencedTransaction (dlock::postgres::Transaction), each
@@ -349,14 +311,14 @@ class LockService::Bound {
   auto async_lock_each(LockMode mode, std::string_view ns, SourcesAndToken&&... sources_and_token) const;
 
   template <class... Sources>
-  [[nodiscard]] ScopedLock lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopeGuard lock(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guard = service_.lock(mode, ns, sources...);
     guard.release_after(*tx_);
     detail::fence_guards(*tx_, service_.session(), guard);
     return guard;
   }
   template <class... Sources>
-  [[nodiscard]] ScopedLocks lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
+  [[nodiscard]] ScopeGuards lock_each(LockMode mode, std::string_view ns, const Sources&... sources) const {
     auto guards = service_.lock_each(mode, ns, sources...);
     guards.release_after(*tx_);
     detail::fence_guards(*tx_, service_.session(), guards);
@@ -365,13 +327,13 @@ class LockService::Bound {
 
   // The same, from encoded keys: for keys known only at run time, such as one lock per item of
   // a cart (`lock_keys(LockMode::Exclusive, "stock", item_keys)`), in canonical order.
-  [[nodiscard]] ScopedLock lock_key(LockMode mode, std::string_view ns, std::string key) const {
+  [[nodiscard]] ScopeGuard lock_key(LockMode mode, std::string_view ns, std::string key) const {
     auto guard = service_.lock_key(mode, ns, std::move(key));
     guard.release_after(*tx_);
     detail::fence_guards(*tx_, service_.session(), guard);
     return guard;
   }
-  [[nodiscard]] ScopedLocks lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
+  [[nodiscard]] ScopeGuards lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
     auto guards = service_.lock_keys(mode, ns, std::move(keys));
     guards.release_after(*tx_);
     detail::fence_guards(*tx_, service_.session(), guards);
@@ -390,11 +352,11 @@ class LockService::Bound {
 #define DLOCK_SCOPE_ANONYMOUS DLOCK_SCOPE_CONCAT(dlock_scope_guard_, __COUNTER__)
 
 #define DLOCK_SCOPE_AS(name, locks, ns, ...) \
-  ::dlock::ScopedLock name = (locks).lock(::dlock::LockMode::Exclusive, ns, __VA_ARGS__)
+  ::dlock::ScopeGuard name = (locks).lock(::dlock::LockMode::Exclusive, ns, __VA_ARGS__)
 #define DLOCK_SCOPE(locks, ns, ...) DLOCK_SCOPE_AS(DLOCK_SCOPE_ANONYMOUS, locks, ns, __VA_ARGS__)
 #define DLOCK_SCOPE_READ(locks, ns, ...) \
-  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = (locks).lock(::dlock::LockMode::Read, ns, __VA_ARGS__)
+  ::dlock::ScopeGuard DLOCK_SCOPE_ANONYMOUS = (locks).lock(::dlock::LockMode::Read, ns, __VA_ARGS__)
 #define DLOCK_SCOPE_WRITE(locks, ns, ...) \
-  ::dlock::ScopedLock DLOCK_SCOPE_ANONYMOUS = (locks).lock(::dlock::LockMode::Write, ns, __VA_ARGS__)
+  ::dlock::ScopeGuard DLOCK_SCOPE_ANONYMOUS = (locks).lock(::dlock::LockMode::Write, ns, __VA_ARGS__)
 #define DLOCK_SCOPE_EACH(locks, ns, ...) \
-  ::dlock::ScopedLocks DLOCK_SCOPE_ANONYMOUS = (locks).lock_each(::dlock::LockMode::Exclusive, ns, __VA_ARGS__)
+  ::dlock::ScopeGuards DLOCK_SCOPE_ANONYMOUS = (locks).lock_each(::dlock::LockMode::Exclusive, ns, __VA_ARGS__)

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
 #include "dlock/hold_limit.hpp"
 #include "dlock/session.hpp"
@@ -111,10 +112,18 @@ class Semaphore {
 
   // Blocks until a lease is held.
   [[nodiscard]] Lease acquire();
+  // Blocks until a lease is held or `stop` is requested: an empty Lease then (nothing left
+  // behind), as for a time-out. Lets another thread call off the wait (std::jthread's token).
+  [[nodiscard]] Lease acquire(std::stop_token stop);
   // Blocks until `count` leases are held (taken one after another, as Curator does).
   [[nodiscard]] std::vector<Lease> acquire(int count);
   // Waits at most `timeout`: an empty Lease if none was granted in time (nothing left behind).
   [[nodiscard]] Lease try_acquire_for(std::chrono::milliseconds timeout);
+  // The same, waiting until `when` (any clock; `time_point::max()` waits without limit).
+  template <class Clock, class Duration>
+  [[nodiscard]] Lease try_acquire_until(const std::chrono::time_point<Clock, Duration>& when) {
+    return try_acquire_steady(detail::steady_deadline_at(when));
+  }
   // Waits at most `timeout` for all `count`: empty if not all were granted in time (those taken
   // are released).
   [[nodiscard]] std::vector<Lease> try_acquire_for(int count, std::chrono::milliseconds timeout);
@@ -134,6 +143,7 @@ class Semaphore {
 
  private:
   friend struct detail::RecipeAccess;
+  Lease try_acquire_steady(std::chrono::steady_clock::time_point deadline);
   std::shared_ptr<detail::LeaseTaker> taker_;
   HoldLimit limit_;
 };

@@ -94,6 +94,8 @@ class SharedMutex {
 
   // Blocks until the calling thread holds the write side.
   void lock();
+  // The same, called off when `stop` is requested: false then (nothing left behind), as Mutex's.
+  [[nodiscard]] bool lock(std::stop_token stop);
   // One attempt (one round trip): true if the write side was free or already held by this thread.
   [[nodiscard]] bool try_lock();
   template <class Rep, class Period>
@@ -112,6 +114,8 @@ class SharedMutex {
 
   // Blocks until the calling thread holds the read side.
   void lock_shared();
+  // The same, called off when `stop` is requested: false then (nothing left behind).
+  [[nodiscard]] bool lock_shared(std::stop_token stop);
   // One attempt: true if no writer was queued ahead (or this thread already reads or writes).
   [[nodiscard]] bool try_lock_shared();
   template <class Rep, class Period>

@@ -147,13 +147,13 @@ class NextGuard final : public AsyncSink<LockHandle> {
 };
 
 // Guards on several keys of one namespace, taken one after another in canonical order.
-class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>,
+class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopeGuard>>,
                                 public std::enable_shared_from_this<GuardsAcquisition> {
  public:
   GuardsAcquisition(LockService service, LockMode mode, std::string ns, std::vector<std::string> keys)
       : service_(std::move(service)), mode_(mode), ns_(std::move(ns)), keys_(std::move(keys)) {}
 
-  void start(std::unique_ptr<AsyncSink<std::vector<ScopedLock>>> sink) override {
+  void start(std::unique_ptr<AsyncSink<std::vector<ScopeGuard>>> sink) override {
     sink_ = std::move(sink);
     try {
       // The canonical order: every handler locking the same keys takes them in the same order.
@@ -227,7 +227,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
 
   void fail(std::error_code ec) {
     // The guards taken so far are released before the handler hears of the failure (in reverse
-    // order, as ScopedLocks does), so a retry finds nothing of this attempt held. Their sites are
+    // order, as ScopeGuards does), so a retry finds nothing of this attempt held. Their sites are
     // kept until then and dropped on the task timer's thread: this may be ZooKeeper's.
     std::vector<std::shared_ptr<LockSite>> sites;
     for (const auto& guard : guards_) {
@@ -249,8 +249,8 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopedLock>>
   // The chain's own, no mutex: start() and each step, one after another (each starts the next).
   std::vector<std::string> keys_;
   std::vector<std::string> paths_;
-  std::unique_ptr<AsyncSink<std::vector<ScopedLock>>> sink_;
-  std::vector<ScopedLock> guards_;  // taken so far
+  std::unique_ptr<AsyncSink<std::vector<ScopeGuard>>> sink_;
+  std::vector<ScopeGuard> guards_;  // taken so far
   // What cancel() reaches, from any thread.
   Mutex mutex_;
   std::shared_ptr<HandleAcquisition> current_ DLOCK_GUARDED_BY(mutex_);
@@ -264,7 +264,7 @@ std::shared_ptr<AsyncAcquisition<LockHandle>> async_handle(Session& session, std
   return std::make_shared<HandleAcquisition>(session, std::move(path), mode, timeout, std::string(), 0);
 }
 
-std::shared_ptr<AsyncAcquisition<std::vector<ScopedLock>>> async_guards(const LockService& service, LockMode mode,
+std::shared_ptr<AsyncAcquisition<std::vector<ScopeGuard>>> async_guards(const LockService& service, LockMode mode,
                                                                         std::string_view ns,
                                                                         std::vector<std::string> keys) {
   return std::make_shared<GuardsAcquisition>(service, mode, std::string(ns), std::move(keys));

@@ -18,10 +18,18 @@ LeaderLatch::~LeaderLatch() { candidacy_->close(); }
 
 void LeaderLatch::start() { candidacy_->start(); }
 
-LeaderTerm LeaderLatch::await_leadership() { return *candidacy_->await(detail::Deadline::never()); }
+LeaderTerm LeaderLatch::acquire() { return *candidacy_->await(detail::Deadline::never()); }
 
-std::optional<LeaderTerm> LeaderLatch::await_leadership_for(std::chrono::milliseconds timeout) {
-  return candidacy_->await(detail::Deadline::in(timeout));
+LeaderTerm LeaderLatch::acquire(std::stop_token stop) {
+  return candidacy_->await(detail::Deadline::never().stopped_by(std::move(stop))).value_or(LeaderTerm());
+}
+
+LeaderTerm LeaderLatch::try_acquire_for(std::chrono::milliseconds timeout) {
+  return candidacy_->await(detail::Deadline::in(timeout)).value_or(LeaderTerm());
+}
+
+LeaderTerm LeaderLatch::try_acquire_steady(std::chrono::steady_clock::time_point deadline) {
+  return candidacy_->await(detail::Deadline::at(deadline)).value_or(LeaderTerm());
 }
 
 bool LeaderLatch::has_leadership() const {

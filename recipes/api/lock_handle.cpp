@@ -105,13 +105,23 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   return LockHandle(std::move(state));
 }
 
-LockHandle LockHandle::try_acquire_for(Session& session, std::string path, std::chrono::milliseconds timeout,
-                                       LockMode mode, HoldLimit limit) {
+LockHandle LockHandle::try_acquire_for(Session& session, std::string path, LockMode mode,
+                                       std::chrono::milliseconds timeout, HoldLimit limit) {
   return take(session, std::move(path), mode, detail::Deadline::in(timeout), {}, /*try_form=*/true, limit);
+}
+
+LockHandle LockHandle::try_acquire_steady(Session& session, std::string path, LockMode mode,
+                                          std::chrono::steady_clock::time_point deadline, HoldLimit limit) {
+  return take(session, std::move(path), mode, detail::Deadline::at(deadline), {}, /*try_form=*/true, limit);
 }
 
 LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode, HoldLimit limit) {
   return take(session, std::move(path), mode, detail::Deadline::never(), {}, false, limit);
+}
+
+LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode, std::stop_token stop,
+                               HoldLimit limit) {
+  return take(session, std::move(path), mode, detail::Deadline::never().stopped_by(std::move(stop)), {}, false, limit);
 }
 
 void LockHandle::release() {

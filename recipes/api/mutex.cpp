@@ -24,6 +24,8 @@ bool Mutex::acquire(const detail::Deadline& deadline) {
 
 void Mutex::lock() { acquire(detail::Deadline::never()); }
 
+bool Mutex::lock(std::stop_token stop) { return acquire(detail::Deadline::never().stopped_by(std::move(stop))); }
+
 bool Mutex::try_lock() { return acquire(detail::Deadline::at(detail::Clock::now())); }
 
 bool Mutex::try_lock_steady(std::chrono::steady_clock::time_point deadline) {

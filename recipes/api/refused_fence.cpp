@@ -12,7 +12,7 @@
 
 namespace dlock::detail {
 
-void refused_fence(Session& session, const ScopedLock& guard, const StaleFencingToken& refused) {
+void refused_fence(Session& session, const ScopeGuard& guard, const StaleFencingToken& refused) {
   bool still_holds = false;
   try {
     const LockQueue queue = inspect(session, guard.path());

@@ -1,4 +1,4 @@
-// Internal: what a ScopedLock (dlock/scope.hpp) shares with its transaction's completion hook:
+// Internal: what a ScopeGuard (dlock/scope.hpp) shares with its transaction's completion hook:
 // the acquisition, and its record as held by its holder (held_nodes.hpp) until released.
 #pragma once
 
@@ -51,8 +51,8 @@ LockTimeout scope_timeout(Session& session, LockMode mode, const std::string& pa
                           std::chrono::milliseconds timeout);
 
 struct ScopeAccess {
-  static ScopedLock make(std::shared_ptr<ScopeState> state);
-  static const std::shared_ptr<ScopeState>& state(const ScopedLock& guard);
+  static ScopeGuard make(std::shared_ptr<ScopeState> state);
+  static const std::shared_ptr<ScopeState>& state(const ScopeGuard& guard);
 };
 
 }  // namespace dlock::detail

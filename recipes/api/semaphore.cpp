@@ -137,6 +137,16 @@ Lease Semaphore::acquire() {
   return std::move(leases.front());
 }
 
+Lease Semaphore::acquire(std::stop_token stop) {
+  auto leases = take_leases(taker_, 1, detail::Deadline::never().stopped_by(std::move(stop)), limit_);
+  return leases.empty() ? Lease() : std::move(leases.front());
+}
+
+Lease Semaphore::try_acquire_steady(std::chrono::steady_clock::time_point deadline) {
+  auto leases = take_leases(taker_, 1, detail::Deadline::at(deadline), limit_);
+  return leases.empty() ? Lease() : std::move(leases.front());
+}
+
 std::vector<Lease> Semaphore::acquire(int count) {
   return take_leases(taker_, count, detail::Deadline::never(), limit_);
 }

@@ -27,11 +27,17 @@ bool SharedMutex::acquire(const Deadline& deadline, bool shared) {
 
 void SharedMutex::lock() { acquire(Deadline::never(), false); }
 
+bool SharedMutex::lock(std::stop_token stop) { return acquire(Deadline::never().stopped_by(std::move(stop)), false); }
+
 bool SharedMutex::try_lock() { return acquire(Deadline::at(detail::Clock::now()), false); }
 
 void SharedMutex::unlock() { detail::reentrant::unlock(*site_, LockMode::Write); }
 
 void SharedMutex::lock_shared() { acquire(Deadline::never(), true); }
+
+bool SharedMutex::lock_shared(std::stop_token stop) {
+  return acquire(Deadline::never().stopped_by(std::move(stop)), true);
+}
 
 bool SharedMutex::try_lock_shared() { return acquire(Deadline::at(detail::Clock::now()), true); }
 

@@ -184,14 +184,21 @@ Candidacy::~Candidacy() {
 }
 
 std::optional<LeaderTerm> Candidacy::await(const Deadline& deadline) {
+  // The caller's stop wakes the wait; notified under the mutex, so it cannot fall between the
+  // check of `ready` and the wait. (Declared before `lock`: destroyed after it is unlocked.)
+  std::stop_callback on_stop(deadline.stop_token(), [this] {
+    MutexLock wake(mutex_);
+    changed_.notify_all();
+  });
   UniqueLock lock(mutex_);
-  const auto ready = [&]() DLOCK_REQUIRES(mutex_) { return over_ || !started_ || live_term(); };
+  const auto ready = [&]() DLOCK_REQUIRES(mutex_) { return over_ || !started_ || live_term() || deadline.stopped(); };
   if (deadline.is_never()) {
     changed_.wait(lock, ready);
   } else if (!changed_.wait_until(lock, *deadline.when(), ready)) {
     return std::nullopt;
   }
   if (live_term()) return term_;
+  if (deadline.stopped()) return std::nullopt;
   throw LockLost(make_error_code(errc::lock_lost),
                  std::string(kind_.recipe) + " " + path_ + ": cannot lead: " +
                      (!started_ ? "it was never started" : "it was closed, or its session ended for good"));

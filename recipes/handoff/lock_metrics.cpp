@@ -19,7 +19,8 @@ void AcquireReport::granted(Grant& grant) noexcept {
 }
 
 void AcquireReport::not_granted(const Deadline& deadline) noexcept {
-  ended(deadline.abandoned() ? AcquireOutcome::Cancelled : AcquireOutcome::TimedOut, GrantSource::ZooKeeper);
+  ended(deadline.abandoned() || deadline.stopped() ? AcquireOutcome::Cancelled : AcquireOutcome::TimedOut,
+        GrantSource::ZooKeeper);
 }
 
 void AcquireReport::failed() noexcept { failed(Failure::current()); }

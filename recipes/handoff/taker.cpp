@@ -27,6 +27,7 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
   // An abandoned deadline is seen by the stop_callback below, registered once the take exists; one
   // abandoned already need not create a node first.
   if (deadline.abandoned()) throw lock_destroyed("lock " + dir_);
+  if (deadline.stopped()) return std::nullopt;  // called off before it began: nothing to undo
   if (auto joined = take_now()) return joined;
   // SessionOptions::wait_watchdog: the chain behind this wait is logged if it lasts.
   const SlowWaitAlarm slow(client_, dir_, watched);
@@ -43,6 +44,10 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
     // Runs at once if the deadline was abandoned already.
     std::stop_callback on_abandon(deadline.cancel_token(),
                                   [this, &take] { cancel_take(take, Failure::of(lock_destroyed("lock " + dir_))); });
+    // The caller's stop: cancelled like an asynchronous take (its node's delete answered first).
+    std::stop_callback on_stop(deadline.stop_token(), [this, &take] {
+      cancel_take(take, Failure(Failure::Kind::Error, make_error_code(errc::cancelled), "lock " + dir_ + ": stopped"));
+    });
     taken = home->run();
   }
   if (taken.grant && deadline.abandoned()) {
@@ -50,6 +55,8 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
     release(*taken.grant);
     throw lock_destroyed("lock " + dir_);
   }
+  // Called off by the caller's stop: not granted, as at a time-out.
+  if (taken.failure && deadline.stopped() && taken.failure->code() == make_error_code(errc::cancelled)) return {};
   if (taken.failure) taken.failure->raise();  // the blocking surface: the failure becomes its exception
   return std::move(taken.grant);
 }

@@ -47,6 +47,7 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
     std::optional<TakenLease> lease DLOCK_GUARDED_BY(mutex);
     std::optional<Failure> failure DLOCK_GUARDED_BY(mutex);
   };
+  if (deadline.stopped()) return std::nullopt;  // called off before it began
   auto outcome = std::make_shared<Outcome>();
   // Made before the take starts, so that nothing after it can throw and leave it unowned: a wait
   // that lasts is told to the wait watchdog, as a lock's is (the queue of <path>/locks), and an
@@ -63,8 +64,12 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
                                        outcome->ended.notify_all();
                                      });
   std::stop_callback on_abandon(deadline.cancel_token(), [&] { take->cancel(abandoned); });
+  // The caller's stop: the take is cancelled (its nodes' deletes answered first) and not granted.
+  const Failure stopped(Failure::Kind::Error, make_error_code(errc::cancelled), "semaphore " + path_ + ": stopped");
+  std::stop_callback on_stop(deadline.stop_token(), [&] { take->cancel(stopped); });
   UniqueLock lock(outcome->mutex);
   outcome->ended.wait(lock, [&]() DLOCK_REQUIRES(outcome->mutex) { return outcome->done; });
+  if (outcome->failure && deadline.stopped() && outcome->failure->code() == stopped.code()) return std::nullopt;
   if (outcome->failure) outcome->failure->raise();
   return std::move(outcome->lease);
 }

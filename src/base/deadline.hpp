@@ -49,10 +49,21 @@ class Deadline {
   bool abandoned() const { return cancel_.stop_requested(); }
   const std::stop_token& cancel_token() const { return cancel_; }
 
+  // The same deadline, called off once the caller's `stop` is requested: the wait then ends as at
+  // a time-out (not granted, nothing left behind), where an abandoned one is an error.
+  Deadline stopped_by(std::stop_token stop) const {
+    Deadline copy = *this;
+    copy.stop_ = std::move(stop);
+    return copy;
+  }
+  bool stopped() const { return stop_.stop_requested(); }
+  const std::stop_token& stop_token() const { return stop_; }
+
  private:
   explicit Deadline(std::optional<Clock::time_point> when) : when_(when) {}
   std::optional<Clock::time_point> when_;
   std::stop_token cancel_;
+  std::stop_token stop_;
 };
 
 }  // namespace dlock::detail

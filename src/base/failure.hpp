@@ -20,6 +20,7 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -73,5 +74,17 @@ class Failure {
 };
 
 static_assert(std::is_nothrow_copy_constructible_v<Failure> && std::is_nothrow_copy_assignable_v<Failure>);
+
+// The failure `step` throws, or nullopt when it returns: a step written with the throwing helpers
+// (lock_errors.hpp throws what the blocking call would) run where a value must cross instead.
+template <class Step>
+std::optional<Failure> failure_of(Step&& step) noexcept {
+  try {
+    step();
+    return std::nullopt;
+  } catch (...) {
+    return Failure::current();
+  }
+}
 
 }  // namespace dlock::detail

@@ -53,7 +53,7 @@ void tokens(dlock::Session& session, boost::asio::io_context& ctx) {
       session, "/p", dlock::LockMode::Exclusive,
       boost::asio::bind_cancellation_slot(signal.slot(), [](boost::system::error_code, dlock::LockHandle) {}));
   std::future<dlock::LockHandle> f = dlock::LockHandle::async_try_acquire_for(
-      session, "/p", std::chrono::milliseconds(5), dlock::LockMode::Read, boost::asio::use_future);
+      session, "/p", dlock::LockMode::Read, std::chrono::milliseconds(5), boost::asio::use_future);
   auto op = dlock::LockHandle::async_acquire(session, "/p", dlock::LockMode::Write, boost::asio::deferred);
   std::move(op)([](boost::system::error_code, dlock::LockHandle) {});
   (void)f;

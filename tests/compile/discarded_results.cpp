@@ -1,4 +1,4 @@
-// Compile test (see CMakeLists.txt here and discarded_results.sh): every call on a line starting
+// Compile test (see CMakeLists.txt here and marked_lines.sh): every call on a line starting
 // with DISCARDED throws away a result that must not be ignored (a try_* that may have failed, a
 // guard or handle that would be released at once), so each such line must draw an "ignoring
 // return value" diagnostic, an error under -Werror. Built with DLOCK_DISCARD_CONTROL, DISCARDED
@@ -45,7 +45,7 @@ void dlock_discarded_results_compile_test(dlock::Session& session, dlock::Mutex&
   DISCARDED shared.try_lock_shared_until(when);
 
   DISCARDED dlock::LockHandle::acquire(session, "/locks/a");
-  DISCARDED dlock::LockHandle::try_acquire_for(session, "/locks/a", 1s);
+  DISCARDED dlock::LockHandle::try_acquire_for(session, "/locks/a", dlock::LockMode::Exclusive, 1s);
 
   DISCARDED locks.lock(dlock::LockMode::Exclusive, "ns", 1);
   DISCARDED locks.lock_each(dlock::LockMode::Exclusive, "ns", 1, 2);

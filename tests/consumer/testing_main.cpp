@@ -38,7 +38,7 @@ dlock::testing::HoldReport charge_concurrently(OrdersTest& test, const std::stri
         for (int t = 0; t < 2; ++t) {
           workers.emplace_back([&, t] {
             for (int i = 0; i < 40; ++i) {
-              std::optional<dlock::ScopedLock> guard;
+              std::optional<dlock::ScopeGuard> guard;
               if (locked) guard.emplace(locks.lock(dlock::LockMode::Exclusive, "orders", 42));
               const auto enter = dlock::testing::HoldLogWriter::now_ns();
               std::this_thread::sleep_for(200us);  // the critical section

@@ -85,11 +85,11 @@ TYPED_TEST_P(ScopeFence, ABoundGuardRecordsItsTokenInTheFenceTable) {
   // Every key of a lock_each / lock_keys, and a write guard; a read guard records nothing.
   {
     Tx tx(this->conn());
-    const ScopedLocks each = locks.bound_to(tx).lock_each(LockMode::Exclusive, "item", 3, 2);
+    const ScopeGuards each = locks.bound_to(tx).lock_each(LockMode::Exclusive, "item", 3, 2);
     DLOCK_SCOPE_WRITE(locks.bound_to(tx), "shelf", 1);
     DLOCK_SCOPE_READ(locks.bound_to(tx), "catalog", 1);
     tx.commit();
-    for (const ScopedLock& guard : each.locks()) EXPECT_EQ(TestFixture::recorded(guard.path()), guard.fencing_token());
+    for (const ScopeGuard& guard : each.locks()) EXPECT_EQ(TestFixture::recorded(guard.path()), guard.fencing_token());
   }
   EXPECT_GT(TestFixture::recorded(test_root() + "/shelf/1"), 0) << "a write guard was not fenced";
   EXPECT_EQ(TestFixture::recorded(test_root() + "/catalog/1"), 0)
@@ -168,7 +168,7 @@ TYPED_TEST_P(ScopeFence, AnAsynchronousBoundGuardIsFencedAndAFailedFenceIsTheHan
   const std::string path = test_root() + "/stock/1";
   {
     Tx tx(this->conn());
-    ScopedLock guard = locks.bound_to(tx).async_lock(LockMode::Exclusive, "stock", 1, boost::asio::use_future).get();
+    ScopeGuard guard = locks.bound_to(tx).async_lock(LockMode::Exclusive, "stock", 1, boost::asio::use_future).get();
     EXPECT_EQ(TestFixture::recorded(path), 0) << "visible before the commit";
     tx.commit();
     EXPECT_EQ(TestFixture::recorded(path), guard.fencing_token());
@@ -179,7 +179,7 @@ TYPED_TEST_P(ScopeFence, AnAsynchronousBoundGuardIsFencedAndAFailedFenceIsTheHan
     // A plain callback: its handler (and so the fence) runs on a system_executor thread.
     std::promise<std::pair<boost::system::error_code, bool>> done;
     locks.bound_to(failing).async_lock(LockMode::Exclusive, "stock", 1,
-                                       [&](boost::system::error_code ec, ScopedLock guard) {
+                                       [&](boost::system::error_code ec, ScopeGuard guard) {
                                          done.set_value({ec, static_cast<bool>(guard)});
                                        });
     const auto [ec, has_guard] = done.get_future().get();

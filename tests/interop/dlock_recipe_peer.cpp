@@ -208,7 +208,7 @@ class Participant {
             latch_ = &latch;
           }
           try {
-            const auto term = latch.await_leadership();
+            const auto term = latch.acquire();
             latch_serve_(term);
           } catch (const dlock::LockLost&) {
           }

@@ -58,8 +58,9 @@ RoundResult expire_while_waiting(TestEnsemble& ensemble, const std::string& path
     mutex.lock();
     mutex.unlock();
   });
-  auto handle_waiter =
-      std::async(std::launch::async, [&] { return LockHandle::try_acquire_for(waiter_session, path, 120s).held(); });
+  auto handle_waiter = std::async(std::launch::async, [&] {
+    return LockHandle::try_acquire_for(waiter_session, path, LockMode::Exclusive, 120s).held();
+  });
   // Both are queued: the holder's node and the waiters' (one node and a local waiter, with hand-off).
   const auto queued = [&] { return holder.participants().size() + Mutex(waiter_session, path).local_waiters(); };
   EXPECT_TRUE(eventually([&] { return queued() == 3; }, 30s))

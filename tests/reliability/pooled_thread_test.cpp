@@ -108,7 +108,8 @@ TEST(PooledThread, TheReentrantMutexReEntersALeakedHoldButALockHandleTimesOut) {
     // Task 2 with a LockHandle instead does not re-enter: the leaked hold is this very thread's,
     // so instead of waiting behind it until its timeout it is refused at once (an empty handle).
     const bool handle_got_in =
-        pool.submit([&] { return LockHandle::try_acquire_for(session, path, 1000ms).held(); }).get();
+        pool.submit([&] { return LockHandle::try_acquire_for(session, path, LockMode::Exclusive, 1000ms).held(); })
+            .get();
     EXPECT_FALSE(handle_got_in) << "a LockHandle re-entered a hold another task leaked";
     handle_timed_out += handle_got_in ? 0 : 1;
     EXPECT_EQ(mutex.participants().size(), 1u) << "the timed-out attempt left its node";
@@ -124,7 +125,8 @@ TEST(PooledThread, TheReentrantMutexReEntersALeakedHoldButALockHandleTimesOut) {
     std::vector<LockHandle> leaked;  // where task 1's handle ends up, unreleased
     pool.submit([&] { leaked.push_back(LockHandle::acquire(session, path)); }).get();
     const bool second_handle =
-        pool.submit([&] { return LockHandle::try_acquire_for(session, path, 1000ms).held(); }).get();
+        pool.submit([&] { return LockHandle::try_acquire_for(session, path, LockMode::Exclusive, 1000ms).held(); })
+            .get();
     EXPECT_FALSE(second_handle) << "a LockHandle re-entered a leaked LockHandle";
     const bool mutex_past_handle = pool.submit([&] {
                                          const bool got = mutex.try_lock_for(1000ms);

@@ -128,14 +128,14 @@ TEST_P(AsyncLifetime, TheHandlersContextMayBeDestroyedAsSoonAsTheHandlerRan) {
     std::thread closer;
     Result result;
     LockHandle handle;
-    ScopedLock guard;
+    ScopeGuard guard;
     auto on_handle = [&](error_code ec, LockHandle got) {
       result.ran = true;
       result.ec = ec;
       result.held = got.held();
       handle = std::move(got);
     };
-    auto on_guard = [&](error_code ec, ScopedLock got) {
+    auto on_guard = [&](error_code ec, ScopeGuard got) {
       result.ran = true;
       result.ec = ec;
       result.held = static_cast<bool>(got);
@@ -145,7 +145,7 @@ TEST_P(AsyncLifetime, TheHandlersContextMayBeDestroyedAsSoonAsTheHandlerRan) {
     if (form == Form::Handle) {
       auto handler = asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(*ctx, on_handle));
       if (timed) {
-        LockHandle::async_try_acquire_for(*session, path, 20ms, LockMode::Exclusive, std::move(handler));
+        LockHandle::async_try_acquire_for(*session, path, LockMode::Exclusive, 20ms, std::move(handler));
       } else {
         LockHandle::async_acquire(*session, path, LockMode::Exclusive, std::move(handler));
       }
@@ -199,7 +199,7 @@ TEST_P(AsyncLifetime, TheHandlersContextMayBeDestroyedAsSoonAsTheHandlerRan) {
         break;
     }
     if (handle.held()) handle.release();
-    guard = ScopedLock();
+    guard = ScopeGuard();
     if (blocker.held()) blocker.release();
     local_probe.reset();
     if (closer.joinable()) {

@@ -34,7 +34,7 @@ TEST(AsyncRecipes, ALatchsAwaitCompletesOnTheHandlersThreadWhenItLeads) {
   Session s2(session_options());
   LeaderLatch first(s1, test_root(), "first");
   first.start();
-  const auto first_term = first.await_leadership_for(5s);
+  const auto first_term = first.try_acquire_for(5s);
   ASSERT_TRUE(first_term);
   LeaderLatch second(s2, test_root(), "second");
   second.start();
@@ -42,7 +42,7 @@ TEST(AsyncRecipes, ALatchsAwaitCompletesOnTheHandlersThreadWhenItLeads) {
   std::optional<LeaderTerm> got;
   boost::system::error_code error;
   std::thread::id ran_on;
-  second.async_await_leadership(asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm term) {
+  second.async_acquire(asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm term) {
     error = ec;
     got = term;
     ran_on = std::this_thread::get_id();
@@ -54,7 +54,7 @@ TEST(AsyncRecipes, ALatchsAwaitCompletesOnTheHandlersThreadWhenItLeads) {
   ASSERT_TRUE(got) << "the await did not complete";
   EXPECT_FALSE(error) << error.message();
   EXPECT_EQ(ran_on, std::this_thread::get_id());
-  EXPECT_GT(got->fencing_token(), first_term->fencing_token());
+  EXPECT_GT(got->fencing_token(), first_term.fencing_token());
   EXPECT_TRUE(got->still_leader());
 }
 
@@ -63,13 +63,13 @@ TEST(AsyncRecipes, ACancelledAwaitEndsWithOperationAbortedAndTheLatchStaysQueued
   Session s2(session_options());
   LeaderLatch first(s1, test_root(), "first");
   first.start();
-  ASSERT_TRUE(first.await_leadership_for(5s));
+  ASSERT_TRUE(first.try_acquire_for(5s));
   LeaderLatch second(s2, test_root(), "second");
   second.start();
   asio::io_context io;
   asio::cancellation_signal cancel;
   std::optional<boost::system::error_code> error;
-  second.async_await_leadership(asio::bind_cancellation_slot(
+  second.async_acquire(asio::bind_cancellation_slot(
       cancel.slot(), asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm) { error = ec; })));
   cancel.emit(asio::cancellation_type::terminal);
   io.run_for(5s);
@@ -79,7 +79,7 @@ TEST(AsyncRecipes, ACancelledAwaitEndsWithOperationAbortedAndTheLatchStaysQueued
 
   LeaderLatch never(s2, test_root() + "-never");
   std::optional<boost::system::error_code> lost;
-  never.async_await_leadership(asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm) { lost = ec; }));
+  never.async_acquire(asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm) { lost = ec; }));
   io.restart();
   io.run_for(5s);
   ASSERT_TRUE(lost);
@@ -94,7 +94,7 @@ TEST(AsyncRecipes, ACancellationWhileTheWaitersAreTakenOutForATermThatEndsIsNotL
   Session s2(session_options());
   LeaderLatch first(s1, test_root(), "first");
   first.start();
-  ASSERT_TRUE(first.await_leadership_for(5s));
+  ASSERT_TRUE(first.try_acquire_for(5s));
   LeaderLatch second(s2, test_root(), "second");
   second.start();
   asio::io_context io;
@@ -109,7 +109,7 @@ TEST(AsyncRecipes, ACancellationWhileTheWaitersAreTakenOutForATermThatEndsIsNotL
     cancel.emit(asio::cancellation_type::terminal);
     emitted.count_down();
   };
-  second.async_await_leadership(asio::bind_cancellation_slot(
+  second.async_acquire(asio::bind_cancellation_slot(
       cancel.slot(), asio::bind_executor(io, [&](boost::system::error_code ec, LeaderTerm) { error = ec; })));
   first.close();
   EXPECT_TRUE(eventually([&] { return emitted.try_wait(); }, 5s)) << "the second latch never got its term";
@@ -129,7 +129,7 @@ TEST(AsyncRecipes, ACoroutineAwaitsLeadership) {
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        const auto term = co_await latch.async_await_leadership(asio::use_awaitable);
+        const auto term = co_await latch.async_acquire(asio::use_awaitable);
         token = term.fencing_token();
       },
       asio::detached);

@@ -342,7 +342,7 @@ TEST(Async, TryAcquireForTimesOutWithAnEmptyHandleAndNoError) {
   std::optional<error_code> result;
   LockHandle got;
   const auto start = std::chrono::steady_clock::now();
-  LockHandle::async_try_acquire_for(session, test_root(), 300ms, LockMode::Exclusive,
+  LockHandle::async_try_acquire_for(session, test_root(), LockMode::Exclusive, 300ms,
                                     asio::bind_executor(ctx, [&](error_code ec, LockHandle h) {
                                       result = ec;
                                       got = std::move(h);
@@ -389,19 +389,20 @@ TEST(Async, WithoutATokenEachFunctionReturnsADeferredOperation) {
       [&]() -> asio::awaitable<void> {
         LockHandle handle = co_await LockHandle::async_acquire(session, test_root() + "/plain");
         EXPECT_TRUE(handle.held());
-        LockHandle timed = co_await LockHandle::async_try_acquire_for(session, test_root() + "/timed", 5s);
+        LockHandle timed =
+            co_await LockHandle::async_try_acquire_for(session, test_root() + "/timed", LockMode::Exclusive, 5s);
         EXPECT_TRUE(timed.held());
-        ScopedLock one = co_await locks.async_lock(LockMode::Exclusive, "orders", Order{.id = 7});
+        ScopeGuard one = co_await locks.async_lock(LockMode::Exclusive, "orders", Order{.id = 7});
         EXPECT_EQ(one.path(), test_root() + "/orders/7");
         // The last argument is a key source (a string), not a token: all of them make the key.
-        ScopedLock two = co_await locks.async_lock(LockMode::Exclusive, "pairs", 1, std::string("x"));
+        ScopeGuard two = co_await locks.async_lock(LockMode::Exclusive, "pairs", 1, std::string("x"));
         EXPECT_EQ(two.path(), locks.path_for("pairs", make_key(1, std::string("x"))));
-        ScopedLocks each = co_await locks.async_lock_each(LockMode::Read, "stock", 1, 2);
+        ScopeGuards each = co_await locks.async_lock_each(LockMode::Read, "stock", 1, 2);
         EXPECT_EQ(each.locks().size(), 2u);
-        ScopedLock by_key = co_await locks.async_lock_key(LockMode::Write, "keys", "k1");
+        ScopeGuard by_key = co_await locks.async_lock_key(LockMode::Write, "keys", "k1");
         EXPECT_TRUE(by_key);
         std::vector<std::string> keys{"k2", "k3"};  // a braced list inside co_await trips g++ 12
-        ScopedLocks by_keys = co_await locks.async_lock_keys(LockMode::Exclusive, "keys", std::move(keys));
+        ScopeGuards by_keys = co_await locks.async_lock_keys(LockMode::Exclusive, "keys", std::move(keys));
         EXPECT_EQ(by_keys.locks().size(), 2u);
         checked = true;
       },
@@ -504,7 +505,7 @@ TEST(Async, TwoHundredWaitingCoroutinesAddNoThreads) {
   // Warm up the process's threads (the task timer, the session's).
   {
     std::optional<error_code> warm;
-    LockHandle::async_try_acquire_for(session, path + "-warm", 1s, LockMode::Exclusive,
+    LockHandle::async_try_acquire_for(session, path + "-warm", LockMode::Exclusive, 1s,
                                       asio::bind_executor(ctx, [&](error_code ec, LockHandle) { warm = ec; }));
     ASSERT_TRUE(run_until(ctx, [&] { return warm.has_value(); }));
   }
@@ -544,7 +545,7 @@ TEST(Async, ACancelledChainOfGuardsReleasesWhatItTookBeforeItsHandlerRuns) {
   std::size_t first_key_nodes_at_handler = 99;
   mine.async_lock_each(
       LockMode::Exclusive, "stock", 1, 2,
-      asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, ScopedLocks guards) {
+      asio::bind_executor(ctx, asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, ScopeGuards guards) {
                             result = ec;
                             EXPECT_TRUE(guards.locks().empty());
                             first_key_nodes_at_handler = nodes_in(session, service.path_for("stock", make_key(1)));
@@ -568,7 +569,7 @@ TEST(Async, ACancelledChainOfGuardsReleasesWhatItTookBeforeItsHandlerRuns) {
   // The same holder asks for key 1 again: not its own any more, so no WouldDeadlock.
   std::optional<error_code> again;
   mine.async_lock(LockMode::Exclusive, "stock", 1,
-                  asio::bind_executor(ctx, [&](error_code ec, ScopedLock) { again = ec; }));
+                  asio::bind_executor(ctx, [&](error_code ec, ScopeGuard) { again = ec; }));
   ASSERT_TRUE(run_until(ctx, [&] { return again.has_value(); }));
   EXPECT_FALSE(*again) << again->message();
   EXPECT_EQ(nodes_in(session, service.path_for("stock", make_key(2))), 1u) << "key 2's cancelled node stayed";
@@ -590,7 +591,7 @@ TEST(Async, AFailureAfterTheGrantReleasesTheHold) {
   EXPECT_TRUE(*result);
   EXPECT_TRUE(another_session_locks(test_root(), 5s)) << "the failed acquisition kept the lock";
   EXPECT_TRUE(another_session_locks(test_root() + "-blocking", 5s)) << "the failed blocking acquisition kept the lock";
-  auto handle = LockHandle::try_acquire_for(session, test_root(), 5s);
+  auto handle = LockHandle::try_acquire_for(session, test_root(), LockMode::Exclusive, 5s);
   EXPECT_TRUE(handle.held()) << "the local queue is stuck behind a hold nobody owns";
 }
 

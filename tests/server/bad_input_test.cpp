@@ -660,7 +660,7 @@ TEST(BadInput, InvalidLockPathsAreRefusedByEveryEntryPointBeforeAnyRequest) {
       {"SharedMutex", [&](const std::string& p) { (void)SharedMutex(session, p); }},
       {"LockHandle::acquire", [&](const std::string& p) { (void)LockHandle::acquire(session, p); }},
       {"LockHandle::try_acquire_for",
-       [&](const std::string& p) { (void)LockHandle::try_acquire_for(session, p, 1s, LockMode::Write); }},
+       [&](const std::string& p) { (void)LockHandle::try_acquire_for(session, p, LockMode::Write, 1s); }},
       {"LockService", [&](const std::string& p) { (void)LockService(session, p); }},
   };
   const auto requests = session.stats().requests;

@@ -193,7 +193,7 @@ TEST(BatchAsync, ACancelledQueuedRequestNeverRuns) {
     }
   }
   held.release();
-  EXPECT_EQ(doubler.submit(3, 5s), 6) << "a cancelled runner passed its role on";
+  EXPECT_EQ(doubler.submit_for(3, 5s), 6) << "a cancelled runner passed its role on";
   EXPECT_EQ(served.load(), 1) << "a cancelled request ran";
 }
 
@@ -220,7 +220,7 @@ TEST(BatchAsync, ARequestNotBegunWithinItsTimeoutEndsWithLockTimeoutAndNeverRuns
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   EXPECT_EQ(timeouts, 2);
   held.release();
-  EXPECT_EQ(doubler.submit(3, 5s), 6) << "the next runner after timed-out ones serves";
+  EXPECT_EQ(doubler.submit_for(3, 5s), 6) << "the next runner after timed-out ones serves";
   EXPECT_EQ(served.load(), 1) << "a timed-out request ran";
 }
 

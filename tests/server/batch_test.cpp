@@ -296,11 +296,11 @@ TEST(Batch, AQueuedRequestTimesOutWithoutRunningAndLeavesNoNode) {
     for (std::size_t i = 0; i < batch.size(); ++i) batch.set_result(i, batch.request(i));
   });
   // The first submitter is the runner, waiting for the lock; the second waits in the queue.
-  auto runner = std::async(std::launch::async, [&] { return doubler.submit(1, 5s); });
+  auto runner = std::async(std::launch::async, [&] { return doubler.submit_for(1, 5s); });
   std::this_thread::sleep_for(100ms);
   const auto start = std::chrono::steady_clock::now();
   try {
-    (void)doubler.submit(2, 200ms);
+    (void)doubler.submit_for(2, 200ms);
     FAIL() << "no timeout";
   } catch (const LockTimeout& e) {
     EXPECT_NE(std::string(e.what()).find(test_root()), std::string::npos) << e.what();
@@ -311,10 +311,10 @@ TEST(Batch, AQueuedRequestTimesOutWithoutRunningAndLeavesNoNode) {
   EXPECT_EQ(ran.load(), 1) << "the timed-out request ran";
   // The runner itself times out when the lock stays held, and leaves nothing on the server.
   held = LockHandle::acquire(other, test_root());
-  EXPECT_THROW((void)doubler.submit(3, 200ms), LockTimeout);
+  EXPECT_THROW((void)doubler.submit_for(3, 200ms), LockTimeout);
   held.release();
   EXPECT_TRUE(eventually([&] { return RawZk(zk_connect()).children(test_root()).empty(); }));
-  EXPECT_EQ(doubler.submit(4, 5s), 4) << "the next runner after a timed-out one serves";
+  EXPECT_EQ(doubler.submit_for(4, 5s), 4) << "the next runner after a timed-out one serves";
 }
 
 TEST(Batch, ASubmitFromInsideTheHandlerIsRefusedNotADeadlock) {
@@ -322,7 +322,7 @@ TEST(Batch, ASubmitFromInsideTheHandlerIsRefusedNotADeadlock) {
   Doubler* self = nullptr;
   Doubler doubler(session, test_root(), [&](Doubler::Batch& batch) {
     try {
-      (void)self->submit(0, 1s);
+      (void)self->submit_for(0, 1s);
       batch.set_result(0, 1);
     } catch (const WouldDeadlock&) {
       batch.set_result(0, 2);
@@ -337,7 +337,7 @@ TEST(Batch, ASubmitBackToAnOuterBatchLockFromANestedHandlerIsRefused) {
   Doubler* outer = nullptr;
   Doubler inner(session, test_root() + "/inner", [&](Doubler::Batch& batch) {
     try {
-      (void)outer->submit(0, 1s);  // X's handler -> Y.submit -> Y's handler -> X.submit
+      (void)outer->submit_for(0, 1s);  // X's handler -> Y.submit -> Y's handler -> X.submit
       batch.set_result(0, 1);
     } catch (const WouldDeadlock&) {
       batch.set_result(0, 2);

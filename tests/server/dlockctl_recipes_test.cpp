@@ -255,7 +255,7 @@ TEST(DlockctlElect, SigintOrTimeoutWhileWaitingLeavesTheElectionRunningNothing) 
   const auto marker = dir.path() + "/ran";
   LeaderLatch leader(session, path, "test");
   leader.start();
-  ASSERT_TRUE(leader.await_leadership_for(5s));
+  ASSERT_TRUE(leader.try_acquire_for(5s));
 
   auto waiting = start_dlockctl({"elect", path, "--id", "waiting", "--", "touch", marker}, dir.path() + "/stderr");
   ASSERT_TRUE(eventually([&] { return leader.participants().size() == 2; }, 10s)) << "dlockctl never joined";

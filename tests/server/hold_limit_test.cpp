@@ -34,7 +34,7 @@ StuckOutcome stuck_holder(HoldLimit limit, std::chrono::milliseconds wait) {
   auto stuck = LockHandle::acquire(stuck_session, test_root(), LockMode::Exclusive, limit);
   EXPECT_TRUE(gate.admit("row", stuck.fencing_token()));
   Session next_session(session_options());
-  auto next = LockHandle::try_acquire_for(next_session, test_root(), wait);
+  auto next = LockHandle::try_acquire_for(next_session, test_root(), LockMode::Exclusive, wait);
   outcome.next_acquired = next.held();
   outcome.stuck_told_to_stop = stuck.stop_token().stop_requested();
   if (next.held()) {
@@ -156,13 +156,14 @@ TEST(HoldLimit, AStopCallbackThatBlocksStallsNoTimeoutAndTheHoldIsStillCutOff) {
   Session next_session(session_options());
   auto timed = std::async(std::launch::async, [&] {
     const auto start = std::chrono::steady_clock::now();
-    auto none = LockHandle::try_acquire_for(next_session, elsewhere, 300ms);
+    auto none = LockHandle::try_acquire_for(next_session, elsewhere, LockMode::Exclusive, 300ms);
     return std::pair{none.held(), std::chrono::steady_clock::now() - start};
   });
   const bool returned = timed.wait_for(kStallBound) == std::future_status::ready;
   EXPECT_TRUE(returned) << "a 300 ms try_acquire_for of another path did not return while a stop callback blocked";
 
-  auto cut = std::async(std::launch::async, [&] { return LockHandle::try_acquire_for(next_session, stuck_path, 5s); });
+  auto cut = std::async(std::launch::async,
+                        [&] { return LockHandle::try_acquire_for(next_session, stuck_path, LockMode::Exclusive, 5s); });
   const bool cut_off = cut.wait_for(kStallBound) == std::future_status::ready;
   EXPECT_TRUE(cut_off) << "the stuck hold was not cut off while its stop callback blocked";
   if (cut_off) {

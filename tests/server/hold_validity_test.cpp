@@ -34,7 +34,7 @@ TEST(HoldValidity, DowngradingAWriteHoldLostToExpiryThrowsLockLostAndCreatesNoth
   ASSERT_TRUE(renewed(session)) << "the session was not renewed";
 
   Session other(session_options());
-  auto theirs = LockHandle::try_acquire_for(other, test_root(), 5s, LockMode::Write);
+  auto theirs = LockHandle::try_acquire_for(other, test_root(), LockMode::Write, 5s);
   ASSERT_TRUE(theirs) << "the other session could not take the write side the expiry freed";
 
   try {

@@ -39,28 +39,28 @@ TEST(LeaderLatch, OneLeadsTheNextTakesOverOnCloseWithALargerToken) {
     // Each joins once the one before is queued, so the queue's order is the start order.
     EXPECT_TRUE(eventually([&] { return latches.back()->participants().size() == latches.size(); }, 5s));
   }
-  const auto first = latches[0]->await_leadership_for(5s);
+  const auto first = latches[0]->try_acquire_for(5s);
   ASSERT_TRUE(first) << "the first to join leads";
-  EXPECT_GT(first->fencing_token(), 0);
+  EXPECT_GT(first.fencing_token(), 0);
   EXPECT_EQ(leaders(latches), 1);
-  EXPECT_FALSE(latches[1]->await_leadership_for(300ms)) << "a second participant must not lead while the first does";
+  EXPECT_FALSE(latches[1]->try_acquire_for(300ms)) << "a second participant must not lead while the first does";
 
   const auto participants = latches[2]->participants();
   ASSERT_EQ(participants.size(), 3u);
   EXPECT_EQ(participants[0].id, "p0");
   EXPECT_TRUE(participants[0].is_leader);
-  EXPECT_EQ(participants[0].node, first->node());
+  EXPECT_EQ(participants[0].node, first.node());
   EXPECT_EQ(participants[1].id, "p1");
   EXPECT_FALSE(participants[1].is_leader);
   EXPECT_EQ(latches[1]->leader()->id, "p0");
 
   latches[0]->close();
-  EXPECT_TRUE(first->stop_token().stop_requested()) << "close() ends the term";
-  const auto second = latches[1]->await_leadership_for(5s);
+  EXPECT_TRUE(first.stop_token().stop_requested()) << "close() ends the term";
+  const auto second = latches[1]->try_acquire_for(5s);
   ASSERT_TRUE(second) << "the next in the queue leads once the leader closed";
-  EXPECT_GT(second->fencing_token(), first->fencing_token());
+  EXPECT_GT(second.fencing_token(), first.fencing_token());
   EXPECT_EQ(leaders(latches), 1);
-  EXPECT_THROW((void)latches[0]->await_leadership(), LockLost) << "a closed latch never leads again";
+  EXPECT_THROW((void)latches[0]->acquire(), LockLost) << "a closed latch never leads again";
 
   for (auto& latch : latches) latch->close();
   RawZk zk(zk_connect());
@@ -71,7 +71,7 @@ TEST(LeaderLatch, NodesAreCuratorsLatchNodesWithTheIdAsData) {
   Session session(session_options());
   LeaderLatch latch(session, test_root(), "worker-\xc3\xa9");
   latch.start();
-  const auto term = latch.await_leadership_for(5s);
+  const auto term = latch.try_acquire_for(5s);
   ASSERT_TRUE(term);
   RawZk zk(zk_connect());
   const auto children = zk.children(test_root());
@@ -79,14 +79,14 @@ TEST(LeaderLatch, NodesAreCuratorsLatchNodesWithTheIdAsData) {
   EXPECT_TRUE(children[0].starts_with("_c_")) << children[0];
   EXPECT_NE(children[0].find("-latch-"), std::string::npos) << children[0];
   EXPECT_EQ(zk.data(test_root() + "/" + children[0]), "worker-\xc3\xa9");
-  EXPECT_EQ(term->fencing_token(), zk.stat(term->node())->czxid * 1024);
+  EXPECT_EQ(term.fencing_token(), zk.stat(term.node())->czxid * 1024);
 }
 
 TEST(LeaderLatch, MisuseIsAnErrorNamingIt) {
   Session session(session_options());
   EXPECT_THROW(LeaderLatch(session, "relative"), InvalidPath);
   LeaderLatch latch(session, test_root());
-  EXPECT_THROW((void)latch.await_leadership(), LockLost) << "never started: it would wait forever";
+  EXPECT_THROW((void)latch.acquire(), LockLost) << "never started: it would wait forever";
   latch.start();
   try {
     latch.start();
@@ -106,19 +106,19 @@ TEST(LeaderLatch, SessionExpiryEndsTheTermBeforeAnotherLeadsAndTheLatchJoinsAgai
   Session other_session(session_options());
   LeaderLatch leader(leader_session, test_root(), "leader");
   leader.start();
-  const auto term = leader.await_leadership_for(5s);
+  const auto term = leader.try_acquire_for(5s);
   ASSERT_TRUE(term);
   LeaderLatch other(other_session, test_root(), "other");
   other.start();
   std::atomic<bool> ended_first{false};
-  std::stop_callback on_end(term->stop_token(), [&] { ended_first = !other.has_leadership(); });
+  std::stop_callback on_end(term.stop_token(), [&] { ended_first = !other.has_leadership(); });
 
   ASSERT_TRUE(expire_until_lost(leader_session));
-  EXPECT_TRUE(term->stop_token().stop_requested());
-  const auto next = other.await_leadership_for(10s);
+  EXPECT_TRUE(term.stop_token().stop_requested());
+  const auto next = other.try_acquire_for(10s);
   ASSERT_TRUE(next);
   EXPECT_TRUE(ended_first.load()) << "the old term must end before the next leader leads";
-  EXPECT_GT(next->fencing_token(), term->fencing_token());
+  EXPECT_GT(next.fencing_token(), term.fencing_token());
   EXPECT_TRUE(eventually([&] { return other.participants().size() == 2; }, 10s))
       << "the latch of the renewed session joins again";
   EXPECT_FALSE(leader.has_leadership());
@@ -131,7 +131,7 @@ TEST(LeaderLatch, ALostSessionAwaitingRenewalDoesNotSpin) {
   Session session({.connect = proxy.connect_string(), .session_timeout = 1s, .connect_timeout = 10s});
   LeaderLatch latch(session, test_root(), "cut-off");
   latch.start();
-  const auto term = latch.await_leadership_for(5s);
+  const auto term = latch.try_acquire_for(5s);
   ASSERT_TRUE(term);
   proxy.cut_off();
   ASSERT_TRUE(eventually([&] { return session.state() == SessionState::Lost; }, 10s));
@@ -141,7 +141,7 @@ TEST(LeaderLatch, ALostSessionAwaitingRenewalDoesNotSpin) {
   const double cpu_seconds = static_cast<double>(std::clock() - cpu_before) / CLOCKS_PER_SEC;
   EXPECT_LT(cpu_seconds, 0.3) << "the process burned " << cpu_seconds << " s of CPU in 1 s while Lost";
   proxy.heal();
-  EXPECT_TRUE(latch.await_leadership_for(15s)) << "the latch leads again on the renewed session";
+  EXPECT_TRUE(latch.try_acquire_for(15s)) << "the latch leads again on the renewed session";
 }
 
 // The term's stop callback closes the latch (on the thread that saw the connection drop): it
@@ -151,16 +151,16 @@ TEST(LeaderLatch, CloseFromTheTermsStopCallbackOnAZooKeeperThreadReturns) {
   Session session({.connect = proxy.connect_string(), .session_timeout = 4s, .connect_timeout = 10s});
   LeaderLatch latch(session, test_root(), "closing");
   latch.start();
-  const auto term = latch.await_leadership_for(5s);
+  const auto term = latch.try_acquire_for(5s);
   ASSERT_TRUE(term);
   std::atomic<bool> closed{false};
-  std::stop_callback on_end(term->stop_token(), [&] {
+  std::stop_callback on_end(term.stop_token(), [&] {
     latch.close();
     closed = true;
   });
   proxy.cut_off_for(500ms);
   EXPECT_TRUE(eventually([&] { return closed.load(); }, 5s)) << "close() from the stop callback hung";
-  EXPECT_THROW((void)latch.await_leadership(), LockLost);
+  EXPECT_THROW((void)latch.acquire(), LockLost);
   EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; }, 10s));
 }
 
@@ -198,12 +198,12 @@ HoldReport churn_terms(int participants, int terms_each) {
         for (int t = 0; t < terms_each; ++t) {
           LeaderLatch latch(session, test_root(), name);
           latch.start();
-          const auto term = latch.await_leadership_for(30s);
+          const auto term = latch.try_acquire_for(30s);
           if (!term) return ADD_FAILURE() << "participant " << p << " never led";
-          HoldRecord hold{name, "", "exclusive", term->fencing_token(), HoldLogWriter::now_ns()};
+          HoldRecord hold{name, "", "exclusive", term.fencing_token(), HoldLogWriter::now_ns()};
           std::this_thread::sleep_for(2ms);
           hold.exit_ns = HoldLogWriter::now_ns();
-          hold.lost = term->stop_token().stop_requested();
+          hold.lost = term.stop_token().stop_requested();
           log.record(hold);
           latch.close();
         }

@@ -40,8 +40,8 @@ TEST(LockHandle, TheDestructorAndMoveAssignmentRelease) {
 // locks the same path for a different request.
 TEST(LockHandle, APooledThreadDoesNotReEnterALeakedHandle) {
   Session session(session_options());
-  auto leaked = LockHandle::acquire(session, test_root());                 // task 1, never released
-  auto second = LockHandle::try_acquire_for(session, test_root(), 300ms);  // task 2, same thread
+  auto leaked = LockHandle::acquire(session, test_root());  // task 1, never released
+  auto second = LockHandle::try_acquire_for(session, test_root(), LockMode::Exclusive, 300ms);  // task 2, same thread
   EXPECT_FALSE(second.held()) << "a handle re-entered a lock another task still holds";
   EXPECT_EQ(Mutex(session, test_root()).participants().size(), 1u) << "the timed-out attempt left its node";
 }
@@ -63,9 +63,9 @@ TEST(LockHandle, HandlesMutexesAndSharedMutexesShareOneQueue) {
   exclusive.release();
 
   auto reader = LockHandle::acquire(session, test_root(), LockMode::Read);
-  auto second_reader = LockHandle::try_acquire_for(session, test_root(), 2s, LockMode::Read);
+  auto second_reader = LockHandle::try_acquire_for(session, test_root(), LockMode::Read, 2s);
   EXPECT_TRUE(second_reader.held()) << "readers share";
-  EXPECT_FALSE(LockHandle::try_acquire_for(session, test_root(), 300ms, LockMode::Write).held());
+  EXPECT_FALSE(LockHandle::try_acquire_for(session, test_root(), LockMode::Write, 300ms).held());
   std::async(std::launch::async, [&] {
     Session other(session_options());
     SharedMutex shared(other, test_root());

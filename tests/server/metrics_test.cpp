@@ -90,7 +90,7 @@ TEST(Metrics, LeasesAndLeadershipTermsAreCountedUnderTheirPathsFamily) {
   }
   LeaderLatch latch(session, test_root() + "/leader", "counted");
   latch.start();
-  ASSERT_TRUE(latch.await_leadership_for(5s));
+  ASSERT_TRUE(latch.try_acquire_for(5s));
   latch.close();
   const auto s = registry->snapshot();
   const auto& leases = figures(s, test_root() + "/pool", LockMode::Exclusive);

@@ -55,7 +55,7 @@ TEST(Scope, BoundLockKeysReleaseOnlyAfterTheTransactionCommits) {
   const std::vector<std::string> cart = {make_key("pear"), make_key("apple"), make_key("fig")};
   TestTransaction tx;
   {
-    const ScopedLocks guards = locks.bound_to(tx).lock_keys(LockMode::Exclusive, "stock", cart);
+    const ScopeGuards guards = locks.bound_to(tx).lock_keys(LockMode::Exclusive, "stock", cart);
     EXPECT_EQ(guards.locks().size(), cart.size());
   }
   for (const auto& item : cart) {
@@ -73,7 +73,7 @@ TEST(Scope, ABoundLockKeyReleasesOnlyAfterTheTransactionCommits) {
   LockService locks(session, test_root());
   const std::string key = make_key("order", 17);
   TestTransaction tx;
-  { const ScopedLock guard = locks.bound_to(tx).lock_key(LockMode::Exclusive, "orders", key); }
+  { const ScopeGuard guard = locks.bound_to(tx).lock_key(LockMode::Exclusive, "orders", key); }
   EXPECT_FALSE(another_session_locks(test_root() + "/orders/" + key, 300ms)) << "released before the transaction ended";
   tx.commit();
   EXPECT_TRUE(another_session_locks(test_root() + "/orders/" + key, 5s)) << "not released after the commit";

@@ -127,7 +127,7 @@ TEST(SelfWait, ALockHandlesTryFormBehindTheThreadsOwnMutexAnswersEmptyAtOnce) {
   Mutex first(one, test_root());
   first.lock();
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE(LockHandle::try_acquire_for(two, test_root(), 10s).held());
+  EXPECT_FALSE(LockHandle::try_acquire_for(two, test_root(), LockMode::Exclusive, 10s).held());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "it waited on itself";
   EXPECT_THROW((void)LockHandle::acquire(two, test_root()), WouldDeadlock);
   EXPECT_TRUE(eventually([&] { return first.participants().size() == 1; }, 5s)) << "a refused attempt left its node";

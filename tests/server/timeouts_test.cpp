@@ -62,7 +62,8 @@ TEST(Timeouts, WaitForeverDurationsWait) {
     return got;
   })) << "SharedMutex::try_lock_shared_for(ms::max())";
   EXPECT_TRUE(waits_then_gets(session, path, [&] {
-    return static_cast<bool>(LockHandle::try_acquire_for(session, path, std::chrono::milliseconds::max()));
+    return static_cast<bool>(
+        LockHandle::try_acquire_for(session, path, LockMode::Exclusive, std::chrono::milliseconds::max()));
   })) << "LockHandle::try_acquire_for(ms::max())";
 }
 

@@ -100,7 +100,7 @@ TEST(WaitWatchdog, AnElectionsFollowerIsNotReported) {
     Mutex install(follower_session, test_root() + "/unused");  // as any program that locks has
     LeaderLatch leader(leader_session, test_root() + "/election", "a");
     leader.start();
-    const auto term = leader.await_leadership();
+    const auto term = leader.acquire();
     LeaderLatch follower(follower_session, test_root() + "/election", "b");
     follower.start();
     std::this_thread::sleep_for(800ms);

@@ -1,5 +1,5 @@
 // Waiting for a hold whose library call blocks and has no cancellation of its own
-// (Semaphore::acquire, LeaderLatch::await_leadership), so that a signal still stops the wait.
+// (Semaphore::acquire, LeaderLatch::acquire), so that a signal still stops the wait.
 #pragma once
 
 #include <signal.h>

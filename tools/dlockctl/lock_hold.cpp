@@ -43,7 +43,7 @@ std::variant<LockHold, int> acquire_lock(dlock::Session& session, const std::str
         granted = std::move(h);
       }));
   if (timeout) {
-    dlock::LockHandle::async_try_acquire_for(session, path, *timeout, mode, std::move(on_done));
+    dlock::LockHandle::async_try_acquire_for(session, path, mode, *timeout, std::move(on_done));
   } else {
     dlock::LockHandle::async_acquire(session, path, mode, std::move(on_done));
   }

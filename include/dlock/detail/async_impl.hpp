@@ -61,7 +61,7 @@ class AsyncAcquisition {
 std::shared_ptr<AsyncAcquisition<LockHandle>> async_handle(Session& session, std::string path, LockMode mode,
                                                            std::optional<std::chrono::milliseconds> timeout);
 // The guards on <base>/<ns>/<key> for each key, in canonical order (sorted, no duplicates).
-std::shared_ptr<AsyncAcquisition<std::vector<ScopedLock>>> async_guards(const LockService& service, LockMode mode,
+std::shared_ptr<AsyncAcquisition<std::vector<ScopeGuard>>> async_guards(const LockService& service, LockMode mode,
                                                                         std::string_view ns,
                                                                         std::vector<std::string> keys);
 
@@ -193,12 +193,12 @@ struct AsyncInitiation {
 
 // One guard out of the vector (async_lock), all of them (async_lock_each).
 struct FirstGuard {
-  ScopedLock operator()(std::vector<ScopedLock> guards) const {
-    return guards.empty() ? ScopedLock() : std::move(guards.front());
+  ScopeGuard operator()(std::vector<ScopeGuard> guards) const {
+    return guards.empty() ? ScopeGuard() : std::move(guards.front());
   }
 };
 struct AllGuards {
-  ScopedLocks operator()(std::vector<ScopedLock> guards) const { return ScopedLocks(std::move(guards)); }
+  ScopeGuards operator()(std::vector<ScopeGuard> guards) const { return ScopeGuards(std::move(guards)); }
 };
 
 // In a catch block: the handler's code for the exception a bound guard's fence threw (its own
@@ -230,7 +230,7 @@ template <class Value, class Convert, class Prepare, class Token>
 auto async_guards_initiate(const LockService& service, LockMode mode, std::string_view ns,
                            std::vector<std::string> keys, Prepare prepare, Token&& token) {
   return boost::asio::async_initiate<Token, void(boost::system::error_code, Value)>(
-      AsyncInitiation<std::vector<ScopedLock>, Value, Prepare, Convert>{std::move(prepare), Convert{}}, token,
+      AsyncInitiation<std::vector<ScopeGuard>, Value, Prepare, Convert>{std::move(prepare), Convert{}}, token,
       [service, mode, ns = std::string(ns), keys = std::move(keys)]() mutable {
         return async_guards(service, mode, ns, std::move(keys));
       });

@@ -1,4 +1,4 @@
-// ScopedLock and LockService (dlock/scope.hpp): guards over LockHandle. A guard's node is recorded
+// ScopeGuard and LockService (dlock/scope.hpp): guards over LockHandle. A guard's node is recorded
 // as held by the thread that took it (held_nodes.hpp) until it is released, so that this thread
 // gets WouldDeadlock instead of waiting on it: a guard, unlike a plain LockHandle, is the thread's.
 #include <cstdio>
@@ -44,14 +44,14 @@ LockTimeout scope_timeout(Session& session, LockMode mode, const std::string& pa
   return LockTimeout(waited);
 }
 
-ScopedLock ScopeAccess::make(std::shared_ptr<ScopeState> state) { return ScopedLock(std::move(state)); }
-const std::shared_ptr<ScopeState>& ScopeAccess::state(const ScopedLock& guard) { return guard.state_; }
+ScopeGuard ScopeAccess::make(std::shared_ptr<ScopeState> state) { return ScopeGuard(std::move(state)); }
+const std::shared_ptr<ScopeState>& ScopeAccess::state(const ScopeGuard& guard) { return guard.state_; }
 
 }  // namespace detail
 
-ScopedLock::ScopedLock(std::shared_ptr<detail::ScopeState> state) noexcept : state_(std::move(state)) {}
-ScopedLock::ScopedLock(ScopedLock&&) noexcept = default;
-ScopedLock& ScopedLock::operator=(ScopedLock&& other) noexcept {
+ScopeGuard::ScopeGuard(std::shared_ptr<detail::ScopeState> state) noexcept : state_(std::move(state)) {}
+ScopeGuard::ScopeGuard(ScopeGuard&&) noexcept = default;
+ScopeGuard& ScopeGuard::operator=(ScopeGuard&& other) noexcept {
   if (this != &other) {
     if (state_ && !bound_) state_->release();
     state_ = std::move(other.state_);
@@ -59,7 +59,7 @@ ScopedLock& ScopedLock::operator=(ScopedLock&& other) noexcept {
   }
   return *this;
 }
-ScopedLock::~ScopedLock() {
+ScopeGuard::~ScopeGuard() {
   if (state_ && !bound_) state_->release();
 }
 
@@ -67,23 +67,23 @@ namespace {
 const std::string kNoKey;
 }  // namespace
 
-const std::string& ScopedLock::key() const noexcept { return state_ ? state_->key : kNoKey; }
-const std::string& ScopedLock::path() const noexcept { return state_ ? state_->path : kNoKey; }
-std::int64_t ScopedLock::fencing_token() const {
-  if (!state_) throw NotOwner("fencing_token() of an empty ScopedLock");
+const std::string& ScopeGuard::key() const noexcept { return state_ ? state_->key : kNoKey; }
+const std::string& ScopeGuard::path() const noexcept { return state_ ? state_->path : kNoKey; }
+std::int64_t ScopeGuard::fencing_token() const {
+  if (!state_) throw NotOwner("fencing_token() of an empty ScopeGuard");
   return state_->token;
 }
-LockMode ScopedLock::mode() const noexcept { return state_ ? state_->mode : LockMode::Exclusive; }
+LockMode ScopeGuard::mode() const noexcept { return state_ ? state_->mode : LockMode::Exclusive; }
 
-std::stop_token ScopedLock::stop_token() const noexcept { return state_ ? state_->lost : std::stop_token(); }
+std::stop_token ScopeGuard::stop_token() const noexcept { return state_ ? state_->lost : std::stop_token(); }
 
-bool ScopedLock::still_held() const noexcept {
+bool ScopeGuard::still_held() const noexcept {
   if (!state_) return false;
   detail::MutexLock lock(state_->mutex);
   return state_->handle.still_held();
 }
 
-std::function<void()> ScopedLock::completion() const {
+std::function<void()> ScopeGuard::completion() const {
   return [state = state_] { state->release(); };
 }
 
@@ -114,18 +114,18 @@ std::string LockService::path_for(std::string_view ns, std::string_view key) con
   return base_ + "/" + std::string(ns) + "/" + std::string(key);
 }
 
-ScopedLock LockService::lock_key(LockMode mode, std::string_view ns, std::string key) const {
+ScopeGuard LockService::lock_key(LockMode mode, std::string_view ns, std::string key) const {
   const std::string path = path_for(ns, key);
   auto handle = LockHandle::take(*session_, path, mode, detail::Deadline::in(timeout_), ns);
   if (!handle) throw detail::scope_timeout(*session_, mode, path, key, timeout_);
-  return ScopedLock(std::make_shared<detail::ScopeState>(std::move(handle), std::move(key)));
+  return ScopeGuard(std::make_shared<detail::ScopeState>(std::move(handle), std::move(key)));
 }
 
-ScopedLocks LockService::lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
+ScopeGuards LockService::lock_keys(LockMode mode, std::string_view ns, std::vector<std::string> keys) const {
   // The canonical order: every handler locking the same keys takes them in the same order.
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  std::vector<ScopedLock> taken;
+  std::vector<ScopeGuard> taken;
   taken.reserve(keys.size());
   try {
     for (auto& key : keys) taken.push_back(lock_key(mode, ns, std::move(key)));
@@ -133,7 +133,7 @@ ScopedLocks LockService::lock_keys(LockMode mode, std::string_view ns, std::vect
     while (!taken.empty()) taken.pop_back();  // reverse order
     throw;
   }
-  return ScopedLocks(std::move(taken));
+  return ScopeGuards(std::move(taken));
 }
 
 }  // namespace dlock
