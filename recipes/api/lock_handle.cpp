@@ -1,10 +1,10 @@
 #include "dlock/lock_handle.hpp"
 
 #include "recipes/api/handle_access.hpp"
-#include "recipes/api/wait_watchdog_install.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/held_lock.hpp"
 #include "recipes/holds/hold_bound.hpp"
+#include "recipes/inspect/wait_watchdog_install.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
 

@@ -1,7 +1,7 @@
 #include "dlock/semaphore.hpp"
 
+#include "recipes/api/lease_access.hpp"
 #include "recipes/holds/hold_bound.hpp"
-#include "recipes/semaphore/lease_access.hpp"
 #include "recipes/semaphore/lease_taker.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/path.hpp"

@@ -1,9 +1,9 @@
 #include "dlock/shared_mutex.hpp"
 
-#include "recipes/api/wait_watchdog_install.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/call_gate.hpp"
 #include "recipes/holds/reentrant.hpp"
+#include "recipes/inspect/wait_watchdog_install.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
 

@@ -1,5 +1,5 @@
 // Internal: a blocking acquisition that has waited SessionOptions::wait_watchdog.after is reported,
-// once, to the reporter that the api layer installs (recipes/api/wait_watchdog.cpp: it reads the
+// once, to the reporter that the api layer installs (recipes/inspect/wait_watchdog.cpp: it reads the
 // wait-for graph and logs the chain), so this layer needs nothing of the layers above.
 #pragma once
 

@@ -18,8 +18,8 @@
 
 #include "dlock/async_recipes.hpp"
 #include "dlock/testing/eventually.hpp"
+#include "recipes/api/lease_access.hpp"
 #include "recipes/election/candidacy.hpp"
-#include "recipes/semaphore/lease_access.hpp"
 #include "recipes/test_hooks.hpp"
 #include "test_env.hpp"
 

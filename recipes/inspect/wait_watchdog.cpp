@@ -10,9 +10,9 @@
 
 #include "dlock/error.hpp"
 #include "dlock/wait_graph.hpp"
-#include "recipes/api/wait_graph_on.hpp"
-#include "recipes/api/wait_watchdog_install.hpp"
 #include "recipes/handoff/slow_wait.hpp"
+#include "recipes/inspect/wait_graph_on.hpp"
+#include "recipes/inspect/wait_watchdog_install.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/mutex.hpp"
 #include "src/base/path.hpp"

@@ -3,7 +3,7 @@
 
 #include "dlock/inspect.hpp"
 #include "dlock/security.hpp"
-#include "recipes/api/inspect_on.hpp"
+#include "recipes/inspect/inspect_on.hpp"
 #include "recipes/queue/contender.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/test_hooks.hpp"

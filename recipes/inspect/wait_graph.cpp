@@ -9,8 +9,8 @@
 #include <optional>
 
 #include "dlock/security.hpp"
-#include "recipes/api/inspect_on.hpp"
-#include "recipes/api/wait_graph_on.hpp"
+#include "recipes/inspect/inspect_on.hpp"
+#include "recipes/inspect/wait_graph_on.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/printable.hpp"

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include "recipes/api/lease_access.hpp"
 #include "recipes/queue/held_nodes.hpp"
-#include "recipes/semaphore/lease_access.hpp"
 #include "recipes/semaphore/lease_take.hpp"
 #include "src/base/alike_lines.hpp"
 #include "src/base/failure.hpp"
