@@ -22,6 +22,7 @@
 //     (mode defaults to LockMode::Exclusive, as for the blocking acquire)
 //   LockHandle::async_try_acquire_for(session, path, mode, timeout, token)
 //                                                                        void(error_code, LockHandle)
+//     (both also with a HoldLimit before the token, as the blocking forms take it)
 //   locks.async_lock(mode, "ns", sources..., token)                     void(error_code, ScopeGuard)
 //   locks.async_lock_each(mode, "ns", sources..., token)                void(error_code, ScopeGuards)
 //   locks.async_lock_key(mode, "ns", key, token), locks.async_lock_keys(mode, "ns", keys, token)
@@ -122,6 +123,26 @@ auto LockHandle::async_try_acquire_for(Session& session, std::string path, LockM
       detail::AsyncInitiation<LockHandle, LockHandle>{}, token,
       [&session, path = std::move(path), timeout, mode]() mutable {
         return detail::async_handle(session, std::move(path), mode, timeout);
+      });
+}
+
+template <class CompletionToken>
+auto LockHandle::async_acquire(Session& session, std::string path, LockMode mode, HoldLimit limit,
+                               CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LockHandle)>(
+      detail::AsyncInitiation<LockHandle, LockHandle>{}, token,
+      [&session, path = std::move(path), mode, limit]() mutable {
+        return detail::async_handle(session, std::move(path), mode, std::nullopt, limit);
+      });
+}
+
+template <class CompletionToken>
+auto LockHandle::async_try_acquire_for(Session& session, std::string path, LockMode mode,
+                                       std::chrono::milliseconds timeout, HoldLimit limit, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, LockHandle)>(
+      detail::AsyncInitiation<LockHandle, LockHandle>{}, token,
+      [&session, path = std::move(path), timeout, mode, limit]() mutable {
+        return detail::async_handle(session, std::move(path), mode, timeout, limit);
       });
 }
 

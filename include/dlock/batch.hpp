@@ -85,6 +85,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlock/hold_limit.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/lock_mode.hpp"
 #include "dlock/session.hpp"
@@ -111,6 +112,12 @@ struct BatchOptions {
   // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
   // Exclusive.
   LockMode mode = LockMode::Exclusive;
+  // Bounds how long each batch's hold may last (dlock/hold_limit.hpp): at max_hold
+  // Batch::stop_token() is requested, `grace` later the lock is released under a handler that has
+  // not returned (its writes must then be refused by the fence: Batch::fencing_token()). A
+  // bounded hold is never passed to the next runner as a local pass: each batch takes the lock
+  // anew. Negative durations are refused. Default: no limit.
+  HoldLimit hold_limit{};
 };
 
 namespace detail {

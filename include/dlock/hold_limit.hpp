@@ -1,4 +1,7 @@
-// dlock/hold_limit.hpp: the longest a hold may last (an option of LockHandle and Semaphore).
+// dlock/hold_limit.hpp: the longest a hold may last, an option of every hold: LockHandle's calls
+// (blocking and asynchronous), Mutex's and SharedMutex's constructors (each hold taken through
+// the object), LockService::with_hold_limit (scope guards), BatchOptions::hold_limit (each batch)
+// and Semaphore's constructor (with one lease).
 //
 // A holder that never returns (a hung call, a deadlock in the application, a lost callback)
 // keeps a lock for as long as its process lives, and ZooKeeper cannot tell. A HoldLimit bounds it:

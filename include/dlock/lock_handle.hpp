@@ -109,6 +109,14 @@ class LockHandle {
   template <class CompletionToken = boost::asio::deferred_t>
   static auto async_try_acquire_for(Session& session, std::string path, LockMode mode,
                                     std::chrono::milliseconds timeout, CompletionToken&& token = CompletionToken());
+  // The same, the hold bounded by `limit` as acquire's is.
+  template <class CompletionToken = boost::asio::deferred_t>
+  static auto async_acquire(Session& session, std::string path, LockMode mode, HoldLimit limit,
+                            CompletionToken&& token = CompletionToken());
+  template <class CompletionToken = boost::asio::deferred_t>
+  static auto async_try_acquire_for(Session& session, std::string path, LockMode mode,
+                                    std::chrono::milliseconds timeout, HoldLimit limit,
+                                    CompletionToken&& token = CompletionToken());
   // Deprecated (the mode now comes right after the path; removed in 0.8).
   template <class CompletionToken = boost::asio::deferred_t>
   [[deprecated(

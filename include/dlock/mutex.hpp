@@ -83,6 +83,7 @@
 
 #include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
+#include "dlock/hold_limit.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock {
@@ -97,7 +98,12 @@ class Mutex {
  public:
   // `path` is the lock directory, e.g. "/locks/orders/42": absolute, no trailing '/', no empty,
   // "." or ".." component, no character ZooKeeper rejects, not under /zookeeper.
-  Mutex(Session& session, std::string path);
+  // `limit` bounds how long each hold taken through this object may last (dlock/hold_limit.hpp;
+  // Default: no limit): at max_hold the hold's stop_token() is requested and still_held() turns
+  // false, and re-entering or downgrading it throws `LockLost`; `grace` later dlock releases the
+  // node for the thread, whose unlock() then only forgets the hold. Throws `Error`
+  // (errc::invalid_argument) for a negative duration in it.
+  Mutex(Session& session, std::string path, HoldLimit limit = {});
   ~Mutex();
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
@@ -180,6 +186,7 @@ class Mutex {
   bool acquire(const detail::Deadline& deadline);
 
   std::shared_ptr<detail::LockSite> site_;
+  HoldLimit limit_;
   std::unique_ptr<detail::CallGate> calls_;  // acquisitions in progress, abandoned by ~Mutex
 };
 

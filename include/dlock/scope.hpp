@@ -187,6 +187,11 @@ class LockService {
 
   // A copy whose guards wait at most `timeout` (positive).
   LockService with_timeout(std::chrono::milliseconds timeout) const;
+  // A copy whose guards' holds are bounded by `limit` (dlock/hold_limit.hpp; Default: no limit):
+  // at max_hold a guard's stop_token() is requested, `grace` later dlock releases its lock (a
+  // bound guard's too, before its transaction ends: fence, so that the database refuses the late
+  // commit). Throws `Error` (errc::invalid_argument) for a negative duration.
+  LockService with_hold_limit(HoldLimit limit) const;
 
   // A view whose guards are bound to `tx` (see ScopeGuard::release_after).
   template <Transaction Tx>
@@ -240,6 +245,7 @@ class LockService {
   std::string path_for(std::string_view ns, std::string_view key) const;
   const std::string& base() const noexcept { return base_; }
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+  const HoldLimit& hold_limit() const noexcept { return limit_; }
   Session& session() const noexcept { return *session_; }
   // The holder of its asynchronous guards (holder()), or 0 for none.
   std::uint64_t holder_token() const noexcept { return holder_; }
@@ -249,6 +255,7 @@ class LockService {
   std::string base_;
   std::chrono::milliseconds timeout_;
   std::uint64_t holder_ = 0;
+  HoldLimit limit_;
 };
 
 namespace detail {

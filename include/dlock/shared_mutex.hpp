@@ -72,6 +72,7 @@
 
 #include "dlock/detail/steady_deadline.hpp"
 #include "dlock/error.hpp"
+#include "dlock/hold_limit.hpp"
 #include "dlock/session.hpp"
 
 namespace dlock {
@@ -85,7 +86,12 @@ class Deadline;
 class SharedMutex {
  public:
   // `path` follows the same rules as Mutex's.
-  SharedMutex(Session& session, std::string path);
+  // `limit` bounds how long each hold taken through this object may last (dlock/hold_limit.hpp;
+  // Default: no limit): at max_hold the hold's stop_token() is requested and still_held() turns
+  // false, and re-entering or downgrading it throws `LockLost`; `grace` later dlock releases the
+  // node for the thread, whose unlock() then only forgets the hold. Throws `Error`
+  // (errc::invalid_argument) for a negative duration in it.
+  SharedMutex(Session& session, std::string path, HoldLimit limit = {});
   ~SharedMutex();
   SharedMutex(const SharedMutex&) = delete;
   SharedMutex& operator=(const SharedMutex&) = delete;
@@ -157,6 +163,7 @@ class SharedMutex {
   bool acquire(const detail::Deadline& deadline, bool shared);
 
   std::shared_ptr<detail::LockSite> site_;
+  HoldLimit limit_;
   std::unique_ptr<detail::CallGate> calls_;  // acquisitions in progress, abandoned by ~SharedMutex
 };
 

@@ -12,15 +12,16 @@
 namespace dlock::detail {
 
 struct HandleAccess {
-  // A handle owning `held`, taken on `site` in `mode`.
-  static LockHandle make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode);
+  // A handle owning `held`, taken on `site` in `mode`, bounded by `limit` from now.
+  static LockHandle make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode, const HoldLimit& limit = {});
   // The site a held handle keeps (null for an empty one).
   static std::shared_ptr<LockSite> site(const LockHandle& handle);
   // node_still_owned (held_lock.hpp) for a held handle's node; empty for an empty handle.
   static std::function<bool()> still_owned(const LockHandle& handle);
   // LockHandle::acquire with a deadline (which may carry a cancellation): empty once it passed
   // or was abandoned.
-  static LockHandle take(Session& session, std::string path, LockMode mode, const Deadline& deadline);
+  static LockHandle take(Session& session, std::string path, LockMode mode, const Deadline& deadline,
+                         const HoldLimit& limit = {});
   // Taker::pass_to_self for a held handle: true when it now holds the next pass of its node (a
   // new hold, with the next fencing token), false when it still holds the old one.
   static bool pass_to_self(LockHandle& handle) noexcept;

@@ -27,17 +27,20 @@ const std::string kEmpty;
 
 namespace detail {
 
-LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode) {
-  return LockHandle(std::make_unique<LockHandle::State>(LockHandle::State{
-      std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report), {}}));
+LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode, const HoldLimit& limit) {
+  auto state = std::make_unique<LockHandle::State>(LockHandle::State{
+      std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report), {}});
+  state->bound = bound_hold(state->site, mode, state->grant, state->lost, limit);
+  return LockHandle(std::move(state));
 }
 
 std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
   return handle.state_ ? handle.state_->site : nullptr;
 }
 
-LockHandle HandleAccess::take(Session& session, std::string path, LockMode mode, const Deadline& deadline) {
-  return LockHandle::take(session, std::move(path), mode, deadline);
+LockHandle HandleAccess::take(Session& session, std::string path, LockMode mode, const Deadline& deadline,
+                              const HoldLimit& limit) {
+  return LockHandle::take(session, std::move(path), mode, deadline, {}, false, limit);
 }
 
 bool HandleAccess::would_pass_to_self(const LockHandle& handle) noexcept {
@@ -93,15 +96,7 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   if (!held) return LockHandle();
   auto state = std::make_unique<State>(
       State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report), {}});
-  // The cut-off keeps what it releases (the site, a copy of the grant): the handle may be gone.
-  try {
-    state->bound = detail::HoldBound::start(
-        limit, state->lost, [site = state->site, grant = state->grant, mode] { site->taker(mode).release(grant); },
-        "the hold of lock " + state->site->path + " (node " + state->grant.node + ")");
-  } catch (...) {
-    state->site->taker(mode).release(state->grant);  // a hold nobody would own otherwise
-    throw;
-  }
+  state->bound = detail::bound_hold(state->site, mode, state->grant, state->lost, limit);
   return LockHandle(std::move(state));
 }
 

@@ -2,6 +2,7 @@
 
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/call_gate.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/holds/reentrant.hpp"
 #include "recipes/inspect/wait_watchdog_install.hpp"
 #include "src/base/path.hpp"
@@ -9,9 +10,11 @@
 
 namespace dlock {
 
-Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
+Mutex::Mutex(Session& session, std::string path, HoldLimit limit)
+    : limit_(limit), calls_(std::make_unique<detail::CallGate>()) {
   detail::install_wait_watchdog();
   detail::check_lock_path(path);
+  detail::check_hold_limit(limit_, "lock " + path);
   const auto& client = detail::SessionAccess::client(session);
   site_ = detail::site_of(client, path);
 }
@@ -19,7 +22,7 @@ Mutex::Mutex(Session& session, std::string path) : calls_(std::make_unique<detai
 Mutex::~Mutex() { calls_->close(); }
 
 bool Mutex::acquire(const detail::Deadline& deadline) {
-  return detail::reentrant::lock_exclusive(site_, LockMode::Exclusive, deadline, *calls_);
+  return detail::reentrant::lock_exclusive(site_, LockMode::Exclusive, deadline, *calls_, limit_);
 }
 
 void Mutex::lock() { acquire(detail::Deadline::never()); }

@@ -5,6 +5,7 @@
 
 #include "dlock/scope.hpp"
 #include "recipes/api/scope_state.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "src/base/deadline.hpp"
 #include "src/base/path.hpp"
@@ -99,6 +100,14 @@ LockService::LockService(Session& session, std::string base, std::chrono::millis
 LockService LockService::with_timeout(std::chrono::milliseconds timeout) const {
   LockService view(*session_, base_, timeout);
   view.holder_ = holder_;
+  view.limit_ = limit_;
+  return view;
+}
+
+LockService LockService::with_hold_limit(HoldLimit limit) const {
+  detail::check_hold_limit(limit, "LockService on " + base_);
+  LockService view = *this;
+  view.limit_ = limit;
   return view;
 }
 
@@ -116,7 +125,7 @@ std::string LockService::path_for(std::string_view ns, std::string_view key) con
 
 ScopeGuard LockService::lock_key(LockMode mode, std::string_view ns, std::string key) const {
   const std::string path = path_for(ns, key);
-  auto handle = LockHandle::take(*session_, path, mode, detail::Deadline::in(timeout_), ns);
+  auto handle = LockHandle::take(*session_, path, mode, detail::Deadline::in(timeout_), ns, false, limit_);
   if (!handle) throw detail::scope_timeout(*session_, mode, path, key, timeout_);
   return ScopeGuard(std::make_shared<detail::ScopeState>(std::move(handle), std::move(key)));
 }

@@ -2,6 +2,7 @@
 
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/call_gate.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/holds/reentrant.hpp"
 #include "recipes/inspect/wait_watchdog_install.hpp"
 #include "src/base/path.hpp"
@@ -11,9 +12,11 @@ namespace dlock {
 
 using detail::Deadline;
 
-SharedMutex::SharedMutex(Session& session, std::string path) : calls_(std::make_unique<detail::CallGate>()) {
+SharedMutex::SharedMutex(Session& session, std::string path, HoldLimit limit)
+    : limit_(limit), calls_(std::make_unique<detail::CallGate>()) {
   detail::install_wait_watchdog();
   detail::check_lock_path(path);
+  detail::check_hold_limit(limit_, "lock " + path);
   const auto& client = detail::SessionAccess::client(session);
   site_ = detail::site_of(client, path);
 }
@@ -21,8 +24,8 @@ SharedMutex::SharedMutex(Session& session, std::string path) : calls_(std::make_
 SharedMutex::~SharedMutex() { calls_->close(); }
 
 bool SharedMutex::acquire(const Deadline& deadline, bool shared) {
-  return shared ? detail::reentrant::lock_shared(site_, deadline, *calls_)
-                : detail::reentrant::lock_exclusive(site_, LockMode::Write, deadline, *calls_);
+  return shared ? detail::reentrant::lock_shared(site_, deadline, *calls_, limit_)
+                : detail::reentrant::lock_exclusive(site_, LockMode::Write, deadline, *calls_, limit_);
 }
 
 void SharedMutex::lock() { acquire(Deadline::never(), false); }

@@ -55,13 +55,14 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
                                 public std::enable_shared_from_this<HandleAcquisition> {
  public:
   HandleAcquisition(Session& session, std::string path, LockMode mode, std::optional<std::chrono::milliseconds> timeout,
-                    std::string scope_namespace, std::uint64_t owner)
+                    std::string scope_namespace, std::uint64_t owner, HoldLimit limit)
       : session_(session),
         path_(std::move(path)),
         mode_(mode),
         timeout_(timeout),
         scope_namespace_(std::move(scope_namespace)),
-        owner_(owner) {}
+        owner_(owner),
+        limit_(limit) {}
 
   void start(std::unique_ptr<AsyncSink<LockHandle>> sink) override {
     std::shared_ptr<AsyncSink<LockHandle>> shared_sink(std::move(sink));
@@ -80,6 +81,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
                                                                  std::to_string(timeout_->count()) + " ms");
       }
       check_lock_path(path_);
+      check_hold_limit(limit_, "lock " + path_);
       site = site_of(SessionAccess::client(session_), path_, scope_namespace_);
     } catch (...) {
       shared_sink->complete(code_of_current(), LockHandle());
@@ -94,7 +96,14 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
                            [self = shared_from_this(), mode = mode_, site = std::move(site), shared_sink](
                                std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
                              if (held) {
-                               shared_sink->complete({}, HandleAccess::make(std::move(site), std::move(*held), mode));
+                               LockHandle handle;
+                               try {
+                                 handle = HandleAccess::make(site, std::move(*held), mode, self->limit_);
+                               } catch (...) {  // the HoldLimit's clock could not start: released
+                                 drop_elsewhere(std::move(site));
+                                 return shared_sink->complete(code_of_current(), LockHandle());
+                               }
+                               shared_sink->complete({}, std::move(handle));
                                return;
                              }
                              drop_elsewhere(std::move(site));
@@ -131,6 +140,7 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
   const std::optional<std::chrono::milliseconds> timeout_;
   const std::string scope_namespace_;
   const std::uint64_t owner_;
+  const HoldLimit limit_;
   Mutex mutex_;
   HeldTake take_ DLOCK_GUARDED_BY(mutex_);
   bool cancelled_ DLOCK_GUARDED_BY(mutex_) = false;
@@ -192,7 +202,7 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopeGuard>>
     // Cancelled between two keys: the guards taken so far are released, the next not asked for.
     if (cancelled_before) return fail(make_error_code(errc::cancelled));
     auto acquisition = std::make_shared<HandleAcquisition>(service_.session(), paths_[i], mode_, service_.timeout(),
-                                                           ns_, service_.holder_token());
+                                                           ns_, service_.holder_token(), service_.hold_limit());
     bool cancelled = false;
     {
       MutexLock lock(mutex_);
@@ -260,8 +270,9 @@ class GuardsAcquisition final : public AsyncAcquisition<std::vector<ScopeGuard>>
 }  // namespace
 
 std::shared_ptr<AsyncAcquisition<LockHandle>> async_handle(Session& session, std::string path, LockMode mode,
-                                                           std::optional<std::chrono::milliseconds> timeout) {
-  return std::make_shared<HandleAcquisition>(session, std::move(path), mode, timeout, std::string(), 0);
+                                                           std::optional<std::chrono::milliseconds> timeout,
+                                                           HoldLimit limit) {
+  return std::make_shared<HandleAcquisition>(session, std::move(path), mode, timeout, std::string(), 0, limit);
 }
 
 std::shared_ptr<AsyncAcquisition<std::vector<ScopeGuard>>> async_guards(const LockService& service, LockMode mode,

@@ -22,6 +22,7 @@
 #include "dlock/error.hpp"
 #include "recipes/api/handle_access.hpp"
 #include "recipes/batch/combiner_impl.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/path.hpp"
 #include "src/base/task_timer.hpp"
@@ -185,7 +186,7 @@ void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::ch
   LockHandle hold;
   std::exception_ptr failed;
   try {
-    hold = HandleAccess::take(session_, path_, options_.mode, deadline);
+    hold = HandleAccess::take(session_, path_, options_.mode, deadline, options_.hold_limit);
   } catch (...) {
     failed = std::current_exception();
   }
@@ -330,6 +331,7 @@ std::shared_ptr<Combiner> Combiner::make(Session& session, std::string path, Bat
   if (options.pass_wait.count() < 0) {
     refuse("pass_wait is " + std::to_string(options.pass_wait.count()) + " us; it is at least 0");
   }
+  check_hold_limit(options.hold_limit, "BatchLock on " + path);
   return std::make_shared<CombinerImpl>(session, std::move(path), options, std::move(run));
 }
 

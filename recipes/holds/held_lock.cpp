@@ -18,6 +18,19 @@ HeldLock LossTracking::confirm(Grant grant, const LockLabels& labels) && {
   return HeldLock{std::move(grant), std::move(lost), std::move(loss_report)};
 }
 
+std::shared_ptr<HoldBound> bound_hold(const std::shared_ptr<LockSite>& site, LockMode kind, const Grant& grant,
+                                      std::shared_ptr<std::stop_source> lost, const HoldLimit& limit) {
+  if (!limit.bounded()) return nullptr;
+  try {
+    return HoldBound::start(
+        limit, std::move(lost), [site, grant, kind] { site->taker(kind).release(grant); },
+        "the hold of lock " + site->path + " (node " + grant.node + ")");
+  } catch (...) {
+    site->taker(kind).release(grant);
+    throw;
+  }
+}
+
 std::function<bool()> node_still_owned(const Client& client, std::uint64_t generation) {
   return [client = &client, generation] { return client->owns_nodes_of(generation); };
 }

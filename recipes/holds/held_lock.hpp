@@ -19,6 +19,7 @@
 #include "recipes/handoff/lock_metrics.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/handoff/taker.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/holds/hold_tracker.hpp"
 #include "src/base/deadline.hpp"
 #include "src/session/client.hpp"
@@ -58,6 +59,12 @@ std::optional<HeldLock> acquire_held(LockSite& site, LockMode kind, const Deadli
 // before anything is held and after the attempt's node was handed to its delete, so nothing is
 // left behind. Without a deadline it throws, as a wait there would never end.
 std::optional<HeldLock> try_acquire_held(LockSite& site, LockMode kind, const Deadline& deadline);
+
+// A HoldLimit's clock on a hold just granted (hold_bound.hpp): its cut-off releases `grant` on
+// `site` (a copy: the owner may be gone by then). Null for an unbounded `limit`. If the clock
+// cannot start, the grant is released and the error thrown: never a hold nobody owns.
+std::shared_ptr<HoldBound> bound_hold(const std::shared_ptr<LockSite>& site, LockMode kind, const Grant& grant,
+                                      std::shared_ptr<std::stop_source> lost, const HoldLimit& limit);
 
 // Whether a node granted on `client`'s handle `generation` is still its session's: the self-wait
 // record's `still_owned` (held_nodes.hpp), false once that session expired or closed and the

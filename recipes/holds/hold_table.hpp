@@ -19,6 +19,7 @@
 #include <string>
 
 #include "recipes/handoff/lock_site.hpp"
+#include "recipes/holds/hold_bound.hpp"
 
 namespace dlock::detail {
 
@@ -32,12 +33,15 @@ struct Hold {
   std::uint64_t count = 0;                 // nesting depth
   std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
   LossReport loss_report;                  // reports `lost` to the metrics (lock_metrics.hpp)
+  std::shared_ptr<HoldBound> bound;        // the lock object's HoldLimit's clock, if any
 };
 
-// Gives the hold's node back to its cohort (which passes it on, keeps it, or deletes it).
-// Its loss is no longer reported: a loss signalled from now on is not this hold's.
+// Gives the hold's node back to its cohort (which passes it on, keeps it, or deletes it), unless
+// its HoldLimit cut it off already. Its loss is no longer reported: a loss signalled from now on
+// is not this hold's.
 inline void release(Hold& hold) {
   hold.loss_report.reset();
+  if (hold.bound && !hold.bound->claim()) return;
   hold.site->taker(hold.mode).release(hold.grant);
 }
 

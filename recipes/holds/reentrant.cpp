@@ -29,8 +29,14 @@ const char* side(LockMode mode) {
   return "exclusive side";
 }
 
-// The thread's hold of `mode` is still backed by its node; LockLost (errc::lock_lost) if not.
+// The thread's hold of `mode` is still backed by its node, and within its HoldLimit; LockLost
+// (errc::lock_lost) if not.
 void check_still_backed(const LockSite& site, const Hold& hold, const char* doing) {
+  if (hold.bound && hold.bound->told()) {
+    throw LockLost(make_error_code(errc::lock_lost),
+                   "lock " + site.path + ": " + doing + " refused: this thread's hold of the " + side(hold.mode) +
+                       " passed its HoldLimit's max_hold; unlock() it, then lock again");
+  }
   if (site.client->owns_nodes_of(hold.grant.generation)) return;
   // The session expired (and maybe was renewed since), or was closed: the node went with it, and
   // counting (or downgrading) would silently re-take a lock someone else may hold now.
@@ -86,9 +92,17 @@ std::optional<Grant> downgrade(LockSite& site, const Hold& write, const Deadline
   return read;
 }
 
+// Records the thread's new hold, its HoldLimit's clock started.
+void add_hold(const std::shared_ptr<LockSite>& site, LockMode mode, HeldLock held, const HoldLimit& limit) {
+  auto bound = bound_hold(site, mode, held.grant, held.lost, limit);
+  holds::add(
+      {site, mode, std::move(held.grant), 1, std::move(held.lost), std::move(held.loss_report), std::move(bound)});
+}
+
 }  // namespace
 
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline, CallGate& calls) {
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline, CallGate& calls,
+                    const HoldLimit& limit) {
   if (reenter(*site, mode)) return true;
   // The other kind of lock, or an upgrade: misuse of one path, an error in every form (a false that
   // can never turn true would have std::lock or a retry loop spin for ever).
@@ -102,11 +116,12 @@ bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const 
   const CallGate::Call call(calls);
   auto held = try_acquire_held(*site, mode, call.bound(deadline));
   if (!held) return false;
-  holds::add({site, mode, std::move(held->grant), 1, std::move(held->lost), std::move(held->loss_report)});
+  add_hold(site, mode, std::move(*held), limit);
   return true;
 }
 
-bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls) {
+bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, CallGate& calls,
+                 const HoldLimit& limit) {
   if (reenter(*site, LockMode::Read)) return true;
   if (holds::find(site->id, LockMode::Exclusive) != nullptr) {
     throw WouldDeadlock("the calling thread holds a Mutex on " + site->path +
@@ -138,7 +153,7 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, C
     held = try_acquire_held(*site, LockMode::Read, deadline);
   }
   if (!held) return false;
-  holds::add({site, LockMode::Read, std::move(held->grant), 1, std::move(held->lost), std::move(held->loss_report)});
+  add_hold(site, LockMode::Read, std::move(*held), limit);
   return true;
 }
 
@@ -165,7 +180,7 @@ std::stop_token lost_token(const LockSite& site, LockMode mode) {
 
 bool still_held(const LockSite& site, LockMode mode) {
   const Hold* hold = holds::find(site.id, mode);
-  return hold != nullptr && !hold->lost->stop_requested();
+  return hold != nullptr && !hold->lost->stop_requested() && !(hold->bound && hold->bound->told());
 }
 
 std::int64_t token(const LockSite& site, LockMode mode) {

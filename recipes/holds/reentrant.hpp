@@ -31,9 +31,13 @@ namespace dlock::detail::reentrant {
 // through the site's cohort of that kind (cohort.hpp). False once the deadline passed (nothing left behind). Re-entry,
 // the hot path, only counts; an attempt runs as a call of `calls` (the lock object's gate), abandoned when the object
 // is destroyed.
-bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline, CallGate& calls);
+// A new hold is bounded by `limit` (the lock object's HoldLimit): past max_hold, re-entry and
+// downgrade throw LockLost, and a cut-off hold's unlock() only forgets it.
+bool lock_exclusive(const std::shared_ptr<LockSite>& site, LockMode mode, const Deadline& deadline, CallGate& calls,
+                    const HoldLimit& limit);
 // Takes or re-enters the shared side of `site`, downgrading when the thread holds its write side.
-bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline, CallGate& calls);
+bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& deadline, CallGate& calls,
+                 const HoldLimit& limit);
 // Undoes one level; the last deletes the node. NotOwner if the thread does not hold `mode`.
 void unlock(const LockSite& site, LockMode mode);
 bool held(const LockSite& site, LockMode mode);

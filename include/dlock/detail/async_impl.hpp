@@ -59,7 +59,8 @@ class AsyncAcquisition {
 };
 
 std::shared_ptr<AsyncAcquisition<LockHandle>> async_handle(Session& session, std::string path, LockMode mode,
-                                                           std::optional<std::chrono::milliseconds> timeout);
+                                                           std::optional<std::chrono::milliseconds> timeout,
+                                                           HoldLimit limit = {});
 // The guards on <base>/<ns>/<key> for each key, in canonical order (sorted, no duplicates).
 std::shared_ptr<AsyncAcquisition<std::vector<ScopeGuard>>> async_guards(const LockService& service, LockMode mode,
                                                                         std::string_view ns,
