@@ -21,7 +21,17 @@ const char* isolation_statement(Isolation isolation) {
 
 }  // namespace
 
-Transaction::Transaction(MYSQL* conn, TransactionOptions options) : conn_(conn) {
+namespace detail {
+
+void MariadbWords::commit(MYSQL* conn) { run_text(conn, "committing", "COMMIT"); }
+
+void MariadbWords::rollback(MYSQL* conn) noexcept { mysql_query(conn, "ROLLBACK"); }
+
+void MariadbWords::refuse(std::string message) { throw DatabaseError(message, 0, ""); }
+
+}  // namespace detail
+
+Transaction::Transaction(MYSQL* conn, TransactionOptions options) : TransactionBase(conn) {
   const std::string what = "beginning a transaction";
   detail::check_connection(conn, what.c_str());
   my_bool reconnect = 0;
@@ -37,25 +47,14 @@ Transaction::Transaction(MYSQL* conn, TransactionOptions options) : conn_(conn) 
   }
   detail::run_text(conn, what, isolation_statement(options.isolation));  // for the next transaction only
   detail::run_text(conn, what, "START TRANSACTION");
-  open_ = true;
-}
-
-Transaction::~Transaction() { rollback(); }
-
-void Transaction::check_usable(const char* what) const {
-  if (!open_) {
-    throw Error(make_error_code(errc::invalid_argument), std::string(what) + " on a transaction that has ended");
-  }
-  if (failed()) {
-    throw DatabaseError(std::string(what) + " on a failed transaction (" + failure_ + "): roll it back", 0, "");
-  }
+  began();
 }
 
 void Transaction::note_failure(const DatabaseError& error) {
   // An error reply carries no transaction status: ask with a statement that changes nothing.
   const bool gone = detail::connection_lost(error.error_number()) || mysql_query(conn_, "DO 0") != 0 ||
                     !detail::in_transaction(conn_);
-  if (gone) failure_ = std::string("the server no longer has it after: ") + error.what();
+  if (gone) mark_failed(std::string("the server no longer has it after: ") + error.what());
 }
 
 Result Transaction::exec(std::string_view sql, std::initializer_list<Param> params) {
@@ -73,37 +72,12 @@ void Transaction::fence(std::string_view resource, std::int64_t token) {
   try {
     mariadb::fence(conn_, resource, token);
   } catch (const StaleFencingToken& e) {
-    failure_ = std::string("its fence was refused: ") + e.what();
+    mark_failed(std::string("its fence was refused: ") + e.what());
     throw;
   } catch (const DatabaseError& e) {
     note_failure(e);
     throw;
   }
-}
-
-void Transaction::commit() {
-  if (!open_) throw Error(make_error_code(errc::invalid_argument), "commit() on a transaction that has ended");
-  if (failed()) {
-    const std::string failure = failure_;
-    rollback();
-    throw DatabaseError("committing: the transaction had failed (" + failure + "), so it was rolled back", 0, "");
-  }
-  open_ = false;
-  try {
-    detail::run_text(conn_, "committing", "COMMIT");
-  } catch (...) {
-    hooks_.run();
-    throw;
-  }
-  hooks_.run();  // only now may the next holder of a bound lock come in
-}
-
-void Transaction::rollback() noexcept {
-  if (!open_) return;
-  open_ = false;
-  // A lost connection has rolled back on the server: nothing to report.
-  mysql_query(conn_, "ROLLBACK");
-  hooks_.run();
 }
 
 }  // namespace dlock::mariadb

@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 
 #include <string>
+#include <utility>
 
 #include "dlock/postgres/fence.hpp"
 #include "postgres/libpq_error.hpp"
@@ -25,7 +26,24 @@ const char* begin_statement(Isolation isolation) {
 
 }  // namespace
 
-Transaction::Transaction(PGconn* conn, TransactionOptions options) : conn_(conn) {
+namespace detail {
+
+void PostgresWords::commit(PGconn* conn) {
+  const Result result = postgres::exec(conn, "COMMIT");
+  // COMMIT of a transaction that a failed statement aborted succeeds, with the tag ROLLBACK.
+  if (result.command_status() == "ROLLBACK") {
+    throw DatabaseError("committing: the transaction had failed (a statement in it was refused), so COMMIT rolled back",
+                        "");
+  }
+}
+
+void PostgresWords::rollback(PGconn* conn) noexcept { PQclear(PQexec(conn, "ROLLBACK")); }
+
+void PostgresWords::refuse(std::string message) { throw DatabaseError(std::move(message), ""); }
+
+}  // namespace detail
+
+Transaction::Transaction(PGconn* conn, TransactionOptions options) : TransactionBase(conn) {
   detail::check_connection(conn, "beginning a transaction");
   // BEGIN inside an open transaction is only a warning to PostgreSQL: this object's COMMIT would
   // then end the outer transaction, which is not its own.
@@ -35,14 +53,7 @@ Transaction::Transaction(PGconn* conn, TransactionOptions options) : conn_(conn)
                 "beginning a transaction: the connection already has a transaction or a statement in progress");
   }
   postgres::exec(conn_, begin_statement(options.isolation));
-  open_ = true;
-}
-
-Transaction::~Transaction() { rollback(); }
-
-void Transaction::check_open(const char* what) const {
-  if (!open_)
-    throw Error(make_error_code(errc::invalid_argument), std::string(what) + " on a transaction that has ended");
+  began();
 }
 
 Result Transaction::exec(std::string_view sql, std::initializer_list<Param> params) {
@@ -53,31 +64,6 @@ Result Transaction::exec(std::string_view sql, std::initializer_list<Param> para
 void Transaction::fence(std::string_view resource, std::int64_t token) {
   check_open("fence()");
   postgres::fence(conn_, resource, token);
-}
-
-void Transaction::commit() {
-  check_open("commit()");
-  open_ = false;
-  try {
-    const Result result = postgres::exec(conn_, "COMMIT");
-    // COMMIT of a transaction that a failed statement aborted succeeds, with the tag ROLLBACK.
-    if (result.command_status() == "ROLLBACK") {
-      throw DatabaseError(
-          "committing: the transaction had failed (a statement in it was refused), so COMMIT rolled back", "");
-    }
-  } catch (...) {
-    hooks_.run();
-    throw;
-  }
-  hooks_.run();  // only now may the next holder of a bound lock come in
-}
-
-void Transaction::rollback() noexcept {
-  if (!open_) return;
-  open_ = false;
-  // A lost connection has rolled back on the server: nothing to report.
-  PQclear(PQexec(conn_, "ROLLBACK"));
-  hooks_.run();
 }
 
 }  // namespace dlock::postgres

@@ -84,7 +84,22 @@ Result exec(sqlite3* db, std::string_view sql, std::initializer_list<Param> para
   return result;
 }
 
-Transaction::Transaction(sqlite3* db, TransactionOptions options) : db_(db) {
+namespace detail {
+
+void SqliteWords::commit(sqlite3* db) { sqlite::exec(db, "COMMIT"); }
+
+void SqliteWords::rollback(sqlite3* db) noexcept {
+  // SQLite may have ended the transaction itself (a failed COMMIT sometimes does).
+  if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void SqliteWords::refuse(std::string message) {
+  throw Error(make_error_code(errc::database_failed), std::string(SqliteWords::kName) + message);
+}
+
+}  // namespace detail
+
+Transaction::Transaction(sqlite3* db, TransactionOptions options) : TransactionBase(db) {
   if (db == nullptr)
     throw Error(make_error_code(errc::invalid_argument), "dlock::sqlite::Transaction: a null connection");
   if (sqlite3_get_autocommit(db) == 0) {
@@ -92,62 +107,22 @@ Transaction::Transaction(sqlite3* db, TransactionOptions options) : db_(db) {
                 "dlock::sqlite::Transaction: the connection has a transaction open already");
   }
   sqlite::exec(db, begin_statement(options.begin));
-  open_ = true;
-}
-
-Transaction::~Transaction() { rollback(); }
-
-void Transaction::check_open(const char* what) const {
-  if (!open_) {
-    throw Error(make_error_code(errc::invalid_argument),
-                std::string("dlock::sqlite::Transaction: ") + what + " on a transaction that has ended");
-  }
+  began();
 }
 
 Result Transaction::exec(std::string_view sql, std::initializer_list<Param> params) {
-  check_open("a statement");
-  check_not_failed("a statement");
-  return sqlite::exec(db_, sql, params);
+  check_usable("a statement");
+  return sqlite::exec(conn_, sql, params);
 }
 
 void Transaction::fence(std::string_view resource, std::int64_t token) {
   check_open("fence()");
   try {
-    sqlite::fence(db_, resource, token);
-  } catch (const StaleFencingToken&) {
-    failed_ = true;  // SQLite keeps the transaction open: this one must not commit
+    sqlite::fence(conn_, resource, token);
+  } catch (const StaleFencingToken& e) {
+    mark_failed(std::string("its fence was refused: ") + e.what());  // SQLite keeps it open: no commit
     throw;
   }
-}
-
-void Transaction::check_not_failed(const char* what) {
-  if (!failed_) return;
-  throw Error(make_error_code(errc::database_failed),
-              std::string("dlock::sqlite::Transaction: ") + what +
-                  " after a refused fence (a newer holder has written: roll back)");
-}
-
-void Transaction::commit() {
-  check_open("commit()");
-  if (failed_) {
-    rollback();
-    check_not_failed("commit()");
-  }
-  try {
-    sqlite::exec(db_, "COMMIT");
-  } catch (...) {
-    rollback();  // SQLite may keep the transaction open after a failed COMMIT (SQLITE_BUSY)
-    throw;
-  }
-  open_ = false;
-  hooks_.run();  // only now may the next holder of a bound lock come in
-}
-
-void Transaction::rollback() noexcept {
-  if (!open_) return;
-  open_ = false;
-  if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  hooks_.run();
 }
 
 }  // namespace dlock::sqlite

@@ -55,6 +55,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlock/detail/transaction_base.hpp"
 #include "dlock/mariadb/database_error.hpp"
 #include "dlock/mariadb/result.hpp"
 #include "dlock/mariadb/statement.hpp"
@@ -80,14 +81,24 @@ struct TransactionOptions {
   Isolation isolation = Isolation::read_committed;
 };
 
-class Transaction {
+namespace detail {
+// MariaDB's words for the shared shape (dlock/detail/transaction_base.hpp).
+struct MariadbWords {
+  using Connection = MYSQL*;
+  static constexpr const char* kName = "";
+  static void commit(MYSQL* conn);
+  static void rollback(MYSQL* conn) noexcept;
+  [[noreturn]] static void refuse(std::string message);
+};
+}  // namespace detail
+
+class Transaction : public dlock::detail::TransactionBase<detail::MariadbWords> {
  public:
-  // START TRANSACTION on `conn`. Throws as the header says.
+  // START TRANSACTION on `conn`. Throws as the header says. The destructor rolls back (and runs
+  // the hooks) unless commit() or rollback() ran; commit(), rollback(), on_complete(), is_open(),
+  // failed() (a refused fence or a failure that ended the transaction on the server has left only
+  // rollback() to do; failure() says why) and connection() are the shared shape's.
   explicit Transaction(MYSQL* conn, TransactionOptions options = {});
-  // Rolls back (and runs the hooks) unless commit() or rollback() ran.
-  ~Transaction();
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
 
   // One statement inside the transaction (dlock/mariadb/statement.hpp).
   Result exec(std::string_view sql, std::initializer_list<Param> params = {});
@@ -96,30 +107,9 @@ class Transaction {
   // StaleFencingToken, and the transaction is then failed(): roll it back.
   void fence(std::string_view resource, std::int64_t token);
 
-  // COMMIT, then the hooks; see the header for failures.
-  void commit();
-  // ROLLBACK, then the hooks. Does nothing on a transaction that has ended.
-  void rollback() noexcept;
-
-  // dlock::Transaction: `hook` runs once, after the transaction has ended.
-  void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
-
-  // Until commit() or rollback() (or the destructor).
-  bool is_open() const noexcept { return open_; }
-  // Whether a refused fence or a failure that ended the transaction on the server has left only
-  // rollback() to do; the reason, in failure() ("" otherwise).
-  bool failed() const noexcept { return !failure_.empty(); }
-  const std::string& failure() const noexcept { return failure_; }
-  MYSQL* connection() const noexcept { return conn_; }
-
  private:
-  void check_usable(const char* what) const;
   // After a DatabaseError: whether the server still has the transaction; if not, failed().
   void note_failure(const DatabaseError& error);
-  MYSQL* conn_;
-  bool open_ = false;
-  std::string failure_;
-  CompletionHooks hooks_;
 };
 
 static_assert(dlock::FencedTransaction<Transaction>);

@@ -42,8 +42,10 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 
+#include "dlock/detail/transaction_base.hpp"
 #include "dlock/postgres/database_error.hpp"
 #include "dlock/postgres/result.hpp"
 #include "dlock/postgres/statement.hpp"
@@ -66,14 +68,23 @@ struct TransactionOptions {
   Isolation isolation = Isolation::read_committed;
 };
 
-class Transaction {
+namespace detail {
+// PostgreSQL's words for the shared shape (dlock/detail/transaction_base.hpp).
+struct PostgresWords {
+  using Connection = PGconn*;
+  static constexpr const char* kName = "";
+  static void commit(PGconn* conn);
+  static void rollback(PGconn* conn) noexcept;
+  [[noreturn]] static void refuse(std::string message);
+};
+}  // namespace detail
+
+class Transaction : public dlock::detail::TransactionBase<detail::PostgresWords> {
  public:
-  // BEGIN on `conn`. Throws as the header says.
+  // BEGIN on `conn`. Throws as the header says. The destructor rolls back (and runs the hooks)
+  // unless commit() or rollback() ran; commit(), rollback(), on_complete(), is_open(), failed()
+  // and connection() are the shared shape's.
   explicit Transaction(PGconn* conn, TransactionOptions options = {});
-  // Rolls back (and runs the hooks) unless commit() or rollback() ran.
-  ~Transaction();
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
 
   // One statement inside the transaction (dlock/postgres/statement.hpp).
   Result exec(std::string_view sql, std::initializer_list<Param> params = {});
@@ -81,24 +92,6 @@ class Transaction {
   // dlock::postgres::fence inside this transaction: records `token` for `resource`, or throws
   // StaleFencingToken (the transaction is then aborted: roll it back).
   void fence(std::string_view resource, std::int64_t token);
-
-  // COMMIT, then the hooks; see the header for failures.
-  void commit();
-  // ROLLBACK, then the hooks. Does nothing on a transaction that has ended.
-  void rollback() noexcept;
-
-  // dlock::Transaction: `hook` runs once, after the transaction has ended.
-  void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
-
-  // Until commit() or rollback() (or the destructor).
-  bool is_open() const noexcept { return open_; }
-  PGconn* connection() const noexcept { return conn_; }
-
- private:
-  void check_open(const char* what) const;
-  PGconn* conn_;
-  bool open_ = false;
-  CompletionHooks hooks_;
 };
 
 static_assert(dlock::Transaction<Transaction>);

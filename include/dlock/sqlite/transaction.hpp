@@ -42,6 +42,7 @@
 #include <variant>
 #include <vector>
 
+#include "dlock/detail/transaction_base.hpp"
 #include "dlock/scope.hpp"
 
 typedef struct sqlite3 sqlite3;
@@ -70,38 +71,28 @@ struct TransactionOptions {
   Begin begin = Begin::deferred;
 };
 
-class Transaction {
+namespace detail {
+// SQLite's words for the shared shape (dlock/detail/transaction_base.hpp).
+struct SqliteWords {
+  using Connection = sqlite3*;
+  static constexpr const char* kName = "dlock::sqlite::Transaction: ";
+  static void commit(sqlite3* db);
+  static void rollback(sqlite3* db) noexcept;
+  [[noreturn]] static void refuse(std::string message);
+};
+}  // namespace detail
+
+class Transaction : public dlock::detail::TransactionBase<detail::SqliteWords> {
  public:
-  // BEGIN on `db`. Throws as the header says.
+  // BEGIN on `db`. Throws as the header says. The destructor rolls back (and runs the hooks)
+  // unless commit() or rollback() ran; commit(), rollback(), on_complete(), is_open(), failed() (a
+  // fence was refused: only rollback() is left) and connection() are the shared shape's.
   explicit Transaction(sqlite3* db, TransactionOptions options = {});
-  // Rolls back (and runs the hooks) unless commit() or rollback() ran.
-  ~Transaction();
-  Transaction(const Transaction&) = delete;
-  Transaction& operator=(const Transaction&) = delete;
 
   // One statement inside the transaction.
   Result exec(std::string_view sql, std::initializer_list<Param> params = {});
   // dlock::sqlite::fence inside this transaction.
   void fence(std::string_view resource, std::int64_t token);
-  // COMMIT, then the hooks.
-  void commit();
-  // ROLLBACK, then the hooks. Does nothing on a transaction that has ended.
-  void rollback() noexcept;
-  // dlock::Transaction: `hook` runs once, after the transaction has ended.
-  void on_complete(std::function<void()> hook) { hooks_.add(std::move(hook)); }
-
-  bool is_open() const noexcept { return open_; }
-  // A fence was refused: only rollback() (or the destructor) is left.
-  bool failed() const noexcept { return failed_; }
-  sqlite3* connection() const noexcept { return db_; }
-
- private:
-  void check_open(const char* what) const;
-  void check_not_failed(const char* what);
-  sqlite3* db_;
-  bool open_ = false;
-  bool failed_ = false;
-  CompletionHooks hooks_;
 };
 
 static_assert(dlock::Transaction<Transaction>);
