@@ -37,6 +37,9 @@ RUN_TIMEOUT_S = 180
 
 # Applied to a block's line in this order; each becomes the pattern beside it.
 _VARYING = [
+    # The start of a node's UUID, shortened: "_c_8710..." stands for "_c_be75c7e0-..." too (a run
+    # of it that happens to be all digits on the page is no number).
+    (r"(?<![0-9A-Za-z])[0-9a-f]+\.\.\.", r"[0-9a-f]+.*?"),
     (r"\.\.\.", r".*?"),
     (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"),
     (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z"),
