@@ -6,13 +6,13 @@
 //
 // The grammar every recipe follows (docs/API.md says more):
 //
-//   family                 blocks            at most t              until when             stop_token        async
-//   Mutex, SharedMutex     lock()            try_lock_for(t)        try_lock_until(when)   lock(stop)        -
-//   LockHandle, Semaphore, acquire(...)      try_acquire_for(..t)   try_acquire_until(..)  acquire(.., stop)
-//   async_acquire,
-//     LeaderLatch async_try_acquire_for
-//   BatchLock              submit(r)         submit_for(r, t)       -                      - async_submit(_for)
-//   LockService guards     lock(mode, ns..)  with_timeout(t).lock   -                      -                 async_lock
+//   Mutex, SharedMutex (the standard's names):
+//     lock()  try_lock_for(t)  try_lock_until(when)  lock(stop) -> bool (also the _shared forms)
+//   LockHandle, Semaphore, LeaderLatch (holders):
+//     acquire(...)  try_acquire_for(..., t)  try_acquire_until(..., when)  acquire(..., stop)
+//     async_acquire(..., token); async_try_acquire_for(..., t, token) (LockHandle, Semaphore)
+//   BatchLock:  submit(r)  submit_for(r, t)  async_submit(r, token)  async_submit_for(r, t, token)
+//   LockService guards:  lock(mode, ns, sources...)  with_timeout(t)  async_lock(..., token)
 //
 // Not granted in time (or stopped): false for the standard Lockable names; an empty holder
 // (LockHandle, Lease, LeaderTerm test false) for the rest; LockTimeout where nothing empty can be

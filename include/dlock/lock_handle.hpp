@@ -33,6 +33,7 @@
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <stop_token>
@@ -55,6 +56,7 @@ class LockService;
 
 namespace detail {
 struct LockSite;
+struct HeldLock;
 class Deadline;
 struct HandleAccess;
 }  // namespace detail
@@ -75,8 +77,12 @@ class LockHandle {
                                           HoldLimit limit = {});
   // Blocks until the lock is held or `stop` is requested: an empty handle then (its node's delete
   // sent), as for a time-out. Lets another thread call off the wait (std::jthread's token).
-  [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode, std::stop_token stop,
-                                          HoldLimit limit = {});
+  // (A template, so that `acquire(session, path, mode, {})` still means an empty HoldLimit.)
+  template <std::same_as<std::stop_token> Stop>
+  [[nodiscard]] static LockHandle acquire(Session& session, std::string path, LockMode mode, Stop stop,
+                                          HoldLimit limit = {}) {
+    return acquire_stoppable(session, std::move(path), mode, std::move(stop), limit);
+  }
   // Waits at most `timeout`; returns an empty handle if the lock was not granted in time, and at
   // once where the wait would be on a node the calling thread holds itself through a Mutex, a
   // SharedMutex side or a scope guard (acquire() throws `WouldDeadlock` there).
@@ -161,6 +167,11 @@ class LockHandle {
   // (`try_form`) also where a wait would be on the calling thread's own node.
   static LockHandle take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
                          std::string_view scope_namespace = {}, bool try_form = false, HoldLimit limit = {});
+  // A handle owning `held`, bounded by `limit` from now; out of memory, the grant is released.
+  static LockHandle own(std::shared_ptr<detail::LockSite> site, detail::HeldLock held, LockMode mode,
+                        const HoldLimit& limit);
+  static LockHandle acquire_stoppable(Session& session, std::string path, LockMode mode, std::stop_token stop,
+                                      HoldLimit limit);
   static LockHandle try_acquire_steady(Session& session, std::string path, LockMode mode,
                                        std::chrono::steady_clock::time_point deadline, HoldLimit limit);
   std::unique_ptr<State> state_;

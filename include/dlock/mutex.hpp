@@ -98,10 +98,10 @@ class Mutex {
  public:
   // `path` is the lock directory, e.g. "/locks/orders/42": absolute, no trailing '/', no empty,
   // "." or ".." component, no character ZooKeeper rejects, not under /zookeeper.
-  // `limit` bounds how long each hold taken through this object may last (dlock/hold_limit.hpp;
-  // Default: no limit): at max_hold the hold's stop_token() is requested and still_held() turns
-  // false, and re-entering or downgrading it throws `LockLost`; `grace` later dlock releases the
-  // node for the thread, whose unlock() then only forgets the hold. Throws `Error`
+  // `limit` bounds how long each hold this object takes may last (dlock/hold_limit.hpp; Default:
+  // no limit; a re-entry, through any object, counts in the thread's hold, under that hold's limit): at max_hold the
+  // hold's stop_token() is requested and still_held() turns false, and re-entering or downgrading it throws `LockLost`;
+  // `grace` later dlock releases the node for the thread, whose unlock() then only forgets the hold. Throws `Error`
   // (errc::invalid_argument) for a negative duration in it.
   Mutex(Session& session, std::string path, HoldLimit limit = {});
   ~Mutex();

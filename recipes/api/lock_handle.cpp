@@ -28,10 +28,7 @@ const std::string kEmpty;
 namespace detail {
 
 LockHandle HandleAccess::make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode, const HoldLimit& limit) {
-  auto state = std::make_unique<LockHandle::State>(LockHandle::State{
-      std::move(site), std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report), {}});
-  state->bound = bound_hold(state->site, mode, state->grant, state->lost, limit);
-  return LockHandle(std::move(state));
+  return LockHandle::own(std::move(site), std::move(held), mode, limit);
 }
 
 std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
@@ -45,6 +42,7 @@ LockHandle HandleAccess::take(Session& session, std::string path, LockMode mode,
 
 bool HandleAccess::would_pass_to_self(const LockHandle& handle) noexcept {
   if (!handle.state_ || (handle.state_->lost && handle.state_->lost->stop_requested())) return false;
+  if (handle.state_->bound) return false;  // as pass_to_self: a bounded hold is not passed on
   const auto& state = *handle.state_;
   return state.site->taker(state.mode).would_pass_to_self(state.grant);
 }
@@ -85,6 +83,20 @@ LockHandle::~LockHandle() {
   if (state_) release();
 }
 
+LockHandle LockHandle::own(std::shared_ptr<detail::LockSite> site, detail::HeldLock held, LockMode mode,
+                           const HoldLimit& limit) {
+  std::unique_ptr<State> state;
+  try {
+    // `new`, not make_unique: the allocation comes before the grant is moved from `held`.
+    state.reset(new State{site, std::move(held.grant), mode, std::move(held.lost), std::move(held.loss_report), {}});
+  } catch (...) {
+    site->taker(mode).release(held.grant);  // a hold nobody would own otherwise
+    throw;
+  }
+  state->bound = detail::bound_hold(state->site, mode, state->grant, state->lost, limit);  // releases if it throws
+  return LockHandle(std::move(state));
+}
+
 LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, const detail::Deadline& deadline,
                             std::string_view scope_namespace, bool try_form, HoldLimit limit) {
   detail::install_wait_watchdog();
@@ -94,10 +106,7 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   auto site = detail::site_of(client, path, scope_namespace);
   auto held = try_form ? detail::try_acquire_held(*site, mode, deadline) : detail::acquire_held(*site, mode, deadline);
   if (!held) return LockHandle();
-  auto state = std::make_unique<State>(
-      State{std::move(site), std::move(held->grant), mode, std::move(held->lost), std::move(held->loss_report), {}});
-  state->bound = detail::bound_hold(state->site, mode, state->grant, state->lost, limit);
-  return LockHandle(std::move(state));
+  return own(std::move(site), std::move(*held), mode, limit);
 }
 
 LockHandle LockHandle::try_acquire_for(Session& session, std::string path, LockMode mode,
@@ -114,8 +123,8 @@ LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode
   return take(session, std::move(path), mode, detail::Deadline::never(), {}, false, limit);
 }
 
-LockHandle LockHandle::acquire(Session& session, std::string path, LockMode mode, std::stop_token stop,
-                               HoldLimit limit) {
+LockHandle LockHandle::acquire_stoppable(Session& session, std::string path, LockMode mode, std::stop_token stop,
+                                         HoldLimit limit) {
   return take(session, std::move(path), mode, detail::Deadline::never().stopped_by(std::move(stop)), {}, false, limit);
 }
 

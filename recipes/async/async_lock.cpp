@@ -28,6 +28,14 @@ void drop_elsewhere(T doomed) {
   (void)task_timer::run_at(Clock::now(), [doomed = std::make_shared<T>(std::move(doomed))] {});
 }
 
+// drop_elsewhere, or here when the task cannot be made (out of memory): the handler must run.
+void drop_quietly(std::shared_ptr<LockSite> site) noexcept {
+  try {
+    drop_elsewhere(std::move(site));
+  } catch (...) {
+  }
+}
+
 Failure cancelled_failure(const std::string& what) {
   return Failure(Failure::Kind::Error, make_error_code(errc::cancelled), what + ": cancelled");
 }
@@ -100,13 +108,14 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
                                try {
                                  handle = HandleAccess::make(site, std::move(*held), mode, self->limit_);
                                } catch (...) {  // the HoldLimit's clock could not start: released
-                                 drop_elsewhere(std::move(site));
-                                 return shared_sink->complete(code_of_current(), LockHandle());
+                                 const auto code = code_of_current();
+                                 drop_quietly(std::move(site));
+                                 return shared_sink->complete(code, LockHandle());
                                }
                                shared_sink->complete({}, std::move(handle));
                                return;
                              }
-                             drop_elsewhere(std::move(site));
+                             drop_quietly(std::move(site));
                              shared_sink->complete(failure ? code_of(*failure) : std::error_code(), LockHandle());
                            });
     bool cancelled = false;

@@ -31,6 +31,9 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
   if (auto joined = take_now()) return joined;
   // SessionOptions::wait_watchdog: the chain behind this wait is logged if it lasts.
   const SlowWaitAlarm slow(client_, dir_, watched);
+  // The reasons a cancel gives, made before the take starts: a stop callback must not throw.
+  const Failure abandoned = Failure::of(lock_destroyed("lock " + dir_));
+  const Failure stopped(Failure::Kind::Error, make_error_code(errc::cancelled), "lock " + dir_ + ": stopped");
   auto home = Home<Taken>::make();
   auto take = start_take(
       deadline.when(), held_nodes::this_thread_token(),
@@ -41,13 +44,17 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
       home->executor());
   Taken taken;
   {
-    // Runs at once if the deadline was abandoned already.
-    std::stop_callback on_abandon(deadline.cancel_token(),
-                                  [this, &take] { cancel_take(take, Failure::of(lock_destroyed("lock " + dir_))); });
-    // The caller's stop: cancelled like an asynchronous take (its node's delete answered first).
-    std::stop_callback on_stop(deadline.stop_token(), [this, &take] {
-      cancel_take(take, Failure(Failure::Kind::Error, make_error_code(errc::cancelled), "lock " + dir_ + ": stopped"));
-    });
+    // Run at once if requested already. The caller's stop cancels like an asynchronous take (its
+    // node's delete answered first). Out of memory a cancel may not reach the take, which then
+    // ends as it would have without it.
+    const auto cancel = [this, &take](const Failure& reason) noexcept {
+      try {
+        cancel_take(take, reason);
+      } catch (...) {
+      }
+    };
+    std::stop_callback on_abandon(deadline.cancel_token(), [&] { cancel(abandoned); });
+    std::stop_callback on_stop(deadline.stop_token(), [&] { cancel(stopped); });
     taken = home->run();
   }
   if (taken.grant && deadline.abandoned()) {
@@ -55,8 +62,12 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
     release(*taken.grant);
     throw lock_destroyed("lock " + dir_);
   }
-  // Called off by the caller's stop: not granted, as at a time-out.
-  if (taken.failure && deadline.stopped() && taken.failure->code() == make_error_code(errc::cancelled)) return {};
+  // Called off by the caller's stop: not granted, as at a time-out; unless the lock object went
+  // too, which wins (its error, as for a wait it abandoned).
+  if (taken.failure && taken.failure->code() == stopped.code() && deadline.stopped()) {
+    if (deadline.abandoned()) abandoned.raise();
+    return {};
+  }
   if (taken.failure) taken.failure->raise();  // the blocking surface: the failure becomes its exception
   return std::move(taken.grant);
 }

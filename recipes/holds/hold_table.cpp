@@ -92,14 +92,28 @@ Hold* find(std::uint64_t site_id, LockMode mode) {
 Hold& add(Hold hold) {
   const Key key{hold.site->id, hold.mode};
   hold.count = 1;
-  const std::string node = hold.grant.node;
-  auto still_owned = node_still_owned(*hold.site->client, hold.grant.generation);
-  Hold& added = table().holds.insert_or_assign(key, std::move(hold)).first->second;
+  Hold* added = nullptr;
+  std::string node;
+  std::function<bool()> still_owned;
+  try {
+    node = hold.grant.node;
+    still_owned = node_still_owned(*hold.site->client, hold.grant.generation);
+    // The map allocates before it moves from `hold`: a failed insert leaves it whole.
+    added = &table().holds.insert_or_assign(key, std::move(hold)).first->second;
+  } catch (...) {
+    release(hold);  // out of memory: a hold nobody would own otherwise
+    throw;
+  }
   // Recorded once the hold is in the table (which keeps its Client alive): an insert that throws
   // leaves no record behind. Once the hold's session ends, its node goes: nobody waits on it for ever.
-  held_nodes::add(node, held_nodes::this_thread_token(), std::move(still_owned));
-  last = {key, &added};
-  return added;
+  try {
+    held_nodes::add(node, held_nodes::this_thread_token(), std::move(still_owned));
+  } catch (...) {
+    if (auto removed = remove(key.site, key.mode)) release(*removed);
+    throw;
+  }
+  last = {key, added};
+  return *added;
 }
 
 std::optional<Hold> remove(std::uint64_t site_id, LockMode mode) {

@@ -142,6 +142,12 @@ bool lock_shared(const std::shared_ptr<LockSite>& site, const Deadline& given, C
     if (labels.enabled()) report.emplace(labels);
     try {
       granted = downgrade(*site, *write, deadline);
+      // The write hold's HoldLimit may have cut it off while the read node was made: its node may
+      // be another local writer's by now, and this read node beside it would read under a writer.
+      if (granted && write->bound && write->bound->told()) {
+        site->taker(LockMode::Read).release(*granted);
+        check_still_backed(*site, *write, "downgrade");  // throws LockLost
+      }
     } catch (...) {
       if (report) report->failed();
       throw;

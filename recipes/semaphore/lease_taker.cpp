@@ -55,6 +55,7 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
   const SlowWaitAlarm slow(client_, path_ + "/locks", /*watched=*/true);
   const Failure abandoned(Failure::Kind::Error, make_error_code(errc::lock_destroyed),
                           "semaphore " + path_ + ": the wait was abandoned");
+  const Failure stopped(Failure::Kind::Error, make_error_code(errc::cancelled), "semaphore " + path_ + ": stopped");
   const auto take = LeaseTake::start(shared_from_this(), deadline.when(), held_nodes::this_thread_token(),
                                      [outcome](std::optional<TakenLease> lease, std::optional<Failure> failure) {
                                        MutexLock lock(outcome->mutex);
@@ -63,13 +64,22 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
                                        outcome->done = true;
                                        outcome->ended.notify_all();
                                      });
-  std::stop_callback on_abandon(deadline.cancel_token(), [&] { take->cancel(abandoned); });
+  // A stop callback must not throw: out of memory a cancel may not reach the take.
+  const auto cancel = [&take](const Failure& reason) noexcept {
+    try {
+      take->cancel(reason);
+    } catch (...) {
+    }
+  };
+  std::stop_callback on_abandon(deadline.cancel_token(), [&] { cancel(abandoned); });
   // The caller's stop: the take is cancelled (its nodes' deletes answered first) and not granted.
-  const Failure stopped(Failure::Kind::Error, make_error_code(errc::cancelled), "semaphore " + path_ + ": stopped");
-  std::stop_callback on_stop(deadline.stop_token(), [&] { take->cancel(stopped); });
+  std::stop_callback on_stop(deadline.stop_token(), [&] { cancel(stopped); });
   UniqueLock lock(outcome->mutex);
   outcome->ended.wait(lock, [&]() DLOCK_REQUIRES(outcome->mutex) { return outcome->done; });
-  if (outcome->failure && deadline.stopped() && outcome->failure->code() == stopped.code()) return std::nullopt;
+  if (outcome->failure && outcome->failure->code() == stopped.code() && deadline.stopped()) {
+    if (deadline.abandoned()) abandoned.raise();  // the lock object's end wins, as in Taker::acquire
+    return std::nullopt;
+  }
   if (outcome->failure) outcome->failure->raise();
   return std::move(outcome->lease);
 }

@@ -170,5 +170,29 @@ TEST(HoldLimitKinds, ABatchWhoseHandlerHangsIsCutOff) {
   EXPECT_THROW(make_bad(), Error);
 }
 
+// A bounded batch hold is never passed to the next runner, so it is not parked for one either: it
+// is released when the batch ends, not pass_wait later.
+TEST(HoldLimitKinds, ABoundedBatchHoldIsReleasedAtOnceNotParked) {
+  Session session(session_options());
+  BatchOptions options;
+  options.hold_limit = {.max_hold = 30s, .grace = 0ms};
+  options.pass_wait = std::chrono::microseconds(20s);
+  BatchLock<int, int> pool(
+      session, test_root(),
+      [](auto& batch) {
+        for (std::size_t i = 0; i < batch.size(); ++i) batch.set_result(i, batch.request(i));
+      },
+      options);
+  EXPECT_EQ(pool.submit(1), 1);
+  EXPECT_TRUE(next_holder_token(test_root(), 5s).has_value()) << "the bounded hold was parked for pass_wait";
+}
+
+// `{}` after the mode is still an empty HoldLimit (the stop_token overload is a template).
+TEST(HoldLimitKinds, AnEmptyBraceAfterTheModeIsAHoldLimit) {
+  Session session(session_options());
+  auto handle = LockHandle::acquire(session, test_root(), LockMode::Exclusive, {});
+  EXPECT_TRUE(handle.held());
+}
+
 }  // namespace
 }  // namespace dlock::testing
