@@ -3,9 +3,9 @@
 #include "dlock/mariadb/fence.hpp"
 
 #include <array>
-#include <charconv>
 #include <string>
 
+#include "dlock/detail/fence_text.hpp"
 #include "mariadb/client.hpp"
 
 namespace dlock::mariadb {
@@ -99,15 +99,7 @@ bool procedure_exists(MYSQL* conn, const std::string& what) {
 
 std::span<const std::string_view> schema_statements() noexcept { return kSchema; }
 
-std::int64_t newer_token_in(std::string_view message) noexcept {
-  constexpr std::string_view kPrefix = "dlock_fence: newer token ";
-  const auto at = message.find(kPrefix);
-  if (at == std::string_view::npos) return 0;
-  const char* first = message.data() + at + kPrefix.size();
-  std::int64_t token = 0;
-  const auto [end, ec] = std::from_chars(first, message.data() + message.size(), token);
-  return ec == std::errc() && end != first ? token : 0;
-}
+std::int64_t newer_token_in(std::string_view message) noexcept { return dlock::detail::newer_token_in(message); }
 
 void install_schema(MYSQL* conn) {
   const std::string what = "installing dlock's fence schema";

@@ -4,11 +4,11 @@
 
 #include <libpq-fe.h>
 
-#include <charconv>
 #include <memory>
 #include <string>
 #include <system_error>
 
+#include "dlock/detail/fence_text.hpp"
 #include "postgres/libpq_error.hpp"
 
 namespace dlock::postgres {
@@ -74,15 +74,7 @@ void run(PGconn* conn, const std::string& what, const char* sql) {
 
 std::string_view schema_sql() noexcept { return kSchema; }
 
-std::int64_t newer_token_in(std::string_view message) noexcept {
-  constexpr std::string_view kPrefix = "dlock_fence: newer token ";
-  const auto at = message.find(kPrefix);
-  if (at == std::string_view::npos) return 0;
-  const char* first = message.data() + at + kPrefix.size();
-  std::int64_t token = 0;
-  const auto [end, ec] = std::from_chars(first, message.data() + message.size(), token);
-  return ec == std::errc() && end != first ? token : 0;
-}
+std::int64_t newer_token_in(std::string_view message) noexcept { return dlock::detail::newer_token_in(message); }
 
 void install_schema(PGconn* conn) {
   detail::check_connection(conn, "installing dlock's fence schema");

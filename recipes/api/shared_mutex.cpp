@@ -1,25 +1,18 @@
 #include "dlock/shared_mutex.hpp"
 
+#include "recipes/api/lock_object.hpp"
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/call_gate.hpp"
-#include "recipes/holds/hold_bound.hpp"
 #include "recipes/holds/reentrant.hpp"
-#include "recipes/inspect/wait_watchdog_install.hpp"
-#include "src/base/path.hpp"
-#include "src/session/session_access.hpp"
 
 namespace dlock {
 
 using detail::Deadline;
 
 SharedMutex::SharedMutex(Session& session, std::string path, HoldLimit limit)
-    : limit_(limit), calls_(std::make_unique<detail::CallGate>()) {
-  detail::install_wait_watchdog();
-  detail::check_lock_path(path);
-  detail::check_hold_limit(limit_, "lock " + path);
-  const auto& client = detail::SessionAccess::client(session);
-  site_ = detail::site_of(client, path);
-}
+    : site_(detail::lock_object_site(session, path, limit)),
+      limit_(limit),
+      calls_(std::make_unique<detail::CallGate>()) {}
 
 SharedMutex::~SharedMutex() { calls_->close(); }
 
