@@ -7,17 +7,11 @@
 
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/queue/node_name.hpp"
+#include "recipes/queue/recovery.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
-namespace {
-
-// Pause after a transient error, so a connection that is failing but not yet reported as
-// Suspended does not turn the retry into a busy loop.
-constexpr auto kTransientPause = std::chrono::milliseconds(10);
-
-}  // namespace
 
 struct AcquireOp::Parents {
   Mutex mutex;

@@ -5,15 +5,12 @@
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/queue/node_name.hpp"
+#include "recipes/queue/recovery.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/session/pending.hpp"
 
 namespace dlock::detail {
 namespace {
-
-// Pause after a transient error, so a connection that is failing but not yet reported as
-// Suspended does not turn the retry into a busy loop.
-constexpr auto kTransientPause = std::chrono::milliseconds(10);
 
 // The lock object this attempt runs for is being destroyed: give up (the attempt's node goes).
 void throw_if_abandoned(const Deadline& deadline, const std::string& what) {
