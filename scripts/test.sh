@@ -36,6 +36,17 @@ ccache --zero-stats >/dev/null
 # Where the 30-minute budget goes: each step's end, in seconds since the start.
 mark() { echo "test.sh: $1 at ${SECONDS} s"; }
 mark "dependencies"
+# ctest in a build directory, and on failure, last, each failed assertion with the lines after it:
+# --output-on-failure prints a failed suite's whole output, and its reason can sit thousands of
+# lines above the end, past what a CI page keeps.
+ctest_in() {
+  local dir=$1
+  shift
+  if (cd "$dir" && ctest "$@"); then return 0; fi
+  echo "test.sh: the failed assertions in $dir:"
+  grep -E -A8 ': Failure$' "$dir/Testing/Temporary/LastTest.log" | head -n 120 || true
+  return 1
+}
 
 if $quick; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -96,7 +107,7 @@ cmake --build build -j"$jobs"
 # RUN_SERIAL) included, and the 3-member ensemble suites (dlock_tests_ensembles, also alone).
 # One more at once than cores: the two suite shards mostly wait (for servers, timeouts, peers)
 # while the compile checks and the packaging build want a core each (measured: 550 s with -j2).
-(cd build && ctest -j"$((jobs + 1))" --output-on-failure)
+ctest_in build -j"$((jobs + 1))" --output-on-failure
 mark "build + suite"
 
 # The Debian package (cpack -G DEB) installed with apt in a fresh Debian 12 root, and hello_lock
@@ -146,7 +157,7 @@ mark "Docker ensemble"
 # interop suites (the wire protocol with Curator's and kazoo's processes: tests/CMakeLists.txt).
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-(cd build-asan && ctest -j"$jobs" --output-on-failure -LE 'compile|packaging|reliability|example')
+ctest_in build-asan -j"$jobs" --output-on-failure -LE 'compile|packaging|reliability|example'
 mark "sanitizer build + suite"
 
 # libFuzzer targets (lock path, key codec, ACL spec, connect string, other clients' node names),

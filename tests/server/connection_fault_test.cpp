@@ -25,9 +25,10 @@ TEST(LostCreateReply, TheNodeIsAdoptedNotOrphanedTwentyTimesOver) {
   FaultProxy proxy(zk_server().port());
   Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
   Mutex mutex(session, test_root());
-  ASSERT_TRUE(mutex.try_lock_for(5s));  // creates the directory, so the next creates succeed
-  mutex.unlock();
   RawZk zk(zk_connect());
+  ASSERT_EQ(make_lasting_path(zk, test_root()), ZOK);  // no reaped directory between holds
+  ASSERT_TRUE(mutex.try_lock_for(5s));                 // the first create, sequence 0
+  mutex.unlock();
   for (int i = 0; i < 20; ++i) {
     proxy.drop_reply_to_request(ZOO_CREATE2_OP);
     ASSERT_TRUE(mutex.try_lock_for(10s)) << "cycle " << i;
@@ -47,8 +48,8 @@ TEST(LostCreateReply, NegativeControlWithoutAdoptionTheOrphanBlocksUs) {
   FaultProxy proxy(zk_server().port());
   Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
   Mutex mutex(session, test_root());
-  ASSERT_TRUE(mutex.try_lock_for(5s));
-  mutex.unlock();
+  RawZk zk(zk_connect());
+  ASSERT_EQ(make_lasting_path(zk, test_root()), ZOK);  // no reaped directory between holds
   ScopedHook no_adoption(detail::test_hooks::skip_adoption);
   proxy.drop_reply_to_request(ZOO_CREATE2_OP);
   EXPECT_FALSE(mutex.try_lock_for(1s)) << "the orphan ahead of us went unnoticed";
@@ -59,9 +60,8 @@ TEST(MisorderedReply, ACreateWhoseReplyCameOutOfOrderIsAdoptedAndLeavesNothing) 
   FaultProxy proxy(zk_server().port());
   Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
   Mutex mutex(session, test_root());
-  ASSERT_TRUE(mutex.try_lock_for(5s));
-  mutex.unlock();
   RawZk zk(zk_connect());
+  ASSERT_EQ(make_lasting_path(zk, test_root()), ZOK);  // no reaped directory between holds
   for (int i = 0; i < 5; ++i) {
     proxy.misorder_reply_to_request(ZOO_CREATE2_OP);
     bool locked = false;

@@ -7,12 +7,14 @@
 #include <zookeeper/proto.h>
 
 #include <cstdio>
+#include <stdexcept>
 #include <thread>
 
 #include "dlock/dlock.hpp"
 #include "dlock/testing/fault_proxy.hpp"
 #include "dlock/testing/history.hpp"
 #include "dlock/testing/temp_dir.hpp"
+#include "raw_zk.hpp"
 #include "recipes/test_hooks.hpp"
 #include "test_env.hpp"
 
@@ -52,12 +54,9 @@ HistoryReport lost_create_reply_then_another_client() {
                              false, false, asked});
     mutex.unlock();
   };
-  {
-    // The lock's directory exists first, so the reply lost is that of the contender's create.
-    Mutex mutex(other, test_root());
-    mutex.lock();
-    mutex.unlock();
-  }
+  // The lock's directory exists first, so the reply lost is that of the contender's create.
+  RawZk zk(zk_connect());
+  if (make_lasting_path(zk, test_root()) != ZOK) throw std::runtime_error("cannot make " + test_root());
   proxy.drop_reply_to_request(ZOO_CREATE2_OP);
   // Without adoption, a waits behind its own orphan, which holds the lock, until a gives up and
   // deletes its nodes: a ghost holder for those 3 s.

@@ -139,6 +139,14 @@ void delete_tree(RawZk& zk, const std::string& root) {
   zk.remove(root);
 }
 
+int make_lasting_path(RawZk& zk, const std::string& path) {
+  for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    const int rc = zk.create(path.substr(0, slash), "", 0);
+    if (rc != ZOK && rc != ZNODEEXISTS) return rc;
+    if (slash == std::string::npos) return ZOK;
+  }
+}
+
 bool expire_until_lost(Session& session, const std::string& connect, std::chrono::milliseconds wait_each) {
   std::promise<void> lost;
   std::once_flag once;

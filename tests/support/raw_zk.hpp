@@ -63,4 +63,11 @@ std::vector<std::string> wait_for_no_ephemeral_nodes(RawZk& zk, const std::strin
 // Deletes `root` and everything below it.
 void delete_tree(RawZk& zk, const std::string& root);
 
+// Makes `path` and its missing ancestors as plain (persistent) nodes; returns the first rc other
+// than ZOK or ZNODEEXISTS, else ZOK. For a lock directory a test needs to outlast its holds: the
+// lock makes its directory a container, which the server reaps whenever it is empty (between two
+// holds, on a slow machine), and the next create then fails with NoNode, or starts the sequence
+// from 0 again.
+int make_lasting_path(RawZk& zk, const std::string& path);
+
 }  // namespace dlock::testing
