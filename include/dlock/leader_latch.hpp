@@ -30,8 +30,9 @@
 //   * `Error` with errc::invalid_argument: a latch starts once, and never after close().
 //
 // Thread-safety: all member functions may be called concurrently from any threads, except that
-// the destructor must not run concurrently with another member function. A background thread of
-// the latch waits in the queue.
+// the destructor must not run concurrently with another member function. No thread waits in the
+// queue for the latch: its place there is advanced by ZooKeeper's replies, and a term ends on the
+// thread that ends it (close(), the connection's loss).
 //
 // Errors: the constructor throws `InvalidPath` naming the path and the rule it breaks. start()
 // throws `Error` (errc::invalid_argument) when called a second time or after close().
@@ -113,7 +114,7 @@ class LeaderLatch {
   // The current term; nullopt when not leading. No ZooKeeper call.
   std::optional<LeaderTerm> term() const;
   // Leaves: ends a term (its stop token requested), deletes the node (the delete is sent; retried
-  // in the background while the connection is down), and stops the background thread. Idempotent.
+  // in the background while the connection is down), and cancels a wait in the queue. Idempotent.
   void close();
 
   // Every participant in queue order, the first marked leader: dlock's and Curator's LeaderLatch

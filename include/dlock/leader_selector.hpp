@@ -2,9 +2,9 @@
 // LeaderSelector).
 //
 // Participants queue on a distributed Mutex at the path; the holder leads, and its callback runs
-// on a thread of the selector for the term. Returning from the callback ends the term (the lock
-// is released and the next participant leads). dlock and Curator LeaderSelector participants on
-// one path elect one leader between them:
+// on a thread the selector starts for the term (a follower holds no thread). Returning from the callback ends the term
+// (the lock is released and the next participant leads). dlock and Curator LeaderSelector participants on one path
+// elect one leader between them:
 //
 //   dlock::LeaderSelector selector(session, "/services/billing/leader",
 //       [](const dlock::LeaderTerm& term) {
@@ -69,7 +69,7 @@ struct LeaderSelectorOptions {
 
 class LeaderSelector {
  public:
-  // Runs on the selector's thread for each term; returning ends the term.
+  // Runs on a thread the selector starts for each term; returning ends the term.
   using Leadership = std::function<void(const LeaderTerm&)>;
 
   LeaderSelector(Session& session, std::string path, Leadership leadership, LeaderSelectorOptions options = {});
@@ -86,7 +86,7 @@ class LeaderSelector {
   // Asks the current term to end (its stop token requested); nothing when not leading.
   void interrupt_leadership();
   // Leaves: ends a term (waits for the callback to return, unless called from it), deletes the
-  // node, stops the thread. Idempotent.
+  // node (a queued one's delete is sent). Idempotent.
   void close();
 
   // True while this participant leads. No ZooKeeper call.

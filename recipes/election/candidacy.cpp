@@ -1,15 +1,18 @@
 #include "recipes/election/candidacy.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "dlock/error.hpp"
 #include "recipes/holds/held_lock.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/lock_core.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/test_hooks.hpp"
 #include "src/base/failure.hpp"
 #include "src/base/log_bridge.hpp"
+#include "src/base/task_timer.hpp"
 #include "src/session/pending.hpp"
 
 namespace dlock::detail {
@@ -19,14 +22,9 @@ namespace {
 // next to a session timeout.
 constexpr std::chrono::milliseconds kRetryPause{200};
 
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an unknown exception";
-  }
+// What a failed take says, for the log: its message, or its code's.
+std::string reason_of(const Failure& failure) {
+  return failure.message().empty() ? failure.code().message() : failure.message();
 }
 
 }  // namespace
@@ -53,10 +51,10 @@ Candidacy::Candidacy(std::shared_ptr<Client> client, std::string path, std::stri
       // Reported as a lock family of its path (acquisitions, hold times, losses: dlock/metrics.hpp).
       taker_(std::make_shared<DirectTaker>(
           client_, path_, kind_.policy,
-          LockLabels{&client_->metrics(), client_->metrics().family_of(path_, {}), LockMode::Exclusive}, id_)) {}
+          LockLabels{&client_->metrics(), client_->metrics().family_of(path_, {}), LockMode::Exclusive}, id_)),
+      owner_(held_nodes::new_token()) {}
 
 void Candidacy::start() {
-  MutexLock threads(thread_mutex_);
   {
     MutexLock lock(mutex_);
     if (started_) {
@@ -70,106 +68,192 @@ void Candidacy::start() {
     started_ = true;
     turns_ = 1;
   }
-  thread_ = std::jthread([this](std::stop_token closing) { run(std::move(closing)); });
-  thread_id_ = thread_.get_id();
+  task_timer::start();  // here, where it may still throw: the pauses and drops need it
+  begin_turn();
 }
 
 bool Candidacy::requeue() {
-  MutexLock lock(mutex_);
-  if (!started_ || over_ || turns_ > 0) return false;
-  ++turns_;
-  changed_.notify_all();
+  {
+    MutexLock lock(mutex_);
+    if (!started_ || over_ || turns_ > 0) return false;
+    ++turns_;
+  }
+  begin_turn();  // none if a term still runs: its end begins the turn
   return true;
 }
 
-void Candidacy::interrupt() {
-  std::shared_ptr<std::stop_source> end;
+void Candidacy::begin_turn() {
+  std::uint64_t turn = 0;
   {
     MutexLock lock(mutex_);
-    end = term_end_;
+    if (over_ || turns_ == 0 || phase_ != Phase::idle) return;
+    phase_ = Phase::queued;
+    turn = ++turn_;
   }
-  // Outside the mutex: the term's stop callbacks are the user's.
-  if (end) end->request_stop();
-}
-
-void Candidacy::take_waiters() { taken_.merge(waiters_); }
-
-void Candidacy::run_waiters(const std::optional<LeaderTerm>& term) {
-  for (;;) {
-    decltype(taken_)::node_type next;  // run and destroyed outside the mutex
-    bool live = false;
-    {
-      MutexLock lock(mutex_);
-      if (taken_.empty()) return;
-      live = term && !term->stop_token().stop_requested();
-      if (term && !live && !over_) {
-        // The term ended before these waiters heard of it: they wait for the next.
-        waiters_.merge(taken_);
-        return;
-      }
-      next = taken_.extract(taken_.begin());
-    }
-    next.mapped()(live ? term : std::nullopt);
+  std::weak_ptr<Candidacy> weak = weak_from_this();
+  HeldTake take;
+  try {
+    // A follower's wait is meant to last: a take is not one for the wait watchdog.
+    take = start_acquire_held(
+        *client_, *taker_, taker_, std::nullopt, owner_,
+        [weak, taker = taker_](std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
+          if (auto self = weak.lock()) {
+            try {
+              self->on_taken(std::move(held), std::move(failure));
+            } catch (...) {  // nothing may leave a ZooKeeper thread; on_taken lets a grant go itself
+            }
+            task_timer::drop_on_timer(std::move(self));
+          } else if (held) {
+            taker->release(held->grant);  // the candidacy went meanwhile
+          }
+          task_timer::drop_on_timer(std::move(taker));
+        });
+  } catch (...) {
+    take_failed(Failure::current());  // could not even start (out of memory)
+    return;
   }
-}
-
-std::uint64_t Candidacy::when_leading(TermWaiter waiter) {
-  std::optional<LeaderTerm> now;
+  bool cancel = false;
   {
     MutexLock lock(mutex_);
-    if (!live_term() && started_ && !over_) {
-      const auto id = next_waiter_++;
-      waiters_.emplace(id, std::move(waiter));
-      return id;
+    if (phase_ == Phase::queued && turn_ == turn) {
+      take_ = take.take;
+      cancel = over_;  // closed while it started: close() found no take to cancel
     }
-    if (live_term()) now = term_;
   }
-  waiter(now);  // a term now, or none can come
-  return 0;
+  if (cancel) take.cancel(Failure::of(lock_destroyed(std::string(kind_.recipe) + " " + path_)));
 }
 
-bool Candidacy::forget(std::uint64_t id) {
-  decltype(waiters_)::node_type forgotten;  // destroyed outside the mutex
+void Candidacy::on_taken(std::optional<HeldLock> held, std::optional<Failure> failure) {
+  if (held) {
+    lead(std::move(*held));
+  } else {
+    take_failed(std::move(failure));
+  }
+}
+
+void Candidacy::take_failed(std::optional<Failure> failure) noexcept {
+  int failures = 0;
+  bool again = false;
+  {
+    MutexLock lock(mutex_);
+    take_.reset();
+    phase_ = Phase::idle;
+    again = !over_;
+    if (again) failures = failures_ = std::min(failures_ + 1, 6);
+  }
+  if (!again) return;  // closed: close() ended the candidacy
+  if (ended_for_good()) {
+    end_candidacy();
+    return;
+  }
+  // A drop, or an expiry the Session renews: queue again once connected. A failure that repeats
+  // (a refused ACL) is retried ever more slowly, and logged less often.
+  const auto pause = kRetryPause * (1 << (failures - 1));  // 0.2 s doubling to 6.4 s
+  try {
+    log(LogLevel::Warn, std::string(kind_.recipe) + " " + path_ + ": queueing failed (" +
+                            (failure ? reason_of(*failure) : std::string("no thread to serve its term")) +
+                            "); joining again in " + std::to_string(pause.count()) + " ms, once connected");
+  } catch (...) {  // no memory for the message: the retry matters more
+  }
+  retry_after(pause);
+}
+
+void Candidacy::retry_after(std::chrono::milliseconds pause) noexcept {
+  std::uint64_t pause_seq = 0;
+  {
+    MutexLock lock(mutex_);
+    if (over_ || phase_ != Phase::idle) return;
+    phase_ = Phase::pausing;
+    pause_seq = ++pause_seq_;
+  }
+  std::weak_ptr<Candidacy> weak = weak_from_this();
+  std::uint64_t ticket = 0;
+  try {
+    ticket = task_timer::run_at(Clock::now() + pause, [weak, pause_seq] {
+      if (auto self = weak.lock()) self->retry_when_connected(pause_seq);  // dropped here, on the timer's thread
+    });
+  } catch (...) {
+    try {
+      log(LogLevel::Error, std::string(kind_.recipe) + " " + path_ + ": cannot schedule the next turn (" +
+                               reason_of(Failure::current()) + "); the candidacy ends");
+    } catch (...) {
+    }
+    end_candidacy();
+    return;
+  }
   MutexLock lock(mutex_);
-  forgotten = waiters_.extract(id);
-  if (forgotten.empty()) forgotten = taken_.extract(id);  // taken out to run, and not run yet
-  return !forgotten.empty();
+  // Unless the task ran already (and maybe paused again, with a ticket of its own).
+  if (phase_ == Phase::pausing && pause_seq_ == pause_seq) pause_ticket_ = ticket;
+}
+
+void Candidacy::retry_when_connected(std::uint64_t pause_seq) {
+  {
+    MutexLock lock(mutex_);
+    if (pause_seq != pause_seq_ || over_ || phase_ != Phase::pausing) return;
+    pause_ticket_ = 0;
+  }
+  if (ended_for_good()) {
+    end_candidacy();
+    return;
+  }
+  {
+    MutexLock lock(mutex_);
+    phase_ = Phase::idle;
+  }
+  if (client_->state() != SessionState::Connected) {
+    // Suspended, or Lost with a renewal to come: look again in a while (a timer task, no thread).
+    retry_after(kRetryPause);
+    return;
+  }
+  begin_turn();
 }
 
 void Candidacy::close() {
   end_candidacy();  // no further turn; awaiting waiters hear that none comes
-  interrupt();
-  std::stop_source stopping;
+  std::shared_ptr<Taker::Take> take;
+  std::uint64_t ticket = 0;
+  {
+    MutexLock lock(mutex_);
+    take = std::exchange(take_, nullptr);
+    ticket = std::exchange(pause_ticket_, 0);
+  }
+  task_timer::cancel(ticket);
+  // A queued take: its node's delete is sent first; a grant that raced the cancel is let go by
+  // lead(), which sees the candidacy over.
+  if (take) {
+    try {
+      taker_->cancel_take(take, Failure::of(lock_destroyed(std::string(kind_.recipe) + " " + path_)));
+    } catch (...) {  // out of memory: the take ends by itself, and lead() lets its grant go
+    }
+  }
+  end_current_term();  // outside the mutex: this runs the user's stop callbacks
+  // A selector waits for its callback, except where the callback may be waiting on this thread:
+  // the callback itself, a ZooKeeper completion thread or the supervisor (a take's replies come
+  // there), or a thread ending this very term (its stop callbacks run there, and the callback may
+  // wait for them). The thread then ends by itself; the destructor joins it.
   bool join = false;
   {
     MutexLock threads(thread_mutex_);
-    if (thread_.joinable() || joining_) {  // (another close() may be joining it now)
-      if (thread_.joinable()) stopping = thread_.get_stop_source();
-      // Not from the candidacy's own thread (a LeaderSelector callback), nor from a thread the
-      // candidacy's thread may be waiting on: a ZooKeeper completion thread or the supervisor
-      // (its queued attempt awaits a delete's reply they deliver), or a thread ending this very
-      // term (its stop callbacks run there, and the candidacy's thread waits for them to
-      // return). The loop then ends by itself; the destructor joins.
-      join = thread_id_ != std::this_thread::get_id() && !Client::on_callback_thread() && t_ending != this;
-    }
+    join = (server_.joinable() || joining_) && server_id_ != std::this_thread::get_id() &&
+           !Client::on_callback_thread() && t_ending != this;
   }
-  // Outside the mutex: this requests the term's stop, which runs the user's stop callbacks.
-  if (stopping.stop_possible()) stopping.request_stop();  // abandons a wait in the queue: its node is deleted
-  if (join) join_thread();
+  if (join) join_server();
 }
 
-void Candidacy::join_thread() {
-  // Joined outside thread_mutex_, which callers that must not wait (above) take too; one thread
-  // joins, any other that must wait waits for it.
-  std::jthread joining;
+void Candidacy::join_server() {
+  std::thread joining;
   {
     UniqueLock threads(thread_mutex_);
     if (joining_) {
       joined_.wait(threads, [&]() DLOCK_REQUIRES(thread_mutex_) { return !joining_; });
       return;
     }
-    if (!thread_.joinable()) return;
-    joining = std::move(thread_);
+    if (!server_.joinable()) return;
+    if (server_id_ == std::this_thread::get_id()) {
+      server_.detach();  // the candidacy's last reference went with its own callback's end
+      return;
+    }
+    joining = std::move(server_);
     joining_ = true;
   }
   joining.join();
@@ -180,33 +264,7 @@ void Candidacy::join_thread() {
 
 Candidacy::~Candidacy() {
   close();
-  join_thread();  // a close() from a callback left it running
-}
-
-std::optional<LeaderTerm> Candidacy::await(const Deadline& deadline) {
-  // The caller's stop wakes the wait; notified under the mutex, so it cannot fall between the
-  // check of `ready` and the wait. (Declared before `lock`: destroyed after it is unlocked.)
-  std::stop_callback on_stop(deadline.stop_token(), [this] {
-    MutexLock wake(mutex_);
-    changed_.notify_all();
-  });
-  UniqueLock lock(mutex_);
-  const auto ready = [&]() DLOCK_REQUIRES(mutex_) { return over_ || !started_ || live_term() || deadline.stopped(); };
-  if (deadline.is_never()) {
-    changed_.wait(lock, ready);
-  } else if (!changed_.wait_until(lock, *deadline.when(), ready)) {
-    return std::nullopt;
-  }
-  if (live_term()) return term_;
-  if (deadline.stopped()) return std::nullopt;
-  throw LockLost(make_error_code(errc::lock_lost),
-                 std::string(kind_.recipe) + " " + path_ + ": cannot lead: " +
-                     (!started_ ? "it was never started" : "it was closed, or its session ended for good"));
-}
-
-std::optional<LeaderTerm> Candidacy::term() const {
-  MutexLock lock(mutex_);
-  return term_;
+  join_server();  // a close() from a callback left it running
 }
 
 bool Candidacy::ended_for_good() const {
@@ -223,126 +281,6 @@ void Candidacy::end_candidacy() {
     take_waiters();
   }
   run_waiters(std::nullopt);
-}
-
-void Candidacy::pause_before_retry(const std::stop_token& closing, std::chrono::milliseconds pause) {
-  {
-    UniqueLock lock(mutex_);
-    changed_.wait_for(lock, pause, [&]() DLOCK_REQUIRES(mutex_) { return over_; });
-  }
-  while (!closing.stop_requested() && !ended_for_good()) {
-    const auto waited = client_->wait_connected(Deadline::in(kRetryPause).abandoned_by(closing));
-    if (waited == WaitResult::ready || waited == WaitResult::abandoned) return;
-    if (waited == WaitResult::session_ended) {
-      // Lost, with a renewal to come: wait_connected answers at once until then. Pause instead.
-      UniqueLock lock(mutex_);
-      changed_.wait_for(lock, kRetryPause, [&]() DLOCK_REQUIRES(mutex_) { return over_; });
-    }
-  }
-}
-
-void Candidacy::run(std::stop_token closing) {
-  for (;;) {
-    {
-      UniqueLock lock(mutex_);
-      changed_.wait(lock, [&]() DLOCK_REQUIRES(mutex_) { return over_ || turns_ > 0; });
-      if (over_) return;
-    }
-    if (!take_turn(closing)) {
-      end_candidacy();
-      return;
-    }
-  }
-}
-
-bool Candidacy::take_turn(const std::stop_token& closing) {
-  LossTracking tracking(*client_);
-  std::optional<Grant> grant;
-  try {
-    // A follower's wait is meant to last: not one for the wait watchdog.
-    grant = taker_->acquire(Deadline::never().abandoned_by(closing), /*watched=*/false);
-  } catch (...) {
-    if (closing.stop_requested() || ended_for_good()) return false;
-    // A drop, or an expiry the Session renews: queue again once connected. The turn stays. A
-    // failure that repeats (a refused ACL) is retried ever more slowly, and logged less often.
-    failures_ = std::min(failures_ + 1, 6);
-    const auto pause = kRetryPause * (1 << (failures_ - 1));  // 0.2 s doubling to 6.4 s
-    log(LogLevel::Warn, std::string(kind_.recipe) + " " + path_ + ": queueing failed (" +
-                            describe(std::current_exception()) + "); joining again in " +
-                            std::to_string(pause.count()) + " ms, once connected");
-    pause_before_retry(closing, pause);
-    return !closing.stop_requested();
-  }
-  if (!grant) return !closing.stop_requested();
-  failures_ = 0;
-  std::optional<HeldLock> confirmed;
-  try {
-    confirmed = std::move(tracking).confirm(Grant(*grant), taker_->labels());
-  } catch (...) {
-    taker_->release(*grant);  // a hold nobody would own otherwise; queue again
-    log(LogLevel::Warn, std::string(kind_.recipe) + " " + path_ + ": " + describe(std::current_exception()));
-    return !closing.stop_requested();
-  }
-  HeldLock& held = *confirmed;
-  auto end = std::make_shared<std::stop_source>();
-  LeaderTerm term = TermAccess::make(held.grant.token, end->get_token(), path_, held.grant.node);
-  {
-    // A loss of the session's trust, or close(), ends the term at once, on the thread that saw
-    // it; a close() from the callbacks this runs does not wait for this thread (see close()).
-    const auto end_term = [this, end] {
-      const auto* outer = std::exchange(t_ending, this);
-      end->request_stop();
-      t_ending = outer;
-    };
-    std::stop_callback lost(held.lost->get_token(), end_term);
-    std::stop_callback closed(closing, end_term);
-    bool publish = false;
-    {
-      MutexLock lock(mutex_);
-      publish = !over_;  // closed while the grant came: never hand out a term after close()
-      if (publish) {
-        if (!kind_.requeue_after_term) --turns_;
-        term_ = term;
-        term_end_ = end;
-        changed_.notify_all();
-        take_waiters();
-      }
-    }
-    if (publish) {
-      if (test_hooks::after_taking_term_waiters) test_hooks::after_taking_term_waiters();
-      run_waiters(term);
-      if (kind_.serve) {
-        try {
-          kind_.serve(term);
-        } catch (...) {
-          log(LogLevel::Error, std::string(kind_.recipe) + " " + path_ + ": the leadership callback threw (" +
-                                   describe(std::current_exception()) + "); its term ends");
-        }
-      } else {
-        // Registered before the mutex is taken: it runs at once if the term already ended.
-        std::stop_callback wake(term.stop_token(), [this] {
-          MutexLock inner(mutex_);
-          changed_.notify_all();
-        });
-        UniqueLock lock(mutex_);
-        changed_.wait(lock, [&] { return term.stop_token().stop_requested(); });
-      }
-    }
-    end_term();
-    {
-      MutexLock lock(mutex_);
-      term_.reset();
-      term_end_.reset();
-      changed_.notify_all();
-    }
-  }
-  // Only now, with the term over here, may another participant lead.
-  held.loss_report.reset();  // a loss from now on is not this term's
-  taker_->release(held.grant);
-  const bool lost = held.lost->stop_requested();
-  if (closing.stop_requested() || ended_for_good()) return false;
-  if (lost) pause_before_retry(closing, std::chrono::milliseconds(0));
-  return !closing.stop_requested();
 }
 
 std::vector<Participant> Candidacy::participants() const {

@@ -59,10 +59,14 @@ std::optional<HeldLock> acquire_held(LockSite& site, LockMode kind, const Deadli
 
 HeldTake start_acquire_held(LockSite& site, LockMode kind, std::optional<Clock::time_point> deadline,
                             std::uint64_t owner, HeldDone done) {
-  auto tracking = std::make_shared<LossTracking>(*site.client);
   // Before the take starts: its `done` may run at once and let the site (and the taker) go.
   auto weak_taker = site.weak_taker(kind);
-  Taker& taker = site.taker(kind);
+  return start_acquire_held(*site.client, site.taker(kind), std::move(weak_taker), deadline, owner, std::move(done));
+}
+
+HeldTake start_acquire_held(Client& client, Taker& taker, std::weak_ptr<Taker> weak_taker,
+                            std::optional<Clock::time_point> deadline, std::uint64_t owner, HeldDone done) {
+  auto tracking = std::make_shared<LossTracking>(client);
   auto take = taker.start_take(
       deadline, owner,
       [tracking, &taker, done = std::move(done)](std::optional<Grant> grant, std::optional<Failure> failure) {
@@ -83,7 +87,7 @@ void HeldTake::cancel(Failure reason) const {
   auto alive = taker.lock();
   if (!alive) return;  // the take ended and its site went: nothing to cancel
   alive->cancel_take(take, std::move(reason));
-  (void)task_timer::run_at(Clock::now(), [alive = std::move(alive)] {});
+  task_timer::drop_on_timer(std::move(alive));
 }
 
 }  // namespace dlock::detail

@@ -86,5 +86,9 @@ struct HeldTake {
 using HeldDone = std::function<void(std::optional<HeldLock>, std::optional<Failure>)>;
 HeldTake start_acquire_held(LockSite& site, LockMode kind, std::optional<Clock::time_point> deadline,
                             std::uint64_t owner, HeldDone done);
+// The same on `taker` itself, whose nodes are `client`'s (an election's own DirectTaker):
+// `weak_taker` refers to it. The caller keeps `taker` alive until `done` ran.
+HeldTake start_acquire_held(Client& client, Taker& taker, std::weak_ptr<Taker> weak_taker,
+                            std::optional<Clock::time_point> deadline, std::uint64_t owner, HeldDone done);
 
 }  // namespace dlock::detail

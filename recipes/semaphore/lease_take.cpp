@@ -11,19 +11,6 @@
 #include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
-namespace {
-
-// Lets `doomed` go on the task timer's thread: the last reference to a LeaseTaker, and so maybe
-// to the Client, must not be dropped on a ZooKeeper thread.
-void drop_elsewhere(std::shared_ptr<LeaseTaker> doomed) noexcept {
-  if (!doomed) return;
-  try {
-    (void)task_timer::run_at(Clock::now(), [doomed = std::move(doomed)] {});
-  } catch (...) {  // no memory for the task: dropped here, as the blocking take would
-  }
-}
-
-}  // namespace
 
 LeaseTake::LeaseTake(std::shared_ptr<LeaseTaker> taker, std::optional<Clock::time_point> deadline, Done done)
     : client_(taker->client()),
@@ -368,7 +355,7 @@ void LeaseTake::complete(std::optional<TakenLease> lease, std::optional<Failure>
     if (done) done(std::move(lease), std::move(failure));
   } catch (...) {  // the drivers' callbacks do not throw; an exception must not leave a ZooKeeper thread
   }
-  drop_elsewhere(std::move(taker));
+  task_timer::drop_on_timer(std::move(taker));  // maybe the last reference to the Client
 }
 
 }  // namespace dlock::detail

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "src/base/deadline.hpp"
 
@@ -27,5 +28,17 @@ std::uint64_t run_at(Clock::time_point when, std::function<void()> task);
 // The task of `ticket` will not run (if it has not begun), and is destroyed on the calling
 // thread. No-op for a ticket that ran, was cancelled, or is 0. Never blocks on a running task.
 void cancel(std::uint64_t ticket) noexcept;
+
+// Lets `doomed` go on the timer's thread: the last reference to what keeps a Client must not be
+// dropped on a ZooKeeper thread (the Client's end joins those threads). With no memory for the
+// task, it is dropped here.
+template <class T>
+void drop_on_timer(std::shared_ptr<T> doomed) noexcept {
+  if (!doomed) return;
+  try {
+    (void)run_at(Clock::now(), [doomed = std::move(doomed)] {});
+  } catch (...) {
+  }
+}
 
 }  // namespace dlock::detail::task_timer

@@ -17,8 +17,6 @@
 //   scope_test.cpp              Scope.BadNamespacesKeysAndTimeoutsAreRefusedWithTheRule
 #include <gtest/gtest.h>
 
-#include <dirent.h>
-
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -37,6 +35,7 @@
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/fault_proxy.hpp"
 #include "loopback.hpp"
+#include "process_threads.hpp"
 #include "raw_zk.hpp"
 #include "recipes/test_hooks.hpp"
 #include "run_with_deadline.hpp"
@@ -47,16 +46,6 @@ namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Threads of this process (the C client's I/O and completion threads, dlock's janitor...).
-int thread_count() {
-  int n = 0;
-  if (DIR* dir = ::opendir("/proc/self/task")) {
-    while (const dirent* entry = ::readdir(dir)) n += entry->d_name[0] != '.';
-    ::closedir(dir);
-  }
-  return n;
-}
 
 // Waits until the process is back to at most `baseline` threads; the count it ended at.
 int wait_for_threads(int baseline, std::chrono::milliseconds timeout = 5s) {

@@ -7,6 +7,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "dlock/leader_latch.hpp"
 #include "dlock/leader_selector.hpp"
@@ -14,6 +15,7 @@
 #include "dlock/testing/fault_proxy.hpp"
 #include "dlock/testing/hold_log.hpp"
 #include "dlock/testing/temp_dir.hpp"
+#include "process_threads.hpp"
 #include "raw_zk.hpp"
 #include "recipes/test_hooks.hpp"
 #include "test_env.hpp"
@@ -318,6 +320,81 @@ TEST(LeaderSelector, CloseFromTheCallbackAndAThrowingCallbackEndTheTerm) {
   EXPECT_TRUE(eventually([&] { return throws.load() >= 2; }, 5s)) << "a throw ends the term, not the selector";
   throwing.close();
   EXPECT_THROW(LeaderSelector(session, test_root(), {}), Error);
+}
+
+// Two threads end one term at once: the one whose request ran the term's stop callbacks sends the
+// node's delete once they returned; the other's request returns at once and deletes nothing, so
+// nobody can lead while a stop callback of this term still runs.
+TEST(LeaderLatch, TheNodeOutlastsTheStopCallbacksWhoeverElseEndsTheTerm) {
+  Session session(session_options());
+  LeaderLatch latch(session, test_root(), "slow-to-stop");
+  latch.start();
+  const auto term = latch.try_acquire_for(5s);
+  ASSERT_TRUE(term);
+  std::promise<void> entered;
+  std::promise<void> let_go;
+  std::shared_future<void> released = let_go.get_future().share();
+  std::stop_callback stepping_down(term.stop_token(), [&] {
+    entered.set_value();
+    released.wait();  // a stop callback still flushing the leader's work
+  });
+  auto first = std::async(std::launch::async, [&] { latch.close(); });
+  // Lets the callback go however the test ends (a failed assertion returns early): destroyed
+  // before `first` and `stepping_down`, which wait for it.
+  struct LetGo {
+    std::promise<void>& promise;
+    bool set = false;
+    void operator()() {
+      if (!std::exchange(set, true)) promise.set_value();
+    }
+    ~LetGo() { (*this)(); }
+  } let_go_now{let_go};
+  entered.get_future().wait();
+  latch.close();  // the second request: returns while the callback still runs (no wait for it)
+  // participants() lists on the same session, after any delete the calls above sent.
+  std::vector<Participant> listed;
+  EXPECT_NO_THROW(listed = latch.participants());
+  ASSERT_EQ(listed.size(), 1u) << "the term's node went while its stop callback ran";
+  EXPECT_EQ(listed[0].node, term.node());
+  let_go_now();
+  first.get();
+  RawZk zk(zk_connect());
+  EXPECT_EQ(wait_for_no_ephemeral_nodes(zk, test_root()), std::vector<std::string>{});
+}
+
+// A follower waits as a take advanced by replies, and holds no thread: 40 latches and 40
+// selectors queued on one session start none (0.6.0 ran a thread per candidacy). A latch's term
+// holds none either; a selector's runs its callback on one of its own.
+TEST(LeaderElection, FollowersHoldNoThread) {
+  Session session(session_options());
+  LeaderLatch first(session, test_root() + "/latch", "first");
+  first.start();
+  ASSERT_TRUE(first.try_acquire_for(5s));
+  std::atomic<bool> leading{false};
+  std::atomic<bool> done{false};
+  LeaderSelector selector(session, test_root() + "/selector", [&](const LeaderTerm& term) {
+    leading = true;
+    while (!done && term.still_leader()) std::this_thread::sleep_for(5ms);
+  });
+  selector.start();
+  ASSERT_TRUE(eventually([&] { return leading.load(); }, 5s));
+  const int baseline = thread_count();
+  std::vector<std::unique_ptr<LeaderLatch>> latches;
+  std::vector<std::unique_ptr<LeaderSelector>> selectors;
+  for (int i = 0; i < 40; ++i) {
+    latches.push_back(std::make_unique<LeaderLatch>(session, test_root() + "/latch", "follower-" + std::to_string(i)));
+    latches.back()->start();
+    selectors.push_back(std::make_unique<LeaderSelector>(session, test_root() + "/selector", [](const LeaderTerm&) {}));
+    selectors.back()->start();
+  }
+  ASSERT_TRUE(
+      eventually([&] { return first.participants().size() == 41 && selector.participants().size() == 41; }, 10s))
+      << "not every follower queued";
+  EXPECT_LE(thread_count() - baseline, 1)
+      << "80 followers queued: threads went from " << baseline << " to " << thread_count();
+  done = true;
+  selectors.clear();
+  latches.clear();
 }
 
 }  // namespace
