@@ -1,15 +1,14 @@
 #include "dlock/testing/mariadb.hpp"
 
-#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
+#include "db_server.hpp"
 #include "loopback.hpp"
 #include "spawn.hpp"
 
@@ -17,22 +16,6 @@ namespace dlock::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
-
-SpawnOptions as_server_owner(const std::string& dir, const std::string& log_name, bool drop, uid_t uid, gid_t gid) {
-  SpawnOptions options;
-  options.log_file = dir + "/" + log_name;
-  options.working_dir = dir;
-  if (drop) {
-    options.uid = uid;
-    options.gid = gid;
-  }
-  return options;
-}
 
 // The client programs' connection arguments: TCP to the test's server, never a socket or a
 // configuration file of the machine.
@@ -49,16 +32,10 @@ MariaDbServer::MariaDbServer(MariaDbOptions options) : options_(options) {
                                "): apt-get install mariadb-server");
     }
   }
-  if (::geteuid() == 0) {
-    const passwd* pw = ::getpwnam("mysql");
-    if (pw == nullptr) {
-      throw std::runtime_error(
-          "running as root, and there is no `mysql` user to run MariaDB as (the mariadb-server package creates it)");
-    }
-    drop_privileges_ = true;
-    uid_ = pw->pw_uid;
-    gid_ = pw->pw_gid;
-  }
+  const ServerAccount account = server_account("mysql", "MariaDB", "mariadb-server");
+  drop_privileges_ = account.drop;
+  uid_ = account.uid;
+  gid_ = account.gid;
   // Its own temporary directory, for the installer's bootstrap too: with the machine's /tmp, two
   // servers set up at once (the test suite's two shards) failed a CREATE TABLE, in the server and
   // in mariadb-install-db, with "Error on delete of '/tmp/#sql-temptable-...'".
@@ -71,7 +48,7 @@ MariaDbServer::MariaDbServer(MariaDbOptions options) : options_(options) {
   }
   // Whatever throws below leaves no server running (the loop stops each attempt's), and dir_
   // removes the directory with the object that never was.
-  SpawnOptions as_owner = as_server_owner(dir_.path(), "install-db.log", drop_privileges_, uid_, gid_);
+  SpawnOptions as_owner = as_server_owner(dir_.path(), "install-db.log", account);
   const pid_t install =
       spawn_child({kMariaDbInstallDb, "--no-defaults", "--datadir=" + dir_.path() + "/data", "--tmpdir=" + tmp,
                    "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"},
@@ -80,16 +57,7 @@ MariaDbServer::MariaDbServer(MariaDbOptions options) : options_(options) {
     throw std::runtime_error("mariadb-install-db failed (exit " + std::to_string(rc) +
                              "): " + file_tail(as_owner.log_file));
   }
-  // A port can be taken between free_port() and the server's bind: try a few.
-  for (int attempt = 1;; ++attempt) {
-    try {
-      start_once();
-      break;
-    } catch (const std::exception&) {
-      stop();
-      if (attempt == 3) throw;
-    }
-  }
+  start_with_retries([this] { start_once(); }, [this] { stop(); });
   (void)client("CREATE DATABASE IF NOT EXISTS test", "");
 }
 
@@ -103,7 +71,8 @@ std::string MariaDbServer::connect_options() const {
 void MariaDbServer::start_once() {
   port_ = free_port();
   const std::string& dir = dir_.path();
-  SpawnOptions as_owner = as_server_owner(dir, "mariadbd.log", drop_privileges_, uid_, gid_);
+  SpawnOptions as_owner =
+      as_server_owner(dir, "mariadbd.log", ServerAccount{drop_privileges_, uid_, gid_, std::string()});
   pid_ = spawn_child({kMariaDbServer, "--no-defaults", "--datadir=" + dir + "/data", "--tmpdir=" + dir + "/tmp",
                       "--bind-address=127.0.0.1", "--port=" + std::to_string(port_),
                       "--socket=" + dir + "/mariadbd.sock", "--pid-file=" + dir + "/mariadbd.pid",
@@ -117,16 +86,8 @@ void MariaDbServer::start_once() {
   const auto give_up = std::chrono::steady_clock::now() + options_.start_timeout;
   std::vector<std::string> ping = client_argv(kMariaDbAdmin, port_);
   ping.insert(ping.end(), {"--connect-timeout=2", "ping"});
-  while (std::chrono::steady_clock::now() < give_up) {
-    if (run_command(ping, 10s).status == 0) return;
-    if (reap_if_exited(pid_)) {
-      pid_ = -1;
-      throw std::runtime_error("mariadbd exited during start-up: " + file_tail(as_owner.log_file));
-    }
-    std::this_thread::sleep_for(50ms);
-  }
-  throw std::runtime_error("mariadbd did not accept connections on port " + std::to_string(port_) +
-                           " in time: " + file_tail(as_owner.log_file));
+  await_ready(
+      pid_, [&ping] { return run_command(ping, 10s).status == 0; }, give_up, "mariadbd", port_, as_owner.log_file);
 }
 
 void MariaDbServer::stop() {
@@ -154,17 +115,7 @@ std::string MariaDbServer::client(const std::string& sql, const std::string& dat
 void MariaDbServer::execute(const std::string& sql) const { (void)client(sql, database()); }
 
 std::int64_t MariaDbServer::query_int(const std::string& sql) const {
-  const std::string output = client(sql, database());
-  const std::string text = trimmed(output.substr(0, output.find('\n')));
-  if (text.empty()) throw std::runtime_error("MariaDB: no value returned by: " + sql);
-  try {
-    std::size_t used = 0;
-    const long long value = std::stoll(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
-    return value;
-  } catch (const std::logic_error&) {
-    throw std::runtime_error("MariaDB: not an integer: '" + text + "' from: " + sql);
-  }
+  return first_integer(client(sql, database()), "MariaDB", sql);
 }
 
 }  // namespace dlock::testing

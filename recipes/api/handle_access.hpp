@@ -6,7 +6,7 @@
 
 #include "dlock/lock_handle.hpp"
 #include "recipes/handoff/lock_site.hpp"
-#include "recipes/holds/held_lock.hpp"
+#include "recipes/handoff/taker.hpp"
 #include "src/base/deadline.hpp"
 
 namespace dlock::detail {
@@ -16,7 +16,7 @@ struct HandleAccess {
   static LockHandle make(std::shared_ptr<LockSite> site, HeldLock held, LockMode mode, const HoldLimit& limit = {});
   // The site a held handle keeps (null for an empty one).
   static std::shared_ptr<LockSite> site(const LockHandle& handle);
-  // node_still_owned (held_lock.hpp) for a held handle's node; empty for an empty handle.
+  // node_still_owned (taker.hpp) for a held handle's node; empty for an empty handle.
   static std::function<bool()> still_owned(const LockHandle& handle);
   // LockHandle::acquire with a deadline (which may carry a cancellation): empty once it passed
   // or was abandoned.

@@ -2,7 +2,6 @@
 
 #include "recipes/api/handle_access.hpp"
 #include "recipes/handoff/lock_site.hpp"
-#include "recipes/holds/held_lock.hpp"
 #include "recipes/holds/hold_bound.hpp"
 #include "recipes/inspect/wait_watchdog_install.hpp"
 #include "src/base/path.hpp"
@@ -104,7 +103,8 @@ LockHandle LockHandle::take(Session& session, std::string path, LockMode mode, c
   detail::check_hold_limit(limit, "lock " + path);
   const auto& client = detail::SessionAccess::client(session);
   auto site = detail::site_of(client, path, scope_namespace);
-  auto held = try_form ? detail::try_acquire_held(*site, mode, deadline) : detail::acquire_held(*site, mode, deadline);
+  auto& taker = site->taker(mode);
+  auto held = try_form ? taker.try_acquire_held(deadline) : taker.acquire_held(deadline);
   if (!held) return LockHandle();
   return own(std::move(site), std::move(*held), mode, limit);
 }

@@ -1,5 +1,5 @@
 // The asynchronous acquisitions behind dlock/async.hpp: a LockHandle through its Taker's take
-// (start_acquire_held), and guards as a chain of them, one key after another in canonical order.
+// (Taker::start_held), and guards as a chain of them, one key after another in canonical order.
 //
 // Lifetimes. Completions run on ZooKeeper's threads and the task timer. What the last reference
 // to a lock site (and so perhaps to its Client) may be is never dropped there: a granted site moves
@@ -11,7 +11,7 @@
 #include "recipes/api/handle_access.hpp"
 #include "recipes/api/scope_state.hpp"
 #include "recipes/handoff/lock_site.hpp"
-#include "recipes/holds/held_lock.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/mutex.hpp"
@@ -98,26 +98,26 @@ class HandleAcquisition final : public AsyncAcquisition<LockHandle>,
     std::optional<Clock::time_point> deadline;
     if (timeout_) deadline = steady_deadline_after(*timeout_);
     LockSite& site_ref = *site;
-    auto take =
-        start_acquire_held(site_ref, mode_, deadline, owner_,
-                           // `self`: the acquisition lives until it completes, for a cancellation slot to reach it.
-                           [self = shared_from_this(), mode = mode_, site = std::move(site), shared_sink](
-                               std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
-                             if (held) {
-                               LockHandle handle;
-                               try {
-                                 handle = HandleAccess::make(site, std::move(*held), mode, self->limit_);
-                               } catch (...) {  // the HoldLimit's clock could not start: released
-                                 const auto code = code_of_current();
-                                 drop_quietly(std::move(site));
-                                 return shared_sink->complete(code, LockHandle());
-                               }
-                               shared_sink->complete({}, std::move(handle));
-                               return;
-                             }
-                             drop_quietly(std::move(site));
-                             shared_sink->complete(failure ? code_of(*failure) : std::error_code(), LockHandle());
-                           });
+    auto take = site_ref.taker(mode_).start_held(
+        site_ref.weak_taker(mode_), deadline, owner_,
+        // `self`: the acquisition lives until it completes, for a cancellation slot to reach it.
+        [self = shared_from_this(), mode = mode_, site = std::move(site), shared_sink](
+            std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
+          if (held) {
+            LockHandle handle;
+            try {
+              handle = HandleAccess::make(site, std::move(*held), mode, self->limit_);
+            } catch (...) {  // the HoldLimit's clock could not start: released
+              const auto code = code_of_current();
+              drop_quietly(std::move(site));
+              return shared_sink->complete(code, LockHandle());
+            }
+            shared_sink->complete({}, std::move(handle));
+            return;
+          }
+          drop_quietly(std::move(site));
+          shared_sink->complete(failure ? code_of(*failure) : std::error_code(), LockHandle());
+        });
     bool cancelled = false;
     {
       MutexLock lock(mutex_);

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "dlock/error.hpp"
-#include "recipes/holds/held_lock.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/lock_core.hpp"
 #include "recipes/queue/lock_errors.hpp"
@@ -94,8 +93,8 @@ void Candidacy::begin_turn() {
   HeldTake take;
   try {
     // A follower's wait is meant to last: a take is not one for the wait watchdog.
-    take = start_acquire_held(
-        *client_, *taker_, taker_, std::nullopt, owner_,
+    take = taker_->start_held(
+        taker_, std::nullopt, owner_,
         [weak, taker = taker_](std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
           if (auto self = weak.lock()) {
             try {

@@ -35,7 +35,7 @@
 
 #include "dlock/leadership.hpp"
 #include "recipes/handoff/direct_taker.hpp"
-#include "recipes/holds/held_lock.hpp"
+#include "recipes/handoff/taker.hpp"
 #include "src/base/deadline.hpp"
 #include "src/base/mutex.hpp"
 #include "src/session/client.hpp"

@@ -49,6 +49,7 @@
 
 namespace dlock::detail {
 
+class AcquireOp;
 class Cohort;
 struct LockSite;
 
@@ -98,9 +99,6 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   bool would_pass_to_self(const Grant& grant) const noexcept override;
   void detach_site() noexcept override;
   std::optional<Grant> take_now() override;
-
-  // A queued take's next step, scheduled by its waiter (cohort_take.cpp).
-  void resume_take(const std::shared_ptr<AsyncTake>& take);
 
  private:
   // mutex_ held for a scope, as UniqueLock holds it, but the members wake() named meanwhile are
@@ -221,6 +219,51 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   std::vector<std::shared_ptr<Waiter>> to_wake_ DLOCK_GUARDED_BY(mutex_);  // by wake(), for Locked
   std::uint64_t child_watch_ = 0;
   std::uint64_t state_listener_ = 0;
+};
+
+// One take of a Cohort (cohort_take.cpp runs it, cohort_wait.cpp while it waits). It is its own
+// member's waiter, so a take that queues allocates nothing more; that reference, like
+// keep_alive, is cut by finish_take.
+class Cohort::AsyncTake final : public Taker::Take, public Waiter, public std::enable_shared_from_this<AsyncTake> {
+ public:
+  enum class Phase { deciding, self_checking, queued, driving, done };
+
+  AsyncTake(std::weak_ptr<Cohort> cohort_of, std::optional<Clock::time_point> deadline_at, std::uint64_t owner_token,
+            TakeDone on_done, StepExecutor home_executor, const LockLabels& labels)
+      : cohort(std::move(cohort_of)),
+        deadline(deadline_at),
+        owner(owner_token),
+        done(std::move(on_done)),
+        home(std::move(home_executor)) {
+    if (labels.enabled()) report.emplace(labels);
+  }
+
+  // As the queued member's waiter (cohort_wait.cpp): schedules the take's next step at its home,
+  // or on the task timer, and nothing more (see cohort_take.cpp's file comment).
+  void wake() override;
+
+  bool deadline_passed() const { return deadline && Clock::now() >= *deadline; }
+
+  const std::weak_ptr<Cohort> cohort;
+  const std::optional<Clock::time_point> deadline;
+  const std::uint64_t owner;
+  TakeDone done;
+  const StepExecutor home;  // empty: steps run on the task timer or where their event arrived
+  std::optional<AcquireReport> report;
+
+  // Guarded by the cohort's mutex_.
+  Phase phase = Phase::deciding;
+  Member member;                 // its waiter is the take itself, from start_take to finish_take
+  std::uint64_t generation = 0;  // the session it began to wait on as a member
+  bool self_checked = false;
+  bool timed_out = false;
+  std::optional<Failure> cancel;
+  std::shared_ptr<AcquireOp> op;  // while driving
+  bool drive_watch = false;
+  std::uint64_t deadline_ticket = 0;
+  bool state_waiting = false;  // its waiter was added to the Client's state waiters
+  // Itself until done: waiting_ points into it, and nothing else need hold it.
+  std::shared_ptr<AsyncTake> keep_alive;
 };
 
 }  // namespace dlock::detail

@@ -13,11 +13,17 @@
 // A queued take is woken once mutex_ is released after a grant or an order to drive (Locked), or
 // by a session event: its waiter only schedules the next step (at home, or on the task timer), so
 // no step runs under a lock it takes.
+//
+// The take's decisions are all here: may a hold join the current node, its grant, does the node
+// need the child watch, what a listing says of it, and the node a driver brings back. A queued
+// take's wake-ups, deadline, cancel and self-wait check: cohort_wait.cpp; the release and the
+// passes: cohort.cpp; the relists a child event triggers: cohort_watch.cpp.
 #include <algorithm>
 
 #include "dlock/fencing.hpp"
 #include "recipes/handoff/cohort.hpp"
 #include "recipes/queue/acquire_op.hpp"
+#include "recipes/queue/contender.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/holder_info.hpp"
 #include "recipes/queue/lock_errors.hpp"
@@ -25,38 +31,6 @@
 #include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
-
-class Cohort::AsyncTake final : public Taker::Take, public std::enable_shared_from_this<AsyncTake> {
- public:
-  enum class Phase { deciding, self_checking, queued, driving, done };
-
-  AsyncTake(std::optional<Clock::time_point> deadline_at, std::uint64_t owner_token, TakeDone on_done,
-            StepExecutor home_executor, const LockLabels& labels)
-      : deadline(deadline_at), owner(owner_token), done(std::move(on_done)), home(std::move(home_executor)) {
-    if (labels.enabled()) report.emplace(labels);
-  }
-
-  bool deadline_passed() const { return deadline && Clock::now() >= *deadline; }
-
-  const std::optional<Clock::time_point> deadline;
-  const std::uint64_t owner;
-  TakeDone done;
-  const StepExecutor home;  // empty: steps run on the task timer or where their event arrived
-  std::optional<AcquireReport> report;
-
-  // Guarded by the cohort's mutex_.
-  Phase phase = Phase::deciding;
-  Member member;
-  std::uint64_t generation = 0;  // the session it began to wait on as a member
-  bool self_checked = false;
-  bool timed_out = false;
-  std::optional<Failure> cancel;
-  std::shared_ptr<AcquireOp> op;  // while driving
-  bool drive_watch = false;
-  std::uint64_t deadline_ticket = 0;
-  // Itself until done: waiting_ points into it, and nothing else need hold it.
-  std::shared_ptr<AsyncTake> keep_alive;
-};
 
 namespace {
 
@@ -68,33 +42,6 @@ void at_home(const StepExecutor& home, std::function<void()> step) {
     step();
   }
 }
-
-// A queued take's waiter: schedules the take's next step (see the file comment).
-class StepWaiter final : public Waiter, public std::enable_shared_from_this<StepWaiter> {
- public:
-  StepWaiter(std::weak_ptr<Cohort> cohort, std::weak_ptr<Cohort::AsyncTake> take)
-      : cohort_(std::move(cohort)), take_(std::move(take)) {}
-  void wake() override {
-    auto t = take_.lock();
-    if (!t) return;  // done and gone: nothing to resume
-    auto resume = [self = shared_from_this()] { self->resume(); };
-    if (t->home) {
-      t->home(std::move(resume));
-    } else {
-      (void)task_timer::run_at(Clock::now(), std::move(resume));
-    }
-  }
-
- private:
-  void resume() const {
-    auto c = cohort_.lock();
-    auto t = take_.lock();
-    if (c && t) c->resume_take(t);
-  }
-
-  std::weak_ptr<Cohort> cohort_;
-  std::weak_ptr<Cohort::AsyncTake> take_;
-};
 
 }  // namespace
 
@@ -128,11 +75,117 @@ std::optional<Grant> Cohort::take_now() {
   return grant;
 }
 
+bool Cohort::drive_watches_locked() const {
+  // Local waiters already queued, or a linger to come: the node will be shared, so the listings
+  // of the acquisition arm the child watch (no extra request). Otherwise a node that turns out
+  // shared gets its watch from watch_if_shared_locked().
+  return options_.linger.count() > 0 || !waiting_.empty() || test_hooks::handoff_always_watch_directory.load();
+}
+
+Grant Cohort::install_driven_locked(Acquired& acquired, bool watch, std::shared_ptr<CohortNode>& relist_node) {
+  auto node = std::make_shared<CohortNode>();
+  node->path = std::move(acquired.node);
+  node->name = node->path.substr(dir_.size() + 1);
+  node->czxid = acquired.czxid;
+  node->generation = acquired.generation;
+  node->watched = watch;
+  if (current_) {
+    // Readers: the node this thread drove past (not joinable when it was told to drive) may have
+    // begun to linger since; it takes no further holds, and goes now if nobody holds it.
+    current_->closed = true;
+    if (current_->lingering) end_linger_locked(*current_);
+    if (current_->holders == 0) client_->release_node(current_->path);
+  }
+  current_ = node;
+  note_listing_locked(*node, acquired.listing);
+  Grant grant = grant_locked(node);
+  grant.source = GrantSource::ZooKeeper;
+  if (policy_.holds_together) {
+    // Readers that waited for this node hold it together, unless a writer already waits behind
+    // it: then they queue a new node behind that writer.
+    hand_driving_on_locked();
+  }
+  // With the watch armed by the granting listing, a child event after that listing was served
+  // reports a change it missed: look again. A listing still in flight was asked for an older
+  // node: it looks again for this one. Without the watch: ask for one if the node is shared.
+  if (!watch) {
+    relist_node = watch_if_shared_locked(node);
+  } else if (last_event_mark_ > acquired.listing_mark && !node->others_waiting) {
+    if (relist_in_flight_) {
+      relist_again_ = true;
+    } else {
+      relist_in_flight_ = true;
+      relist_node = node;
+    }
+  }
+  return grant;
+}
+
+Grant Cohort::grant_locked(const std::shared_ptr<CohortNode>& node) {
+  if (node->lingering) end_linger_locked(*node);
+  const std::int64_t token = test_hooks::handoff_unscaled_tokens.load()
+                                 ? node->czxid + node->holds_granted
+                                 : fencing_token_of(node->czxid, node->holds_granted);
+  ++node->holds_granted;
+  ++node->holders;
+  return Grant{node->path, token, node->generation, node};
+}
+
+bool Cohort::connected_locked() const {
+  // While disconnected nobody can vouch for the node, and holds already signalled under
+  // LossSignal::OnSuspended would be joined by one whose stop token starts clean.
+  return client_->state() == SessionState::Connected || test_hooks::handoff_pass_while_disconnected.load();
+}
+
+bool Cohort::joinable_locked() const {
+  if (!current_ || current_->closed || current_->others_waiting) return false;
+  // Each hold's token is czxid * kHoldsPerNode + pass: one more would run into later tokens.
+  if (current_->holds_granted >= kHoldsPerNode || !connected_locked()) return false;
+  if (policy_.holds_together || test_hooks::handoff_share_exclusive.load()) return true;
+  // Exclusive: only a lingering node is free to take; a held one is waited for, in turn.
+  return current_->holders == 0 && waiting_.empty();
+}
+
+std::shared_ptr<CohortNode> Cohort::watch_if_shared_locked(const std::shared_ptr<CohortNode>& node) {
+  if (node->watched || node->others_waiting) return nullptr;
+  const bool shared = node->holders > 1 || !waiting_.empty() || options_.linger.count() > 0;
+  if (!shared) return nullptr;
+  node->watched = true;
+  if (relist_in_flight_) {
+    relist_again_ = true;  // the listing in flight was asked for another node, maybe unwatched
+    return nullptr;
+  }
+  relist_in_flight_ = true;
+  return node;
+}
+
+void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string>& names) {
+  const auto queue = queue_of(names);
+  const auto ours = std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == node.name; });
+  if (ours == queue.end()) {
+    // Deleted behind this process's back (the listing was asked after the node was created):
+    // another client may hold the lock now, so no further local hold may use it. Its holders
+    // keep what they have, as a holder without hand-off would.
+    if (test_hooks::handoff_ignore_missing_node.load()) return;
+    node.closed = true;
+    if (current_.get() == &node) retire_current_locked(false);
+    return;
+  }
+  if (node.others_waiting) return;
+  if (!policy_.blocks_others(queue, static_cast<std::size_t>(ours - queue.begin()))) return;
+  if (test_hooks::handoff_saw_other_client) test_hooks::handoff_saw_other_client();
+  if (test_hooks::handoff_ignore_other_clients.load()) return;
+  node.others_waiting = true;
+  node.others_seen = Clock::now();
+  node.holds_at_seen = node.holds_granted;
+  if (node.lingering && current_.get() == &node) retire_current_locked(true);
+}
+
 std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner,
                                                 TakeDone done, StepExecutor home) {
   task_timer::start();
-  auto take = std::make_shared<AsyncTake>(deadline, owner, std::move(done), std::move(home), labels_);
-  take->member.waiter = std::make_shared<StepWaiter>(weak_from_this(), take);
+  auto take = std::make_shared<AsyncTake>(weak_from_this(), deadline, owner, std::move(done), std::move(home), labels_);
+  take->member.waiter = take;
   take->keep_alive = take;
   if (deadline) {
     std::weak_ptr<Cohort> cohort = weak_from_this();
@@ -149,36 +202,6 @@ std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point>
   }
   step(take);
   return take;
-}
-
-void Cohort::resume_take(const std::shared_ptr<AsyncTake>& take) { step(take); }
-
-void Cohort::cancel_take(const std::shared_ptr<Take>& taken, Failure reason) {
-  const auto take = std::static_pointer_cast<AsyncTake>(taken);
-  std::shared_ptr<AcquireOp> op;
-  {
-    Locked lock(*this);
-    if (take->phase == AsyncTake::Phase::done || take->cancel) return;
-    take->cancel = reason;
-    if (take->phase == AsyncTake::Phase::driving) op = take->op;  // null until begin_drive stored it
-  }
-  if (op) {
-    op->cancel(reason, /*await_delete=*/true);
-  } else {
-    step(take);  // a queued take leaves now; a deciding or self-checking one at its next step
-  }
-}
-
-void Cohort::on_take_deadline(const std::shared_ptr<AsyncTake>& take) {
-  {
-    Locked lock(*this);
-    if (take->phase != AsyncTake::Phase::queued) {
-      take->timed_out = true;  // a driving take's acquisition has the same deadline
-      return;
-    }
-    take->timed_out = true;
-  }
-  step(take);
 }
 
 void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
@@ -270,6 +293,7 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
       }
       // Still waiting: woken again by a grant, an order to drive, or a change of the session.
       client_->add_state_waiter(member.waiter);
+      take->state_waiting = true;
       const auto relist_node = current_ ? watch_if_shared_locked(current_) : nullptr;
       lock.unlock();
       if (relist_node) relist(relist_node);
@@ -283,20 +307,6 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
     if (auto granted = std::exchange(take->member.granted, std::nullopt)) release_locked(*granted);
     finish_take(lock, take, std::nullopt, Failure::current());
   }
-}
-
-void Cohort::on_self_checked(const std::shared_ptr<AsyncTake>& take, const ChildrenResult& listed) {
-  Locked lock(*this);
-  if (take->phase != AsyncTake::Phase::self_checking) return;
-  take->self_checked = true;
-  take->phase = AsyncTake::Phase::deciding;
-  try {
-    throw_if_holding_a_node_of(listed, take->owner);
-  } catch (...) {
-    return finish_take(lock, take, std::nullopt, Failure::current());
-  }
-  lock.unlock();
-  step(take);
 }
 
 void Cohort::begin_drive(Locked& lock, const std::shared_ptr<AsyncTake>& take) {
@@ -360,11 +370,13 @@ void Cohort::finish_take(Locked& lock, const std::shared_ptr<AsyncTake>& take, s
   take->phase = AsyncTake::Phase::done;
   const auto keep_alive = std::move(take->keep_alive);  // the caller's reference keeps it to the end
   const auto ticket = std::exchange(take->deadline_ticket, 0);
-  auto waiter = take->member.waiter;
+  auto waiter = std::move(take->member.waiter);
+  const bool state_waiting = take->state_waiting;
   auto done = std::move(take->done);
   lock.unlock();
-  client_->remove_state_waiter(waiter);
-  task_timer::cancel(ticket);
+  // Neither is asked for by a take that never waited (the uncontended lock): each is a mutex.
+  if (state_waiting) client_->remove_state_waiter(waiter);
+  if (ticket != 0) task_timer::cancel(ticket);
   if (relist_node) relist(relist_node);
   if (take->report) {
     if (grant) {

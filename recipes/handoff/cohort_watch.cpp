@@ -1,6 +1,7 @@
 // Cohort's view of its queue while a node of this process is shared (cohort.hpp): the directory's
 // child watch, the relists it triggers (does another client now wait behind the node?), and the
-// session's state changes.
+// session's state changes. Whether a node needs the watch and what a listing says of it are the
+// take's decisions (watch_if_shared_locked, note_listing_locked: cohort_take.cpp).
 #include <algorithm>
 
 #include "recipes/handoff/cohort.hpp"
@@ -58,41 +59,6 @@ void Cohort::on_relisted(const std::shared_ptr<CohortNode>& node, const Children
     }
   }
   if (again) relist(again);
-}
-
-std::shared_ptr<CohortNode> Cohort::watch_if_shared_locked(const std::shared_ptr<CohortNode>& node) {
-  if (node->watched || node->others_waiting) return nullptr;
-  const bool shared = node->holders > 1 || !waiting_.empty() || options_.linger.count() > 0;
-  if (!shared) return nullptr;
-  node->watched = true;
-  if (relist_in_flight_) {
-    relist_again_ = true;  // the listing in flight was asked for another node, maybe unwatched
-    return nullptr;
-  }
-  relist_in_flight_ = true;
-  return node;
-}
-
-void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string>& names) {
-  const auto queue = queue_of(names);
-  const auto ours = std::find_if(queue.begin(), queue.end(), [&](const Contender& c) { return c.name == node.name; });
-  if (ours == queue.end()) {
-    // Deleted behind this process's back (the listing was asked after the node was created):
-    // another client may hold the lock now, so no further local hold may use it. Its holders
-    // keep what they have, as a holder without hand-off would.
-    if (test_hooks::handoff_ignore_missing_node.load()) return;
-    node.closed = true;
-    if (current_.get() == &node) retire_current_locked(false);
-    return;
-  }
-  if (node.others_waiting) return;
-  if (!policy_.blocks_others(queue, static_cast<std::size_t>(ours - queue.begin()))) return;
-  if (test_hooks::handoff_saw_other_client) test_hooks::handoff_saw_other_client();
-  if (test_hooks::handoff_ignore_other_clients.load()) return;
-  node.others_waiting = true;
-  node.others_seen = Clock::now();
-  node.holds_at_seen = node.holds_granted;
-  if (node.lingering && current_.get() == &node) retire_current_locked(true);
 }
 
 void Cohort::on_session_state(SessionState state) {

@@ -1,7 +1,7 @@
 // Internal: the identity of one lock path on one session, and the local hand-off state of it.
 //
 // Every lock object on the same (session, path) shares one LockSite, so a thread re-entering the
-// path through another Mutex object finds its hold (hold_table.hpp), and threads using different
+// path through another Mutex object finds its hold (reentrant.hpp), and threads using different
 // objects share one lock node (cohort.hpp). Ids come from a process-wide counter and are never
 // reused, so two sessions (or a session and its successor) never share one.
 #pragma once

@@ -6,6 +6,7 @@
 #include "recipes/handoff/slow_wait.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
 
@@ -70,6 +71,62 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
   }
   if (taken.failure) taken.failure->raise();  // the blocking surface: the failure becomes its exception
   return std::move(taken.grant);
+}
+
+std::function<bool()> node_still_owned(const Client& client, std::uint64_t generation) {
+  return [client = &client, generation] { return client->owns_nodes_of(generation); };
+}
+
+HeldLock Taker::hold_of(LossTracking&& tracking, const Grant& grant) {
+  try {
+    auto lost = std::move(tracking).confirm(grant.generation);
+    auto loss_report = labels_.enabled() ? report_loss(labels_, *lost) : nullptr;
+    return HeldLock{grant, std::move(lost), std::move(loss_report)};
+  } catch (...) {
+    release(grant);  // a hold nobody would own otherwise
+    throw;
+  }
+}
+
+std::optional<HeldLock> Taker::acquire_held(const Deadline& deadline) {
+  LossTracking tracking(*client_);
+  auto granted = acquire(deadline);
+  if (!granted) return std::nullopt;
+  return hold_of(std::move(tracking), *granted);
+}
+
+std::optional<HeldLock> Taker::try_acquire_held(const Deadline& deadline) {
+  if (deadline.is_never()) return acquire_held(deadline);
+  try {
+    return acquire_held(deadline);
+  } catch (const WouldDeadlock&) {
+    return std::nullopt;
+  }
+}
+
+HeldTake Taker::start_held(std::weak_ptr<Taker> self, std::optional<Clock::time_point> deadline, std::uint64_t owner,
+                           HeldDone done) {
+  auto tracking = std::make_shared<LossTracking>(*client_);
+  auto take =
+      start_take(deadline, owner,
+                 [tracking, this, done = std::move(done)](std::optional<Grant> grant, std::optional<Failure> failure) {
+                   if (!grant) return done(std::nullopt, std::move(failure));
+                   std::optional<HeldLock> held;
+                   try {
+                     held = hold_of(std::move(*tracking), *grant);
+                   } catch (...) {
+                     return done(std::nullopt, Failure::current());  // hold_of released it
+                   }
+                   done(std::move(held), std::nullopt);
+                 });
+  return HeldTake{std::move(take), std::move(self)};
+}
+
+void HeldTake::cancel(Failure reason) const {
+  auto alive = taker.lock();
+  if (!alive) return;  // the take ended and its site went: nothing to cancel
+  alive->cancel_take(take, std::move(reason));
+  task_timer::drop_on_timer(std::move(alive));
 }
 
 }  // namespace dlock::detail

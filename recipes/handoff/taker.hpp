@@ -6,6 +6,12 @@
 // A take is one acquisition without a thread. The blocking acquire() is written once, here: it
 // starts a take whose steps run on the calling thread while it waits (home.hpp).
 //
+// What lock objects keep is a HeldLock: the grant with its loss signal, tracked by the session's
+// HoldTracker from before the attempt (a drop or an expiry while it waits counts) and confirmed at
+// the grant, so a hold whose node is on the current handle of a Connected session starts trusted,
+// whatever happened while it waited (hold_tracker.hpp). acquire_held and start_held hand it back
+// finished; hold_of does the same for a node that comes from elsewhere (a downgrade's read node).
+//
 // Thread-safety: every member may be called from any thread; release() of a grant from any
 // thread (LockHandles are thread-free).
 #pragma once
@@ -14,8 +20,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 
+#include "recipes/handoff/hold_tracker.hpp"
 #include "recipes/handoff/lock_metrics.hpp"
 #include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_core.hpp"
@@ -40,6 +48,23 @@ struct Grant {
   GrantSource source = GrantSource::Local;
   Clock::time_point granted_at{};
 };
+
+// A hold as lock objects keep it: the grant and the signal that it can no longer be trusted.
+struct HeldLock {
+  Grant grant;
+  std::shared_ptr<std::stop_source> lost;  // requested when the hold can no longer be trusted
+  LossReport loss_report;                  // reports `lost` to the metrics (lock_metrics.hpp)
+};
+
+// Whether a node granted on `client`'s handle `generation` is still its session's: the self-wait
+// record's `still_owned` (held_nodes.hpp), false once that session expired or closed and the
+// server deletes the node. Lock-free. The Client must outlive the function (the hold's site keeps
+// it, and the record goes before the hold); a plain pointer keeps the function small enough to
+// need no allocation on the hand-off's hot path.
+std::function<bool()> node_still_owned(const Client& client, std::uint64_t generation);
+
+struct HeldTake;
+using HeldDone = std::function<void(std::optional<HeldLock>, std::optional<Failure>)>;
 
 // The node of `acquired` can carry fencing tokens (its czxid is at most max_fenced_czxid()):
 // nullopt. Else the node is given to its delete, and the failure is Error(errc::token_exhausted).
@@ -66,6 +91,24 @@ class Taker {
   // `watched`: a wait that lasts is reported to the wait watchdog (slow_wait.hpp); false for
   // waits that are meant to last (an election's followers).
   std::optional<Grant> acquire(const Deadline& deadline, bool watched = true);
+  // acquire() with the hold's loss tracking around it: the hold, finished. Nullopt once the
+  // deadline passed; throws like acquire().
+  std::optional<HeldLock> acquire_held(const Deadline& deadline);
+  // acquire_held for the try forms: with a deadline, a wait on a node the caller holds itself (a
+  // second Session, a scope guard: WouldDeadlock) is "not acquired" too. They are asked, not told
+  // to wait, and two clients of one service simulated in one test thread (Curator's own tests do
+  // so) expect false, as from another process. That WouldDeadlock is thrown before anything is
+  // held and after the attempt's node was handed to its delete, so nothing is left behind.
+  // Without a deadline it throws, as a wait there would never end.
+  std::optional<HeldLock> try_acquire_held(const Deadline& deadline);
+  // The hold of `grant`, a node of this lock that `tracking` watched being taken; if confirming
+  // throws, `grant` is released first (never a hold nobody owns).
+  HeldLock hold_of(LossTracking&& tracking, const Grant& grant);
+  // acquire_held without a thread (start_take): `done` gets the hold, nullopt once the deadline
+  // passed, or the error, as TakeDone says. `self` refers to this Taker (whose owner keeps it
+  // alive until `done` ran); it is taken before the take starts, since `done` may run at once.
+  HeldTake start_held(std::weak_ptr<Taker> self, std::optional<Clock::time_point> deadline, std::uint64_t owner,
+                      HeldDone done);
 
   // The same without a thread. `done` runs on a ZooKeeper completion thread, the task timer,
   // `home`, the thread that cancels or this one, with no recipe mutex held (but under
@@ -113,6 +156,16 @@ class Taker {
   const std::string dir_;
   const LockPolicy& policy_;
   const LockLabels labels_;
+};
+
+// A take started by Taker::start_held.
+struct HeldTake {
+  std::shared_ptr<Taker::Take> take;
+  // Not owned: a take that ended may have let its site (and the taker) go.
+  std::weak_ptr<Taker> taker;
+  // Cancels the take (Taker::cancel_take), if its taker still exists. Any thread: the reference
+  // it takes meanwhile is dropped on the task timer's thread, in case it is the last.
+  void cancel(Failure reason) const;
 };
 
 }  // namespace dlock::detail

@@ -93,4 +93,17 @@ bool HoldBound::claim() noexcept {
   return true;
 }
 
+std::shared_ptr<HoldBound> bound_hold(const std::shared_ptr<LockSite>& site, LockMode kind, const Grant& grant,
+                                      std::shared_ptr<std::stop_source> lost, const HoldLimit& limit) {
+  if (!limit.bounded()) return nullptr;
+  try {
+    return HoldBound::start(
+        limit, std::move(lost), [site, grant, kind] { site->taker(kind).release(grant); },
+        "the hold of lock " + site->path + " (node " + grant.node + ")");
+  } catch (...) {
+    site->taker(kind).release(grant);
+    throw;
+  }
+}
+
 }  // namespace dlock::detail

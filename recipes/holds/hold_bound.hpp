@@ -16,6 +16,8 @@
 #include <string>
 
 #include "dlock/hold_limit.hpp"
+#include "dlock/lock_mode.hpp"
+#include "recipes/handoff/lock_site.hpp"
 #include "src/base/mutex.hpp"
 
 namespace dlock::detail {
@@ -50,5 +52,11 @@ class HoldBound {
   std::uint64_t tickets_[2] DLOCK_GUARDED_BY(mutex_) = {0, 0};
   std::atomic<bool> told_{false};
 };
+
+// A HoldLimit's clock on a hold just granted: its cut-off releases `grant` on `site` (a copy: the
+// owner may be gone by then). Null for an unbounded `limit`. If the clock cannot start, the grant
+// is released and the error thrown: never a hold nobody owns.
+std::shared_ptr<HoldBound> bound_hold(const std::shared_ptr<LockSite>& site, LockMode kind, const Grant& grant,
+                                      std::shared_ptr<std::stop_source> lost, const HoldLimit& limit);
 
 }  // namespace dlock::detail

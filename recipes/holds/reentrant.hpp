@@ -1,9 +1,20 @@
 // Internal: thread-bound, reentrant holds; the one mechanism behind Mutex and SharedMutex.
 //
-// A thread's holds live in its hold table (hold_table.hpp), keyed by (lock site, mode). Taking a
-// mode the thread already holds only counts, if the hold is still good: its node was created on
-// the session's current handle and the session is not Lost or Closed (else LockLost, with
-// errc::lock_lost). Cross-mode rules:
+// A thread's holds live in its hold table, kept here, keyed by (lock site, mode); a LockSite is
+// one (session, path), and the thread is implicit in thread-local storage, so the key is
+// (session, path, thread, mode). Re-entry and ownership checks are answered without a ZooKeeper
+// call. Every hold is also recorded in held_nodes.hpp's process-wide registry, so that no thread
+// waits on its own node. Taking a mode the thread already holds only counts, if the hold is still
+// good: its node was created on the session's current handle and the session is not Lost or
+// Closed (else LockLost, with errc::lock_lost).
+//
+// A thread that exits while holding locks releases them (with a warning): no other thread could
+// ever unlock them, and leaving them held would block every other contender until the session
+// ends. That happens after every thread_local object of the thread has been destroyed (the table
+// lives on the heap and is cleaned up by a pthread key destructor, which glibc runs after them),
+// so an application's thread_local whose destructor unlocks still finds its hold.
+//
+// Cross-mode rules:
 //   * a thread holding the write side that asks for the read side downgrades: its read node
 //     queues level with its write node (lock_core's acquire_beside) and carries the write node's
 //     fencing token, since it holds before every writer that queued behind that node;
@@ -21,7 +32,7 @@
 
 #include "recipes/handoff/lock_site.hpp"
 #include "recipes/holds/call_gate.hpp"
-#include "recipes/holds/hold_table.hpp"
+#include "recipes/holds/hold_bound.hpp"
 #include "recipes/queue/lock_core.hpp"
 #include "src/base/deadline.hpp"
 

@@ -206,8 +206,8 @@ void LeaseTake::on_listed(ChildrenResult result) {
       std::optional<TakenLease> lease;
       const auto failure = failure_of([&] {
         Grant grant{node, fencing_token_of(czxid), generation, nullptr, GrantSource::ZooKeeper};
-        auto held = std::move(*tracking_).confirm(std::move(grant), LockLabels{});
-        lease = TakenLease{node, held.grant.token, std::move(held.lost), std::move(held.grant)};
+        auto lost = std::move(*tracking_).confirm(generation);
+        lease = TakenLease{node, grant.token, std::move(lost), std::move(grant)};
       });
       return finish(failure ? std::nullopt : std::move(lease), failure);
     }

@@ -34,8 +34,8 @@
 #include <optional>
 #include <string>
 
+#include "recipes/handoff/hold_tracker.hpp"
 #include "recipes/handoff/taker.hpp"
-#include "recipes/holds/held_lock.hpp"
 #include "recipes/semaphore/lease_taker.hpp"
 #include "src/base/failure.hpp"
 #include "src/base/mutex.hpp"

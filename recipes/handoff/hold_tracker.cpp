@@ -1,4 +1,6 @@
-#include "recipes/holds/hold_tracker.hpp"
+#include "recipes/handoff/hold_tracker.hpp"
+
+#include "recipes/test_hooks.hpp"
 
 namespace dlock::detail {
 
@@ -69,6 +71,15 @@ void HoldTracker::signal_all(SessionState lost_to) {
     if (lost_to != SessionState::Suspended && client_.state() == lost_to) untrusted_ = true;
   }
   for (auto& source : live) source->request_stop();  // runs users' stop_callbacks: no lock held
+}
+
+LossTracking::LossTracking(Client& client) : tracker_(HoldTracker::of(client)), tracking_(tracker_->track()) {
+  if (test_hooks::after_tracking) test_hooks::after_tracking();
+}
+
+std::shared_ptr<std::stop_source> LossTracking::confirm(std::uint64_t node_generation) && {
+  if (test_hooks::after_grant) test_hooks::after_grant();
+  return tracker_->confirm(std::move(tracking_), node_generation);
 }
 
 }  // namespace dlock::detail

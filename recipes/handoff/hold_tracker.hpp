@@ -7,9 +7,16 @@
 // listeners run, so a hold can never be handed a clean source after the change that should have
 // signalled it.
 //
+// LossTracking is the tracking of one hold, begun before its attempt and confirmed at its grant;
+// a Taker's acquire_held (taker.hpp) hands the hold back with it.
+//
+// Test hooks: test_hooks::after_tracking runs once a LossTracking began, after_grant once the node
+// was granted and before the hold is confirmed.
+//
 // Thread-safety: all members from any thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <stop_token>
 #include <vector>
@@ -50,6 +57,24 @@ class HoldTracker final : public StateObserver {
   Mutex mutex_;
   std::vector<std::weak_ptr<std::stop_source>> holds_ DLOCK_GUARDED_BY(mutex_);  // expired entries pruned as it grows
   bool untrusted_ DLOCK_GUARDED_BY(mutex_) = false;  // Lost or Closed: holds tracked now start signalled
+};
+
+// The loss tracking of one hold, begun at construction (before the attempt).
+class LossTracking {
+ public:
+  explicit LossTracking(Client& client);
+  // One tracking, one hold: moved, never copied.
+  LossTracking(LossTracking&&) noexcept = default;
+  LossTracking& operator=(LossTracking&&) noexcept = default;
+  LossTracking(const LossTracking&) = delete;
+  LossTracking& operator=(const LossTracking&) = delete;
+  // The hold's loss signal, once its node (created on handle `node_generation`) was granted:
+  // HoldTracker::confirm.
+  std::shared_ptr<std::stop_source> confirm(std::uint64_t node_generation) &&;
+
+ private:
+  std::shared_ptr<HoldTracker> tracker_;
+  HoldTracker::Tracking tracking_;
 };
 
 }  // namespace dlock::detail
