@@ -109,6 +109,11 @@ DLOCK_TEST_CALLBACK(after_grant);
 // Runs on the acquiring thread once the hold's loss tracking began, before its node is created.
 DLOCK_TEST_CALLBACK(after_tracking);
 
+// Runs right before a semaphore's lease node create is sent (lease_create.cpp), on the thread that
+// sends it (a ZooKeeper completion thread among them): it must not block. Set only while no
+// semaphore is used, on any thread.
+DLOCK_TEST_CALLBACK(before_lease_create);
+
 // The next N threads for users' callbacks (callback_threads.hpp) cannot be created, as when the
 // process is out of threads: each failure is counted down.
 DLOCK_TEST_SWITCH(int, fail_callback_threads);

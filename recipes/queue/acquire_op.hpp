@@ -43,6 +43,7 @@
 
 #include "recipes/queue/home.hpp"
 #include "recipes/queue/lock_core.hpp"
+#include "recipes/queue/protected_create.hpp"
 #include "src/base/deadline.hpp"
 #include "src/base/failure.hpp"
 #include "src/base/mutex.hpp"
@@ -112,7 +113,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // Once every parent's create is answered, from the `i`-th on: then create() again.
   void check_parents(const std::shared_ptr<Parents>& parents, std::size_t i);
   void adopt();
-  void on_adopt_listed(ChildrenResult listed);
+  void on_adopt_found(FoundCreate found);
   void list();
   void decide(std::vector<std::string> names, std::uint64_t mark);
   void watch_predecessor(const std::string& watched);

@@ -1,14 +1,13 @@
 // AcquireOp's recovery steps (acquire_op.hpp): the lock directory's parents made again after the
-// server reaped them, a node adopted after its create's reply was lost, and the waits for the
-// connection after a transient error.
+// server reaped them, a node adopted after its create's reply was lost (the policy and the search
+// are protected_create's, shared with the semaphore's lease), and the waits for the connection
+// after a transient error.
 #include "recipes/queue/acquire_op.hpp"
-
-#include <algorithm>
 
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/queue/node_name.hpp"
+#include "recipes/queue/protected_create.hpp"
 #include "recipes/queue/recovery.hpp"
-#include "recipes/test_hooks.hpp"
 #include "src/base/task_timer.hpp"
 
 namespace dlock::detail {
@@ -77,57 +76,34 @@ void AcquireOp::check_parents(const std::shared_ptr<Parents>& parents, std::size
 
 void AcquireOp::adopt() {
   if (stopping()) return;
-  // After a lost create reply: adopt the node carrying our prefix if the server made it. Only on
-  // the same session (CURATOR-498): a node of an earlier session is not ours to adopt, and is gone
-  // with that session anyway.
-  if (client_.session_id() != session_ || test_hooks::skip_adoption.load()) {
+  // After a lost create reply: adopt the node carrying our prefix if the server made it, on the
+  // same session only (protected_create.hpp).
+  if (!may_adopt(client_, session_)) {
     create();
     return;
   }
-  // The lost create may have been applied by the leader but not yet by the server we are now
-  // connected to: sync so that the listing below shows it. (If the sync itself fails, the
-  // listing still runs; a node it missed is deleted once seen, in decide().)
   auto self = shared_from_this();
-  client_.sync(dir_, [self](int) {
-    self->dispatch([self] {
-      self->client_.children(
-          self->dir_,
-          [self](ChildrenResult listed) {
-            self->dispatch([self, listed = std::move(listed)]() mutable { self->on_adopt_listed(std::move(listed)); });
-          },
-          self->directory_watch_ == DirectoryWatch::On);
-    });
+  find_protected(client_, dir_, prefix_, directory_watch_ == DirectoryWatch::On, [self](FoundCreate found) {
+    self->dispatch([self, found = std::move(found)]() mutable { self->on_adopt_found(std::move(found)); });
   });
 }
 
-void AcquireOp::on_adopt_listed(ChildrenResult listed) {
+void AcquireOp::on_adopt_found(FoundCreate found) {
   if (stopping()) return;
+  auto& listed = found.listing;
   if (reply_lost(listed.rc)) {
     recover(&AcquireOp::adopt);
     return;
   }
   if (listed.rc != ZOK && listed.rc != ZNONODE) fail(client_, listed.rc, what_ + ": listing " + dir_, {kRead, dir_});
-  const auto mine = std::find_if(listed.names.begin(), listed.names.end(),
-                                 [&](const std::string& n) { return n.starts_with(prefix_); });
-  if (mine == listed.names.end()) {
-    create();
+  if (!found.node) {
+    create();  // not made (or gone again): create anew
     return;
   }
-  const std::string node = dir_ + "/" + *mine;
-  auto self = shared_from_this();
-  client_.exists(node, [self, node, listed = std::move(listed)](StatResult stat) mutable {
-    self->dispatch([self, node, listed = std::move(listed), stat]() mutable {
-      if (self->stopping()) return;
-      if (stat.rc != ZOK) {
-        self->create();  // vanished again: create anew
-        return;
-      }
-      self->node_ = node;
-      self->czxid_ = stat.stat.czxid;
-      self->generation_ = self->client_.generation();  // same session as the lost create (checked above)
-      self->decide(std::move(listed.names), listed.event_mark);
-    });
-  });
+  node_ = found.node->path;
+  czxid_ = found.node->czxid;
+  generation_ = found.node->generation;
+  decide(std::move(listed.names), listed.event_mark);
 }
 
 void AcquireOp::recover(void (AcquireOp::*retry)()) {

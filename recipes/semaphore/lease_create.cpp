@@ -2,7 +2,9 @@
 // has the take's states; this file is the Creating phase).
 #include "recipes/queue/lock_errors.hpp"
 #include "recipes/queue/node_name.hpp"
+#include "recipes/queue/protected_create.hpp"
 #include "recipes/semaphore/lease_take.hpp"
+#include "recipes/test_hooks.hpp"
 
 namespace dlock::detail {
 namespace {
@@ -10,6 +12,10 @@ namespace {
 // Creates of a lease, sent while connected, that keep finding its parent gone (the server reaps
 // empty containers) or whose reply keeps getting lost.
 constexpr int kMaxCreates = 10;
+
+// on_created's result for a create whose reply was lost and whose node the search did not find:
+// it made nothing (no rc of ZooKeeper's is positive).
+constexpr int kNotMade = 1;
 
 }  // namespace
 
@@ -58,9 +64,11 @@ void LeaseTake::send_create() {
   const auto made = failure_of([&] {
     // A prefix per create: a lost reply's node is deleted by its prefix, never this one's.
     prefix = node_name::protected_prefix();
-    client_.create(
-        leases_ + "/" + prefix + "lease-", node_data_, ZOO_EPHEMERAL_SEQUENTIAL,
-        [self = shared_from_this(), prefix](CreateResult result) { self->on_created(prefix, std::move(result)); });
+    if (test_hooks::before_lease_create) test_hooks::before_lease_create();
+    client_.create(leases_ + "/" + prefix + "lease-", node_data_, ZOO_EPHEMERAL_SEQUENTIAL,
+                   [self = shared_from_this(), prefix, session = client_.session_id()](CreateResult result) {
+                     self->on_created(prefix, std::move(result), session);
+                   });
   });
   if (made) {  // nothing was sent
     bool ended = false;
@@ -76,7 +84,17 @@ void LeaseTake::send_create() {
   }
 }
 
-void LeaseTake::on_created(const std::string& prefix, CreateResult result) {
+void LeaseTake::on_created(const std::string& prefix, CreateResult result, std::int64_t session) {
+  if (reply_lost(result.rc) && session != 0 && may_adopt(client_, session)) {
+    // The create may have made the node: adopt it, as the queue does (protected_create.hpp). The
+    // create counts as under way until the search is back, so an end meanwhile waits for it.
+    const auto unsent = failure_of([&] {
+      find_protected(client_, leases_, prefix, /*watch=*/false, [self = shared_from_this(), prefix](FoundCreate found) {
+        self->on_lease_found(prefix, std::move(found));
+      });
+    });
+    if (!unsent) return;  // else nothing was sent: as without adoption
+  }
   bool ended = false;
   {
     MutexLock lock(mutex_);
@@ -104,8 +122,10 @@ void LeaseTake::on_created(const std::string& prefix, CreateResult result) {
     return send_list();
   }
   if (result.rc == ZNONODE) return create_parents();
+  if (result.rc == kNotMade) return send_create();
   if (reply_lost(result.rc)) {
-    // A node may exist under this prefix: deleted in the background; the next create has its own.
+    // No adoption (another session, or the search's own reply lost): a node may exist under this
+    // prefix: deleted in the background; the next create has its own.
     if (const auto failure = failure_of([&] { client_.release_prefixed(leases_, prefix); })) {
       return finish(std::nullopt, failure);
     }
@@ -114,6 +134,14 @@ void LeaseTake::on_created(const std::string& prefix, CreateResult result) {
   finish(std::nullopt, failure_of([&] {
            fail(client_, result.rc, "semaphore " + path_ + ": creating a lease in " + leases_, {kCreate, leases_});
          }));
+}
+
+void LeaseTake::on_lease_found(const std::string& prefix, FoundCreate found) {
+  // Adopted; or searched in vain: not made, so create again (a missing directory: its parents
+  // first); or the search failed: as for any create whose reply was lost, without adoption.
+  if (found.node) return on_created(prefix, std::move(*found.node), 0);
+  const int rc = found.listing.rc;
+  on_created(prefix, CreateResult{rc == ZOK ? kNotMade : rc, {}, 0, 0}, 0);
 }
 
 // <path>/leases (and <path>, if the server reaped it) as CONTAINER nodes, as Curator's

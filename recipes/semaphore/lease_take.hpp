@@ -8,7 +8,9 @@
 //            not granted by the deadline, failed     Done (nothing left: the take deleted its node)
 //   Creating created                                 Listing (child watch armed)
 //            parent missing (ZNONODE)                create the parents as containers, create again
-//            reply lost                              delete what it may have made (by prefix), and
+//            reply lost, same session                adopt the node it made (protected_create.hpp):
+//                                                    Listing; none made: create again
+//            reply lost, another session             delete what it may have made (by prefix), and
 //                                                    create again once connected
 //   Listing  ours listed among <= max_leases         Granting (its loss tracked), then Done: granted
 //            more listed, or the reply lost          Waiting (a lost reply: Listing at once if connected)
@@ -36,6 +38,7 @@
 
 #include "recipes/handoff/hold_tracker.hpp"
 #include "recipes/handoff/taker.hpp"
+#include "recipes/queue/protected_create.hpp"
 #include "recipes/semaphore/lease_taker.hpp"
 #include "src/base/failure.hpp"
 #include "src/base/mutex.hpp"
@@ -66,7 +69,10 @@ class LeaseTake : public std::enable_shared_from_this<LeaseTake> {
   void begin(std::uint64_t owner);
   void on_mutex(std::optional<Grant> grant, std::optional<Failure> failure);
   void send_create();
-  void on_created(const std::string& prefix, CreateResult result);
+  // `session`: the one the create was sent on; 0 for what the search for a lost reply's node
+  // (on_lease_found) brings back, which is not searched for again.
+  void on_created(const std::string& prefix, CreateResult result, std::int64_t session);
+  void on_lease_found(const std::string& prefix, FoundCreate found);
   void create_parents();
   void arm_child_watch();
   void send_list();

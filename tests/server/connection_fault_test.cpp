@@ -1,6 +1,7 @@
 // Connections that break at the worst moments, through a loopback proxy:
 // - a create whose reply is lost (the server made the node, its name never arrived): the lock
-//   must adopt it, as Curator's protected mode does, not queue behind an orphan of its own;
+//   must adopt it, as Curator's protected mode does, not queue behind an orphan of its own; a
+//   semaphore's lease node too;
 // - a release whose delete never reached the server: it is retried in the background until the
 //   node is gone, while the session lives on;
 // - a reply that arrives out of order (the C client then fails its pending requests with
@@ -54,6 +55,59 @@ TEST(LostCreateReply, NegativeControlWithoutAdoptionTheOrphanBlocksUs) {
   proxy.drop_reply_to_request(ZOO_CREATE2_OP);
   EXPECT_FALSE(mutex.try_lock_for(1s)) << "the orphan ahead of us went unnoticed";
   EXPECT_EQ(proxy.drops(), 1);
+}
+
+// The semaphore's lease node is a protected create too, with the queue's lost-reply policy: the
+// node the lost create made is the lease, not an orphan deleted while a second create is sent.
+// Returns the sequence number of the only lease node (-1 if there is not exactly one) after a
+// lease taken with its create's reply dropped.
+int lease_sequence_after_a_lost_create_reply(FaultProxy& proxy, RawZk& zk) {
+  Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
+  const std::string leases = test_root() + "/leases";
+  EXPECT_EQ(make_lasting_path(zk, leases), ZOK);  // sequences count from 0; nothing reaped
+  Semaphore semaphore(session, test_root(), 1);
+  struct DropLeaseCreateReply {
+    explicit DropLeaseCreateReply(FaultProxy& proxy) {
+      // The first create only: a second one (no adoption) gets its reply.
+      detail::test_hooks::before_lease_create = [&proxy, first = std::make_shared<std::atomic<bool>>(true)] {
+        if (first->exchange(false)) proxy.drop_reply_to_request(ZOO_CREATE2_OP);
+      };
+    }
+    ~DropLeaseCreateReply() { detail::test_hooks::before_lease_create = nullptr; }
+  };
+  Lease lease;
+  {
+    const DropLeaseCreateReply drop(proxy);
+    lease = semaphore.try_acquire_for(10s);
+  }
+  EXPECT_TRUE(lease) << "no lease after the lost reply";
+  EXPECT_EQ(proxy.drops(), 1);
+  if (!lease) return -1;
+  const auto stat = zk.stat(lease.node());
+  EXPECT_TRUE(stat.has_value()) << lease.node();
+  if (stat) {
+    EXPECT_EQ(lease.fencing_token(), fencing_token_of(stat->czxid));
+  }
+  // The background delete of an orphan (without adoption) has had its time once nothing but ours
+  // is left; with adoption there is never more than ours.
+  EXPECT_TRUE(eventually([&] { return zk.children(leases).size() == 1; })) << "an orphan lease node stays";
+  const auto names = zk.children(leases);
+  if (names.size() != 1 || test_root() + "/leases/" + names[0] != lease.node()) return -1;
+  return std::stoi(names[0].substr(names[0].size() - 10));
+}
+
+TEST(LostCreateReply, ALeaseNodeIsAdoptedNotMadeTwice) {
+  FaultProxy proxy(zk_server().port());
+  RawZk zk(zk_connect());
+  EXPECT_EQ(lease_sequence_after_a_lost_create_reply(proxy, zk), 0) << "the lease is not the node of its one create";
+}
+
+TEST(LostCreateReply, NegativeControlWithoutAdoptionTheLeaseIsASecondCreate) {
+  FaultProxy proxy(zk_server().port());
+  RawZk zk(zk_connect());
+  ScopedHook no_adoption(detail::test_hooks::skip_adoption);
+  EXPECT_EQ(lease_sequence_after_a_lost_create_reply(proxy, zk), 1)
+      << "the check cannot tell adoption from a second create";
 }
 
 TEST(MisorderedReply, ACreateWhoseReplyCameOutOfOrderIsAdoptedAndLeavesNothing) {
