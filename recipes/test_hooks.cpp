@@ -29,6 +29,7 @@ std::function<void()> handoff_saw_other_client;
 std::function<void()> after_grant;
 std::function<void()> after_tracking;
 std::function<void()> before_lease_create;
+std::function<void()> before_protected_search;
 std::function<void()> between_lock_reads;
 std::atomic<int> fail_callback_threads;
 std::function<void()> after_taking_term_waiters;

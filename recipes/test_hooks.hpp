@@ -114,6 +114,11 @@ DLOCK_TEST_CALLBACK(after_tracking);
 // semaphore is used, on any thread.
 DLOCK_TEST_CALLBACK(before_lease_create);
 
+// Runs right before the search for a lost create's node sends its first request
+// (protected_create.cpp), on the thread that sends it: it must not block. Set only while no lock
+// or semaphore is used, on any thread.
+DLOCK_TEST_CALLBACK(before_protected_search);
+
 // The next N threads for users' callbacks (callback_threads.hpp) cannot be created, as when the
 // process is out of threads: each failure is counted down.
 DLOCK_TEST_SWITCH(int, fail_callback_threads);

@@ -190,6 +190,7 @@ void AcquireOp::on_created(CreateResult created, ChildrenResult listed) {
   }
   if (!reply_lost(created.rc)) fail(client_, created.rc, what_ + ": creating " + base, {kCreate, dir_});
   lost_reply_ = true;
+  lost_generation_ = created.generation;  // the handle the node, if made, belongs to
   recover(&AcquireOp::adopt);
 }
 

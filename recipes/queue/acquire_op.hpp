@@ -155,7 +155,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::uint64_t generation_ = 0;
   bool maybe_created_ = false;
   bool lost_reply_ = false;
-  std::int64_t session_ = 0;  // the session of the first create (adoption is only on it)
+  std::int64_t session_ = 0;           // the session of the first create (adoption is only on it)
+  std::uint64_t lost_generation_ = 0;  // the handle of the latest create whose reply was lost
   int parent_recreations_ = 0;
   std::string watched_;
 

@@ -83,9 +83,10 @@ void AcquireOp::adopt() {
     return;
   }
   auto self = shared_from_this();
-  find_protected(client_, dir_, prefix_, directory_watch_ == DirectoryWatch::On, [self](FoundCreate found) {
-    self->dispatch([self, found = std::move(found)]() mutable { self->on_adopt_found(std::move(found)); });
-  });
+  find_protected(
+      client_, dir_, prefix_, lost_generation_, directory_watch_ == DirectoryWatch::On, [self](FoundCreate found) {
+        self->dispatch([self, found = std::move(found)]() mutable { self->on_adopt_found(std::move(found)); });
+      });
 }
 
 void AcquireOp::on_adopt_found(FoundCreate found) {

@@ -20,11 +20,11 @@
 namespace dlock::detail {
 
 struct FoundCreate {
-  // The directory after the sync: a lost reply here is asked again once connected; ZNONODE, the
-  // directory (and so the node) is gone.
+  // The directory after the sync: a lost reply (or a failed search) means the node may exist;
+  // ZNONODE, the directory (and so the node) is gone.
   ChildrenResult listing;
-  // The node carrying the prefix, if the lost create made it: path, czxid and the handle it was
-  // made on (the one current when the search began, which is the create's: see may_adopt).
+  // The node carrying the prefix, if the lost create made it and its handle still owns its nodes:
+  // path, czxid and that handle.
   std::optional<CreateResult> node;
 };
 
@@ -32,10 +32,13 @@ struct FoundCreate {
 // session is still that one (test_hooks::skip_adoption turns adoption off).
 bool may_adopt(const Client& client, std::int64_t created_on);
 
-// Looks for the node a lost create with `prefix` made in `dir`: sync (the server now answering may
-// not have applied the create yet), the children (with the directory's child watch if `watch`),
-// then the node's czxid. `done` is called once with what was found; nothing is deleted.
-void find_protected(Client& client, const std::string& dir, const std::string& prefix, bool watch,
-                    std::function<void(FoundCreate)> done);
+// Looks for the node a lost create with `prefix`, sent on handle `generation` (CreateResult's),
+// made in `dir`: sync (the server now answering may not have applied the create yet), the children
+// (with the directory's child watch if `watch`), then the node's czxid. `done` is called once, on
+// a completion thread or inline, with what was found; nothing is deleted. A search that fails (a
+// lost reply to any of its requests, a request that cannot be sent) reports a lost listing: the
+// node may exist, and the caller must not assume it does not.
+void find_protected(Client& client, const std::string& dir, const std::string& prefix, std::uint64_t generation,
+                    bool watch, std::function<void(FoundCreate)> done) noexcept;
 
 }  // namespace dlock::detail

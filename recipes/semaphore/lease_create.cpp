@@ -13,14 +13,11 @@ namespace {
 // empty containers) or whose reply keeps getting lost.
 constexpr int kMaxCreates = 10;
 
-// on_created's result for a create whose reply was lost and whose node the search did not find:
-// it made nothing (no rc of ZooKeeper's is positive).
-constexpr int kNotMade = 1;
-
 }  // namespace
 
 void LeaseTake::send_create() {
   bool ended_session = false, give_up = false, too_many = false;
+  std::optional<LostCreate> search;
   {
     MutexLock lock(mutex_);
     if (phase_ != Phase::Creating || create_in_flight_) return;
@@ -38,12 +35,25 @@ void LeaseTake::send_create() {
       give_up = true;
     } else if (mutex_grant_ && !client_.owns_nodes_of(mutex_grant_->generation)) {
       ended_session = true;  // the Mutex's node went with a session that was renewed meanwhile
+    } else if (lost_create_) {
+      // First the search for the node of the create whose reply was lost; it counts as the create
+      // under way, so that an end meanwhile waits for it (and deletes what it finds).
+      awaiting_connection_ = false;
+      create_in_flight_ = true;
+      search = std::exchange(lost_create_, std::nullopt);
     } else if (++creates_ > kMaxCreates) {
       too_many = true;
     } else {
       awaiting_connection_ = false;
       create_in_flight_ = true;
     }
+  }
+  if (search) {
+    if (!may_adopt(client_, search->session)) return on_lease_found(search->prefix, FoundCreate{});
+    return find_protected(client_, leases_, search->prefix, search->generation, /*watch=*/false,
+                          [self = shared_from_this(), prefix = search->prefix](FoundCreate found) {
+                            self->on_lease_found(prefix, std::move(found));
+                          });
   }
   if (ended_session) {
     return finish(
@@ -85,16 +95,6 @@ void LeaseTake::send_create() {
 }
 
 void LeaseTake::on_created(const std::string& prefix, CreateResult result, std::int64_t session) {
-  if (reply_lost(result.rc) && session != 0 && may_adopt(client_, session)) {
-    // The create may have made the node: adopt it, as the queue does (protected_create.hpp). The
-    // create counts as under way until the search is back, so an end meanwhile waits for it.
-    const auto unsent = failure_of([&] {
-      find_protected(client_, leases_, prefix, /*watch=*/false, [self = shared_from_this(), prefix](FoundCreate found) {
-        self->on_lease_found(prefix, std::move(found));
-      });
-    });
-    if (!unsent) return;  // else nothing was sent: as without adoption
-  }
   bool ended = false;
   {
     MutexLock lock(mutex_);
@@ -122,10 +122,25 @@ void LeaseTake::on_created(const std::string& prefix, CreateResult result, std::
     return send_list();
   }
   if (result.rc == ZNONODE) return create_parents();
-  if (result.rc == kNotMade) return send_create();
+  if (reply_lost(result.rc) && session != 0) {
+    // The create may have made the node: looked for once connected (send_create), and adopted if
+    // it is there, on the same session (protected_create.hpp), as the queue does.
+    bool over = false;
+    {
+      MutexLock lock(mutex_);
+      over = phase_ == Phase::Done;  // ended since the look above: nobody else will delete it
+      if (!over) lost_create_ = LostCreate{prefix, session, result.generation};
+    }
+    if (!over) return send_create();
+    try {
+      client_.release_prefixed(leases_, prefix);
+    } catch (...) {  // no memory to send the delete: the node goes with the session
+    }
+    return;
+  }
   if (reply_lost(result.rc)) {
-    // No adoption (another session, or the search's own reply lost): a node may exist under this
-    // prefix: deleted in the background; the next create has its own.
+    // Not adopted (another session, or the search failed): a node may exist under this prefix:
+    // deleted in the background; the next create has its own.
     if (const auto failure = failure_of([&] { client_.release_prefixed(leases_, prefix); })) {
       return finish(std::nullopt, failure);
     }
@@ -137,11 +152,10 @@ void LeaseTake::on_created(const std::string& prefix, CreateResult result, std::
 }
 
 void LeaseTake::on_lease_found(const std::string& prefix, FoundCreate found) {
-  // Adopted; or searched in vain: not made, so create again (a missing directory: its parents
-  // first); or the search failed: as for any create whose reply was lost, without adoption.
+  // Adopted; else as a create whose reply was lost, without adoption: whatever carries the prefix
+  // is deleted by it (a search that failed may have missed the node), and a new create follows.
   if (found.node) return on_created(prefix, std::move(*found.node), 0);
-  const int rc = found.listing.rc;
-  on_created(prefix, CreateResult{rc == ZOK ? kNotMade : rc, {}, 0, 0}, 0);
+  on_created(prefix, CreateResult{ZCONNECTIONLOSS, {}, 0, 0}, 0);
 }
 
 // <path>/leases (and <path>, if the server reaped it) as CONTAINER nodes, as Curator's

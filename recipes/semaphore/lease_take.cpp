@@ -281,6 +281,7 @@ void LeaseTake::finish(std::optional<TakenLease> lease, std::optional<Failure> f
   std::shared_ptr<Taker::Take> mutex_take;
   std::optional<Grant> mutex_grant;
   std::optional<CreateResult> created;
+  std::optional<LostCreate> lost;  // a lost create's node not looked for yet: deleted by its prefix
   std::uint64_t timer = 0, watch = 0, listener = 0;
   bool deferred = false;
   std::optional<Failure> reason;
@@ -293,6 +294,7 @@ void LeaseTake::finish(std::optional<TakenLease> lease, std::optional<Failure> f
     watch = std::exchange(watch_, 0);
     listener = std::exchange(listener_, 0);
     created = std::move(created_);
+    lost = std::exchange(lost_create_, std::nullopt);
     // A Mutex take or a create under way: the end completes once it has come back and its node
     // (and the Mutex) went, so that the handler runs after nothing of the request is queued.
     deferred = mutex_pending_ || create_in_flight_;
@@ -307,6 +309,7 @@ void LeaseTake::finish(std::optional<TakenLease> lease, std::optional<Failure> f
     if (watch) client_.unwatch_children(watch);
     if (listener) client_.unsubscribe(listener);
     if (!lease && created) client_.release_node(created->path);
+    if (lost) client_.release_prefixed(leases_, lost->prefix);
   } catch (...) {  // no memory: a node left goes with the session
   }
   if (mutex_grant) taker->mutex().release(*mutex_grant);

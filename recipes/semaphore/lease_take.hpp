@@ -8,10 +8,11 @@
 //            not granted by the deadline, failed     Done (nothing left: the take deleted its node)
 //   Creating created                                 Listing (child watch armed)
 //            parent missing (ZNONODE)                create the parents as containers, create again
-//            reply lost, same session                adopt the node it made (protected_create.hpp):
-//                                                    Listing; none made: create again
-//            reply lost, another session             delete what it may have made (by prefix), and
-//                                                    create again once connected
+//            reply lost                              once connected, on the same session: look for the
+//                                                    node it made (protected_create.hpp): found,
+//                                                    adopted: Listing; else (not made, another
+//                                                    session, the search failed) delete what it may
+//                                                    have made (by prefix) and create again
 //   Listing  ours listed among <= max_leases         Granting (its loss tracked), then Done: granted
 //            more listed, or the reply lost          Waiting (a lost reply: Listing at once if connected)
 //            ours missing, session ended, failure    Done: failed
@@ -72,6 +73,7 @@ class LeaseTake : public std::enable_shared_from_this<LeaseTake> {
   // `session`: the one the create was sent on; 0 for what the search for a lost reply's node
   // (on_lease_found) brings back, which is not searched for again.
   void on_created(const std::string& prefix, CreateResult result, std::int64_t session);
+  // What the search for a lost create's node found: adopted, or the node deleted by its prefix.
   void on_lease_found(const std::string& prefix, FoundCreate found);
   void create_parents();
   void arm_child_watch();
@@ -114,9 +116,16 @@ class LeaseTake : public std::enable_shared_from_this<LeaseTake> {
   bool create_in_flight_ DLOCK_GUARDED_BY(mutex_) = false;
   bool awaiting_connection_ DLOCK_GUARDED_BY(mutex_) = false;
   std::optional<CreateResult> created_ DLOCK_GUARDED_BY(mutex_);  // our lease node
-  int creates_ DLOCK_GUARDED_BY(mutex_) = 0;                      // sent while connected
-  bool expired_ DLOCK_GUARDED_BY(mutex_) = false;                 // the deadline passed
-  std::optional<Outcome> outcome_ DLOCK_GUARDED_BY(mutex_);       // a deferred end's
+  // A create whose reply was lost, its node to be looked for once connected (send_create).
+  struct LostCreate {
+    std::string prefix;
+    std::int64_t session = 0;      // the one it was sent on
+    std::uint64_t generation = 0;  // its handle
+  };
+  std::optional<LostCreate> lost_create_ DLOCK_GUARDED_BY(mutex_);
+  int creates_ DLOCK_GUARDED_BY(mutex_) = 0;                 // sent while connected
+  bool expired_ DLOCK_GUARDED_BY(mutex_) = false;            // the deadline passed
+  std::optional<Outcome> outcome_ DLOCK_GUARDED_BY(mutex_);  // a deferred end's
   std::uint64_t timer_ DLOCK_GUARDED_BY(mutex_) = 0;
   std::uint64_t watch_ DLOCK_GUARDED_BY(mutex_) = 0, listener_ DLOCK_GUARDED_BY(mutex_) = 0;
 };

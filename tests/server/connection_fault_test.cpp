@@ -61,27 +61,37 @@ TEST(LostCreateReply, NegativeControlWithoutAdoptionTheOrphanBlocksUs) {
 // node the lost create made is the lease, not an orphan deleted while a second create is sent.
 // Returns the sequence number of the only lease node (-1 if there is not exactly one) after a
 // lease taken with its create's reply dropped.
-int lease_sequence_after_a_lost_create_reply(FaultProxy& proxy, RawZk& zk) {
+int lease_sequence_after_a_lost_create_reply(FaultProxy& proxy, RawZk& zk, int also_drop_reply_to = -1) {
   Session session({.connect = proxy.connect_string(), .session_timeout = 4s});
   const std::string leases = test_root() + "/leases";
   EXPECT_EQ(make_lasting_path(zk, leases), ZOK);  // sequences count from 0; nothing reaped
   Semaphore semaphore(session, test_root(), 1);
   struct DropLeaseCreateReply {
-    explicit DropLeaseCreateReply(FaultProxy& proxy) {
+    DropLeaseCreateReply(FaultProxy& proxy, int also) {
       // The first create only: a second one (no adoption) gets its reply.
       detail::test_hooks::before_lease_create = [&proxy, first = std::make_shared<std::atomic<bool>>(true)] {
         if (first->exchange(false)) proxy.drop_reply_to_request(ZOO_CREATE2_OP);
       };
+      // The first search's request of kind `also`.
+      if (also >= 0) {
+        detail::test_hooks::before_protected_search = [&proxy, also,
+                                                       first = std::make_shared<std::atomic<bool>>(true)] {
+          if (first->exchange(false)) proxy.drop_reply_to_request(also);
+        };
+      }
     }
-    ~DropLeaseCreateReply() { detail::test_hooks::before_lease_create = nullptr; }
+    ~DropLeaseCreateReply() {
+      detail::test_hooks::before_lease_create = nullptr;
+      detail::test_hooks::before_protected_search = nullptr;
+    }
   };
   Lease lease;
   {
-    const DropLeaseCreateReply drop(proxy);
+    const DropLeaseCreateReply drop(proxy, also_drop_reply_to);
     lease = semaphore.try_acquire_for(10s);
   }
   EXPECT_TRUE(lease) << "no lease after the lost reply";
-  EXPECT_EQ(proxy.drops(), 1);
+  EXPECT_EQ(proxy.drops(), also_drop_reply_to >= 0 ? 2 : 1);
   if (!lease) return -1;
   const auto stat = zk.stat(lease.node());
   EXPECT_TRUE(stat.has_value()) << lease.node();
@@ -100,6 +110,18 @@ TEST(LostCreateReply, ALeaseNodeIsAdoptedNotMadeTwice) {
   FaultProxy proxy(zk_server().port());
   RawZk zk(zk_connect());
   EXPECT_EQ(lease_sequence_after_a_lost_create_reply(proxy, zk), 0) << "the lease is not the node of its one create";
+}
+
+// The search for the lost create's node loses a reply too: it may have missed the node, so the
+// node is deleted by its prefix and a second create follows, and no orphan is left to take a slot.
+TEST(LostCreateReply, ALeaseSearchThatLosesAReplyLeavesNoOrphan) {
+  for (const int search_request : {ZOO_SYNC_OP, ZOO_GETCHILDREN_OP, ZOO_EXISTS_OP}) {
+    SCOPED_TRACE("the reply to request " + std::to_string(search_request) + " lost too");
+    FaultProxy proxy(zk_server().port());
+    RawZk zk(zk_connect());
+    EXPECT_EQ(lease_sequence_after_a_lost_create_reply(proxy, zk, search_request), 1);
+    delete_tree(zk, test_root());
+  }
 }
 
 TEST(LostCreateReply, NegativeControlWithoutAdoptionTheLeaseIsASecondCreate) {
