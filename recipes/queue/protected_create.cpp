@@ -11,6 +11,11 @@ namespace {
 // The search's one completion: `done` called once, whatever fails on the way (a request that
 // cannot be sent, no memory), so that its caller, which waits for it, always goes on.
 struct Search {
+  // `on_done` is moved from last, once everything before it was made.
+  Search(Client& to, const std::string& in, const std::string& with, std::uint64_t handle,
+         std::function<void(FoundCreate)>&& on_done)
+      : client(to), dir(in), prefix(with), generation(handle), done(std::move(on_done)) {}
+
   Client& client;
   std::string dir, prefix;
   std::uint64_t generation;
@@ -63,7 +68,6 @@ void find_protected(Client& client, const std::string& dir, const std::string& p
                     bool watch, std::function<void(FoundCreate)> done) noexcept {
   std::shared_ptr<Search> search;
   try {
-    // `done` is moved in last, once everything before it was made.
     search = std::make_shared<Search>(client, dir, prefix, generation, std::move(done));
   } catch (...) {  // no memory for the search: `done` is still ours
     try {
