@@ -22,6 +22,7 @@
 
 #include "dlock/testing/server.hpp"
 #include "loopback.hpp"
+#include "member_runner.hpp"
 #include "peer_links.hpp"
 #include "spawn.hpp"
 
@@ -94,76 +95,11 @@ std::string EnsembleOptions::docker_image_from_environment() {
   return value != nullptr && *value != '\0' ? value : "dlock-zookeeper:debian";
 }
 
-int TestingEnsemble::docker(const std::vector<std::string>& args, std::string* output) const {
-  std::vector<std::string> argv{options_.docker};
-  argv.insert(argv.end(), args.begin(), args.end());
-  // No docker command of ours takes a minute unless the engine hangs: then fail, not hang.
-  auto result = run_command(argv, 60s);
-  if (result.timed_out) {
-    throw std::runtime_error("TestingEnsemble (Docker backend): `docker " + args.front() +
-                             "` did not finish within 60 s (is the engine at DOCKER_HOST hung?)");
-  }
-  if (output != nullptr) *output = std::move(result.output);
-  return result.status;
-}
-
-void TestingEnsemble::docker_checked(const std::vector<std::string>& args) const {
-  std::string output;
-  if (docker(args, &output) == 0) return;
-  std::string command = "docker";
-  for (const auto& arg : args) command += " " + arg;
-  if (output.size() > 600) output = "..." + output.substr(output.size() - 600);
-  throw std::runtime_error("TestingEnsemble (Docker backend): `" + command + "` failed: " + output);
-}
-
-void TestingEnsemble::remove_orphans() const {
-  // Containers of ensembles whose test process died without its destructors (a crash, SIGKILL):
-  // the kernel killed their `docker run` clients, not the containers. Each carries its owner's PID.
-  std::string listing;
-  if (docker({"ps", "-a", "--filter", "label=dlock.testing.owner", "--format",
-              "{{.ID}} {{.Label \"dlock.testing.owner\"}}"},
-             &listing) != 0) {
-    return;
-  }
-  std::istringstream lines(listing);
-  std::string id;
-  long owner = 0;
-  while (lines >> id >> owner) {
-    if (owner > 0 && ::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH) docker({"rm", "-f", id});
-  }
-}
-
-TestingEnsemble::TestingEnsemble(EnsembleOptions options) : options_(std::move(options)) {
-  if (options_.backend == EnsembleBackend::Docker) {
-    if (::access(options_.docker.c_str(), X_OK) != 0) {
-      throw std::runtime_error("TestingEnsemble (Docker backend): no docker client at " + options_.docker +
-                               " (Debian: apt-get install docker.io)");
-    }
-  } else {
-    options_.install.check();
-  }
+TestingEnsemble::TestingEnsemble(EnsembleOptions options)
+    : options_(std::move(options)), runner_(make_member_runner(options_)) {
   if (options_.members < 1) throw std::invalid_argument("TestingEnsemble: members must be >= 1");
   members_.resize(static_cast<std::size_t>(options_.members));
   if (options_.partitionable) links_ = std::make_unique<PeerLinks>(options_.members);
-  if (options_.backend == EnsembleBackend::Docker) {
-    const char* host = std::getenv("DOCKER_HOST");
-    const std::string where = host != nullptr && *host != '\0' ? std::string("DOCKER_HOST=") + host
-                                                               : std::string("DOCKER_HOST unset: /var/run/docker.sock");
-    std::string why;
-    std::string output;
-    if (docker({"version"}, &output) != 0) {
-      why = "no Docker engine answers (" + where + "; scripts/docker-engine.sh start runs one)";
-    } else if (docker({"image", "inspect", "--format", "{{.Id}}", options_.docker_image}, &output) != 0) {
-      why = "no image " + options_.docker_image + " on the engine at " + where +
-            " (scripts/docker-engine.sh images builds dlock-zookeeper:debian)";
-    }
-    if (!why.empty()) {
-      if (output.size() > 400) output = "..." + output.substr(output.size() - 400);
-      why += ": " + output;
-      throw std::runtime_error("TestingEnsemble (Docker backend): " + why);
-    }
-    remove_orphans();
-  }
   // A port can be taken between free_port() and a member's bind: a second try gets new ports.
   for (int attempt = 1;; ++attempt) {
     try {
@@ -193,6 +129,9 @@ void TestingEnsemble::configure() {
   for (int i = 0; i < member_count(); ++i) {
     Member& m = members_[static_cast<std::size_t>(i)];
     m.dir = dir_.path() + "/member-" + std::to_string(member_id(i));
+    // Unique on the machine (the Docker backend's container name; removed by name, started or not).
+    m.container =
+        "dlock-zk-" + std::filesystem::path(dir_.path()).filename().string() + "-" + std::to_string(member_id(i));
     m.client_port = fresh_port();
     m.peer_port = fresh_port();
     m.election_port = fresh_port();
@@ -232,38 +171,12 @@ void TestingEnsemble::start_member(int i) {
   spawn.log_file = m.dir + "/server.log";
   // Partitionable: the member's connections to its peers go through its gateway (peer_links.hpp).
   const std::vector<std::string> jvm_options = links_ ? links_->jvm_options(i) : std::vector<std::string>{};
-  if (options_.backend == EnsembleBackend::Process) {
-    m.pid = spawn_child(
-        zookeeper_command(options_.install, kMainClass, m.dir + "/zoo.cfg", options_.container_check_ms, jvm_options),
-        spawn);
-    return;
-  }
-  // The member's directory (zoo.cfg, data) at the same path inside, so zoo.cfg's dataDir holds;
-  // the host's network, so the members and the clients meet on the same loopback ports.
-  m.container =
-      "dlock-zk-" + std::filesystem::path(dir_.path()).filename().string() + "-" + std::to_string(member_id(i));
-  docker({"rm", "-f", m.container});  // a container of an earlier start of this member, if left
-  auto command = zookeeper_command(ZooKeeperInstall::debian(), kMainClass, m.dir + "/zoo.cfg",
-                                   options_.container_check_ms, jvm_options);
-  // As the caller's user, so the files it writes into the member's directory are the caller's.
-  // No --rm: kill() and stop() remove the container themselves, before its name is used again.
-  std::vector<std::string> argv{options_.docker,
-                                "run",
-                                "--name",
-                                m.container,
-                                "--network",
-                                "host",
-                                "--label",
-                                "dlock.testing.owner=" + std::to_string(::getpid()),
-                                "--user",
-                                std::to_string(::getuid()) + ":" + std::to_string(::getgid()),
-                                "-v",
-                                m.dir + ":" + m.dir,
-                                "--entrypoint",
-                                command.front(),
-                                options_.docker_image};
-  argv.insert(argv.end(), command.begin() + 1, command.end());
-  m.pid = spawn_child(argv, spawn);
+  m.pid = runner_->start(runner_member(i), kMainClass, options_.container_check_ms, jvm_options, spawn);
+}
+
+RunnerMember TestingEnsemble::runner_member(int i) const {
+  const Member& m = members_[static_cast<std::size_t>(i)];
+  return RunnerMember{m.dir, m.container, m.pid, m.paused};
 }
 
 void TestingEnsemble::check_index(int i) const {
@@ -367,11 +280,7 @@ void TestingEnsemble::kill(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0) return;
-  // A container's process is the engine's child, not ours: the engine kills and removes it (its
-  // `docker run` client then exits and is reaped below).
-  if (options_.backend == EnsembleBackend::Docker) docker_checked({"rm", "-f", m.container});
-  ::kill(m.pid, SIGKILL);
-  ::waitpid(m.pid, nullptr, 0);
+  runner_->kill(runner_member(i));
   m.pid = -1;
   m.paused = false;
 }
@@ -379,11 +288,7 @@ void TestingEnsemble::kill(int i) {
 void TestingEnsemble::stop(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
-  if (options_.backend == EnsembleBackend::Docker && m.pid > 0) {
-    docker({"stop", "-t", "5", m.container});  // SIGTERM, SIGKILL after 5 s
-    docker_checked({"rm", "-f", m.container});
-  }
-  stop_child(m.pid, SIGTERM, 5s);
+  runner_->stop(runner_member(i));
   m.pid = -1;
   m.paused = false;
 }
@@ -392,22 +297,14 @@ void TestingEnsemble::pause(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
   if (m.pid <= 0) throw std::logic_error("TestingEnsemble::pause: member " + std::to_string(i) + " is not running");
-  if (options_.backend == EnsembleBackend::Docker) {
-    docker_checked({"pause", m.container});  // freezes the container's processes (cgroup freezer)
-  } else {
-    ::kill(m.pid, SIGSTOP);
-  }
+  runner_->pause(runner_member(i));
   m.paused = true;
 }
 
 void TestingEnsemble::resume(int i) {
   check_index(i);
   Member& m = members_[static_cast<std::size_t>(i)];
-  if (m.pid > 0 && options_.backend == EnsembleBackend::Docker) {
-    if (m.paused) docker_checked({"unpause", m.container});
-  } else if (m.pid > 0) {
-    ::kill(m.pid, SIGCONT);
-  }
+  if (m.pid > 0) runner_->resume(runner_member(i));
   m.paused = false;
 }
 
@@ -433,29 +330,13 @@ void TestingEnsemble::restart(int i) {
 }
 
 void TestingEnsemble::stop_all() {
-  if (options_.backend == EnsembleBackend::Docker) {
-    // One `docker rm -f` for all: they go in parallel, paused ones too.
-    // By name, whatever the member's state here: none may outlive the ensemble.
-    std::vector<std::string> args{"rm", "-f"};
-    for (const Member& m : members_) {
-      if (!m.container.empty()) args.push_back(m.container);
-    }
-    if (args.size() > 2) docker(args);
-    for (int i = 0; i < member_count(); ++i) {
-      Member& m = members_[static_cast<std::size_t>(i)];
-      stop_child(m.pid, SIGKILL, 1s);
-      m.pid = -1;
-      m.paused = false;
-    }
-    return;
+  std::vector<RunnerMember> running;
+  for (int i = 0; i < member_count(); ++i) running.push_back(runner_member(i));
+  runner_->stop_all(running);
+  for (Member& m : members_) {
+    m.pid = -1;
+    m.paused = false;
   }
-  // SIGTERM to all first, so they shut down in parallel.
-  for (const Member& m : members_) {
-    if (m.pid <= 0) continue;
-    ::kill(m.pid, SIGCONT);
-    ::kill(m.pid, SIGTERM);
-  }
-  for (int i = 0; i < member_count(); ++i) stop(i);
 }
 
 void TestingEnsemble::restart_all() {

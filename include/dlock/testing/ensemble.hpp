@@ -48,6 +48,8 @@
 namespace dlock::testing {
 
 class PeerLinks;
+class MemberRunner;  // testing/member_runner.hpp
+struct RunnerMember;
 
 // Where members run.
 //
@@ -232,16 +234,11 @@ class TestingEnsemble {
     int election_port = 0;
     pid_t pid = -1;
     bool paused = false;
-    std::string container;  // Docker backend: the container's name
+    std::string container;  // its name on the machine (the Docker backend's container)
   };
-  // Docker backend: runs `docker <args...>` and waits (at most 60 s, then throws); its exit code,
-  // and its output if `output` is given.
-  int docker(const std::vector<std::string>& args, std::string* output = nullptr) const;
-  // The same; throws, with docker's message, unless it succeeded.
-  void docker_checked(const std::vector<std::string>& args) const;
-  // Removes the containers of ensembles whose test process is gone (label dlock.testing.owner).
-  void remove_orphans() const;
   void configure();
+  // What the backend (runner_) needs of member i.
+  RunnerMember runner_member(int i) const;
   void start_member(int i);
   void check_index(int i) const;
   // For the partition calls: std::invalid_argument unless partitionable and 0 <= i < members.
@@ -249,7 +246,8 @@ class TestingEnsemble {
   std::string logs() const;
 
   EnsembleOptions options_;
-  TempDir dir_{"dlock-zk-ensemble"};  // every member's directory; removed last, also when the constructor throws
+  std::unique_ptr<MemberRunner> runner_;  // how members run: processes or containers (member_runner.hpp)
+  TempDir dir_{"dlock-zk-ensemble"};      // every member's directory; removed last, also when the constructor throws
   std::vector<Member> members_;
   std::unique_ptr<PeerLinks> links_;  // partitionable only: the members' gateways and the cuts
 };
