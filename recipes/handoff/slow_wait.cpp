@@ -16,16 +16,18 @@ std::atomic<SlowWaitReporter> installed{nullptr};
 
 void set_slow_wait_reporter(SlowWaitReporter reporter) noexcept { installed.store(reporter); }
 
-SlowWaitAlarm::SlowWaitAlarm(const std::shared_ptr<Client>& client, const std::string& dir, bool watched) {
+SlowWaitAlarm::SlowWaitAlarm(const std::shared_ptr<Client>& client, const std::string& dir) {
   const auto after = client->options().wait_watchdog.after;
   const auto reporter = installed.load();
-  if (!watched || after <= std::chrono::milliseconds::zero() || reporter == nullptr) return;
+  if (after <= std::chrono::milliseconds::zero() || reporter == nullptr) return;
   task_timer::start();
   ticket_ = task_timer::run_at(Clock::now() + after,
                                [reporter, report = SlowWait{client, dir, static_cast<pid_t>(syscall(SYS_gettid)),
                                                             after}]() mutable { reporter(std::move(report)); });
 }
 
-SlowWaitAlarm::~SlowWaitAlarm() { task_timer::cancel(ticket_); }
+SlowWaitAlarm::~SlowWaitAlarm() {
+  if (ticket_ != 0) task_timer::cancel(ticket_);
+}
 
 }  // namespace dlock::detail

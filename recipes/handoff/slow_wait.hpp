@@ -27,11 +27,10 @@ void set_slow_wait_reporter(SlowWaitReporter reporter) noexcept;
 
 // Armed for the blocking acquisition of the calling thread on `dir` when the Session's watchdog is
 // on and a reporter is installed; the report is sent once `after` has passed, unless the alarm was
-// destroyed first (the acquisition ended).
+// destroyed first (the acquisition ended). Taker::acquire makes one only when the watchdog is on.
 class SlowWaitAlarm {
  public:
-  // `watched` false: never armed.
-  SlowWaitAlarm(const std::shared_ptr<Client>& client, const std::string& dir, bool watched);
+  SlowWaitAlarm(const std::shared_ptr<Client>& client, const std::string& dir);
   ~SlowWaitAlarm();
   SlowWaitAlarm(const SlowWaitAlarm&) = delete;
   SlowWaitAlarm& operator=(const SlowWaitAlarm&) = delete;

@@ -30,8 +30,10 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
   if (deadline.abandoned()) throw lock_destroyed("lock " + dir_);
   if (deadline.stopped()) return std::nullopt;  // called off before it began: nothing to undo
   if (auto joined = take_now()) return joined;
-  // SessionOptions::wait_watchdog: the chain behind this wait is logged if it lasts.
-  const SlowWaitAlarm slow(client_, dir_, watched);
+  // SessionOptions::wait_watchdog: the chain behind this wait is logged if it lasts. Off (the
+  // default), no alarm is made: the watchdog's code is not on the path of a lock.
+  std::optional<SlowWaitAlarm> slow;
+  if (watched && client_->options().wait_watchdog.after.count() > 0) slow.emplace(client_, dir_);
   // The reasons a cancel gives, made before the take starts: a stop callback must not throw.
   const Failure abandoned = Failure::of(lock_destroyed("lock " + dir_));
   const Failure stopped(Failure::Kind::Error, make_error_code(errc::cancelled), "lock " + dir_ + ": stopped");

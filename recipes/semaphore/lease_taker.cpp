@@ -52,7 +52,7 @@ std::optional<TakenLease> LeaseTaker::take(const Deadline& deadline) {
   // Made before the take starts, so that nothing after it can throw and leave it unowned: a wait
   // that lasts is told to the wait watchdog, as a lock's is (the queue of <path>/locks), and an
   // abandoned deadline ends the take as a destroyed lock object ends a lock's.
-  const SlowWaitAlarm slow(client_, path_ + "/locks", /*watched=*/true);
+  const SlowWaitAlarm slow(client_, path_ + "/locks");
   const Failure abandoned(Failure::Kind::Error, make_error_code(errc::lock_destroyed),
                           "semaphore " + path_ + ": the wait was abandoned");
   const Failure stopped(Failure::Kind::Error, make_error_code(errc::cancelled), "semaphore " + path_ + ": stopped");
