@@ -34,6 +34,8 @@ std::function<void()> between_lock_reads;
 std::atomic<int> fail_callback_threads;
 std::function<void()> after_taking_term_waiters;
 std::function<void()> batch_wait_abandoned;
+std::function<void()> batch_parked;
+std::atomic<bool> batch_park_never_released;
 
 }  // namespace dlock::detail::test_hooks
 #endif

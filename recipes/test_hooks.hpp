@@ -132,4 +132,13 @@ DLOCK_TEST_CALLBACK(after_taking_term_waiters);
 // BatchLock runs, on any thread.
 DLOCK_TEST_CALLBACK(batch_wait_abandoned);
 
+// Runs on a BatchLock's runner once the lock of the batch it served is parked for the next runner.
+// Set only while no BatchLock runs, on any thread.
+DLOCK_TEST_CALLBACK(batch_parked);
+
+// A parked batch lock ignores both its releases, at pass_wait and when a holder of this process
+// queues for it (the negative control of BatchLock's parking): only the next runner or the
+// BatchLock's end takes it.
+DLOCK_TEST_SWITCH(bool, batch_park_never_released);
+
 }  // namespace dlock::detail::test_hooks

@@ -40,9 +40,12 @@
 //   * Results are delivered as soon as the handler returned, before the lock is released. The
 //     lock is then parked up to `pass_wait`: the next runner of this process (often a submitter
 //     just served, back with a new request) takes it over as a local pass, without a ZooKeeper
-//     request, when hand-off (dlock/handoff.hpp) would pass it to a local waiter now; otherwise,
-//     and once `pass_wait` is over, it is released (by a thread of the BatchLock's own). With
-//     hand-off off, or a holder of this process already waiting, it is released at once.
+//     request, when hand-off (dlock/handoff.hpp) would pass it to a local waiter now. It is
+//     released once `pass_wait` is over, or as soon as another holder of the same Session in the
+//     same mode queues for it (a Mutex or another BatchLock for Exclusive, a SharedMutex's writer
+//     or another BatchLock for Write); no thread waits for either. Holders in another mode (a
+//     reader) wait up to `pass_wait`. With hand-off off, or such a holder already waiting, it is
+//     released at once.
 //   * With nothing queued a request runs alone, at the cost of one lock use (`max_linger` 0).
 //   * If the lock is lost while a batch runs (the session expired), the handler still returns
 //     what it set: check `Batch::stop_token()` before committing, and fence the resource with
@@ -103,11 +106,10 @@ struct BatchOptions {
   // over as a local pass, without a ZooKeeper request (the submitters just served often come back
   // at once). The results are delivered before. Other clients' turns come as hand-off allows
   // (dlock/handoff.hpp: max_passes, max_time), each hand-over later by up to this much; a holder
-  // of this process that waits meanwhile (a Mutex, say) waits up to this much too; without
-  // hand-off the lock is released at once. Also, with or without hand-off, how long a runner
-  // holding the lock waits for as many requests as the previous batch served (its submitters
-  // coming back), so that batches do not shrink to the first comers. Must not be negative; 0:
-  // neither. Default: 200 us.
+  // of this Session in the same mode (a Mutex, say) that queues meanwhile has it at once, one in
+  // another mode waits up to this much; without hand-off the lock is released at once. Also, with or without hand-off,
+  // how long a runner holding the lock waits for as many requests as the previous batch served (its submitters coming
+  // back), so that batches do not shrink to the first comers. Must not be negative; 0: neither. Default: 200 us.
   std::chrono::microseconds pass_wait{200};
   // The lock's mode: Exclusive (a Mutex's node) or Write (a SharedMutex's writer). Default:
   // Exclusive.
@@ -150,7 +152,8 @@ class Combiner {
                                      std::optional<std::chrono::milliseconds> timeout) = 0;
   // If the ticket's request has not begun running, it never will: its `done(why)` is called.
   virtual void cancel(std::uint64_t ticket, std::exception_ptr why) noexcept = 0;
-  // Ends the asynchronous requests still queued with `why` and stops the core's threads.
+  // Ends the asynchronous requests still queued with `why`, stops the core's thread and releases
+  // a parked lock.
   virtual void shutdown(std::exception_ptr why) noexcept = 0;
   virtual const std::string& path() const noexcept = 0;
   virtual Session& session() const noexcept = 0;

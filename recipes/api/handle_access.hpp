@@ -25,9 +25,9 @@ struct HandleAccess {
   // Taker::pass_to_self for a held handle: true when it now holds the next pass of its node (a
   // new hold, with the next fencing token), false when it still holds the old one.
   static bool pass_to_self(LockHandle& handle) noexcept;
-  // Whether pass_to_self would pass it now (false for an empty handle or one whose hold was
-  // signalled lost).
-  static bool would_pass_to_self(const LockHandle& handle) noexcept;
+  // Taker::park for a held handle: false for an empty handle, a bounded one, or one whose hold was
+  // signalled lost (pass_to_self would not pass those either).
+  static bool park(const LockHandle& handle, std::function<void()> when_waited) noexcept;
 };
 
 }  // namespace dlock::detail

@@ -39,11 +39,11 @@ LockHandle HandleAccess::take(Session& session, std::string path, LockMode mode,
   return LockHandle::take(session, std::move(path), mode, deadline, {}, false, limit);
 }
 
-bool HandleAccess::would_pass_to_self(const LockHandle& handle) noexcept {
+bool HandleAccess::park(const LockHandle& handle, std::function<void()> when_waited) noexcept {
   if (!handle.state_ || (handle.state_->lost && handle.state_->lost->stop_requested())) return false;
   if (handle.state_->bound) return false;  // as pass_to_self: a bounded hold is not passed on
   const auto& state = *handle.state_;
-  return state.site->taker(state.mode).would_pass_to_self(state.grant);
+  return state.site->taker(state.mode).park(state.grant, std::move(when_waited));
 }
 
 bool HandleAccess::pass_to_self(LockHandle& handle) noexcept {

@@ -8,7 +8,7 @@
 //     the oldest when chosen, and only a runner takes requests), and chooses the next runner among
 //     those left before it runs the batch, so that the next one queues for the lock meanwhile.
 //   * After the batch the runner settles each request of it, then parks the lock for up to
-//     pass_wait (combiner_threads.cpp): the next runner of this process (the submitters just
+//     pass_wait (combiner_park.cpp): the next runner of this process (the submitters just
 //     served often come back at once) takes it over as a local pass, without a ZooKeeper request
 //     or a thread of its own to wake.
 //   * A runner that cannot take the lock (timeout, cancel, error) settles only its own request
@@ -313,7 +313,7 @@ void CombinerImpl::shutdown(std::exception_ptr why) noexcept {
     choose_runner(later);
   }
   run_all(later);
-  stop_threads();
+  stop();
 }
 
 std::shared_ptr<Combiner> Combiner::make(Session& session, std::string path, BatchOptions options, RunBatch run) {

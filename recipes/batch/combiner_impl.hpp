@@ -1,6 +1,6 @@
 // Internal: the combining core behind dlock::BatchLock (dlock/batch.hpp). combiner.cpp has the
-// algorithm (the queue, the runner, the batch), combiner_threads.cpp the core's two threads (one
-// acts as runner for asynchronous submitters, one keeps a served batch's lock for the next runner).
+// algorithm (the queue, the runner, the batch), combiner_worker.cpp the thread that acts as runner
+// for asynchronous submitters, combiner_park.cpp the served batch's lock kept for the next runner.
 //
 // No allocation happens between taking a request off the queue and settling it: requests move
 // between lists by splicing, and each carries room for its outcome, so a failure to allocate
@@ -43,7 +43,7 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
  public:
   CombinerImpl(Session& session, std::string path, BatchOptions options, RunBatch run)
       : session_(session), path_(std::move(path)), options_(options), run_(std::move(run)) {}
-  ~CombinerImpl() override { stop_threads(); }
+  ~CombinerImpl() override { stop(); }
 
   void submit(BatchItem& item, std::optional<std::chrono::milliseconds> timeout) override;
   std::uint64_t submit_async(BatchItem& item, std::function<void(std::exception_ptr)> done,
@@ -73,17 +73,24 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   void give_up(std::uint64_t ticket, std::exception_ptr why) noexcept;
   void run_batch(LockHandle hold) noexcept;
 
-  // combiner_threads.cpp
+  // combiner_worker.cpp
   // Starts the thread that runs for asynchronous submitters, if it is not running.
   void ensure_worker() DLOCK_REQUIRES(mutex_);
   void worker_loop(std::stop_token stop) noexcept;
+  // Stops and joins the worker (detached if called on it), and releases a parked hold.
+  void stop() noexcept;
+
+  // combiner_park.cpp
   // Parks the lock for up to pass_wait, for the next runner to take over as a local pass (when
   // holds of this process pass the lock locally); else releases it.
   void hand_over(LockHandle hold) noexcept;
   // The parked hold, if any (then no longer parked).
   std::optional<LockHandle> unpark() noexcept;
-  void releaser_loop(std::stop_token stop) noexcept;
-  void stop_threads() noexcept;
+  // Releases the hold parked by park number `park` (any parked hold for nullopt), if still parked.
+  void release_parked(std::optional<std::uint64_t> park) noexcept;
+  // Releases a parked hold, and waits until a release begun by another thread has returned (its
+  // delete sent or queued): at the core's end nothing of it is still held.
+  void release_parked_and_wait() noexcept;
 
   Session& session_;
   const std::string path_;
@@ -112,12 +119,13 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   std::exception_ptr abandon_reason_ DLOCK_GUARDED_BY(mutex_);
   std::jthread worker_ DLOCK_GUARDED_BY(mutex_);
 
-  // A served batch's lock, kept for the next runner until parked_until_ (hand_over), and the
-  // thread that releases it then.
+  // A served batch's lock, kept for the next runner (hand_over): the park's number, and the timer
+  // task that lets it go at pass_wait.
   std::optional<LockHandle> parked_ DLOCK_GUARDED_BY(mutex_);
-  Clock::time_point parked_until_ DLOCK_GUARDED_BY(mutex_);
-  CondVar releaser_wake_;
-  std::jthread releaser_ DLOCK_GUARDED_BY(mutex_);
+  std::uint64_t park_number_ DLOCK_GUARDED_BY(mutex_) = 0;
+  std::uint64_t park_timer_ DLOCK_GUARDED_BY(mutex_) = 0;
+  int releasing_ DLOCK_GUARDED_BY(mutex_) = 0;  // parked holds taken out and being released
+  CondVar released_;                            // releasing_ fell to 0
 };
 
 }  // namespace dlock::detail

@@ -57,6 +57,7 @@ void Cohort::release(const Grant& grant) noexcept {
 
 void Cohort::release_locked(const Grant& grant) noexcept {
   const auto& node = grant.cohort_node;
+  node->when_waited = nullptr;  // a parked hold's notice goes with it
   --node->holders;
   if (node != current_) {
     // Given up, lost, or left to drain: the last holder deletes it.
@@ -95,9 +96,11 @@ bool Cohort::self_passable_locked(const std::shared_ptr<CohortNode>& node) const
          client_->owns_nodes_of(node->generation) && may_pass_locked(*node);
 }
 
-bool Cohort::would_pass_to_self(const Grant& grant) const noexcept {
+bool Cohort::park(const Grant& grant, std::function<void()> when_waited) noexcept {
   MutexLock lock(mutex_);
-  return self_passable_locked(grant.cohort_node);
+  if (!self_passable_locked(grant.cohort_node)) return false;
+  grant.cohort_node->when_waited = std::move(when_waited);
+  return true;
 }
 
 std::optional<Grant> Cohort::pass_to_self(const Grant& grant) noexcept {
@@ -107,6 +110,7 @@ std::optional<Grant> Cohort::pass_to_self(const Grant& grant) noexcept {
   try {
     Locked lock(*this);
     if (!self_passable_locked(node)) return std::nullopt;
+    node->when_waited = nullptr;  // parked no more
     --node->holders;
     next = grant_locked(node);
     // The node is shared from now on: other clients that queue must be noticed (others_waiting)

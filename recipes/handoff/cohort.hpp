@@ -71,6 +71,8 @@ struct CohortNode {
   // local holds wait for, join, or that lingers needs one; a node used once does without, so its
   // own delete notifies nobody (no herd of child events on an uncontended or one-per-client lock).
   bool watched = false;
+  // A parked holder's notice (Taker::park): called, once, when a local take queues behind it.
+  std::function<void()> when_waited;
 };
 
 class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
@@ -96,7 +98,7 @@ class Cohort final : public Taker, public std::enable_shared_from_this<Cohort> {
   std::size_t local_waiters() const override;
   bool passes_locally() const noexcept override { return true; }
   std::optional<Grant> pass_to_self(const Grant& grant) noexcept override;
-  bool would_pass_to_self(const Grant& grant) const noexcept override;
+  bool park(const Grant& grant, std::function<void()> when_waited) noexcept override;
   void detach_site() noexcept override;
   std::optional<Grant> take_now() override;
 

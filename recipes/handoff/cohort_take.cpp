@@ -295,7 +295,10 @@ void Cohort::step(const std::shared_ptr<AsyncTake>& take) {
       client_->add_state_waiter(member.waiter);
       take->state_waiting = true;
       const auto relist_node = current_ ? watch_if_shared_locked(current_) : nullptr;
+      // A parked holder is told that a local take waits for it (Taker::park): it may let go now.
+      auto parked_notice = current_ ? std::exchange(current_->when_waited, nullptr) : nullptr;
       lock.unlock();
+      if (parked_notice) parked_notice();  // first: a relist that throws must not lose it
       if (relist_node) relist(relist_node);
       return;
     }

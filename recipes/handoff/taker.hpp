@@ -136,8 +136,11 @@ class Taker {
   // has waited its bound, the node is lost or closed, no hand-off). `grant` stays held then; on
   // success it is given back. Never waits for ZooKeeper. Default: nullopt.
   virtual std::optional<Grant> pass_to_self(const Grant& /*grant*/) noexcept { return std::nullopt; }
-  // Whether pass_to_self(grant) would pass it now. Default: false.
-  virtual bool would_pass_to_self(const Grant& /*grant*/) const noexcept { return false; }
+  // Keeps `grant` for a pass_to_self to come: true when pass_to_self would pass it now, and then
+  // `when_waited` is called once, when a take of this Taker (same site, same mode) queues behind
+  // it (on that take's thread, with no lock of the Taker held), unless `grant` was passed or released first; false
+  // (`when_waited` dropped) otherwise. Only the latest call's `when_waited` is kept. Default: false.
+  virtual bool park(const Grant& /*grant*/, std::function<void()> /*when_waited*/) noexcept { return false; }
   // The owning site is being destroyed: no further calls back to it.
   virtual void detach_site() noexcept {}
   // A hold granted at once, without starting a take (a Cohort's node that may be joined now), or

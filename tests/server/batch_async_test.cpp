@@ -14,6 +14,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <cstdio>
 #include <future>
 #include <latch>
 #include <optional>
@@ -23,6 +24,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/testing/eventually.hpp"
+#include "process_threads.hpp"
 #include "recipes/test_hooks.hpp"
 #include "test_env.hpp"
 
@@ -70,6 +72,50 @@ TEST(BatchAsync, ResultsAndFailuresReachTheHandlersOnTheirExecutor) {
   EXPECT_EQ(failures, 2);
   EXPECT_FALSE(wrong_thread);
   EXPECT_EQ(served.load(), 22);
+}
+
+// 10,000 asynchronous requests queued behind a running batch hold no thread each: a BatchLock
+// runs one thread (the worker that runs asynchronous submitters' batches), whatever the queue.
+TEST(BatchAsync, TenThousandQueuedRequestsAddOneThreadNotOneEach) {
+  constexpr int kRequests = 10'000;
+  Session session(session_options());
+  std::latch first_batch_runs(1);
+  std::latch let_it_finish(1);
+  std::atomic<int> served{0};
+  std::atomic<bool> first{true};
+  Doubler doubler(session, test_root(), [&](Doubler::Batch& batch) {
+    if (first.exchange(false)) {
+      first_batch_runs.count_down();
+      let_it_finish.wait();  // the others queue meanwhile
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) batch.set_result(i, batch.request(i) * 2);
+    served.fetch_add(static_cast<int>(batch.size()));
+  });
+  asio::io_context io;
+  const int at_start = thread_count();
+  int wrong = 0;
+  int done = 0;
+  const auto submit = [&](int i) {
+    doubler.async_submit(i, asio::bind_executor(io, [&, i](std::exception_ptr error, int result) {
+                           wrong += (error || result != i * 2) ? 1 : 0;
+                           ++done;
+                         }));
+  };
+  submit(0);
+  first_batch_runs.wait();  // the worker runs the first batch and blocks in it
+  const int before = thread_count();
+  for (int i = 1; i < kRequests; ++i) submit(i);
+  const int during = thread_count();
+  let_it_finish.count_down();
+  io.run();
+  std::printf("[batch] threads: %d at the start, %d with one batch running, %d with %d requests queued\n", at_start,
+              before, during, kRequests - 1);
+  // The BatchLock's worker, and the process's task timer if no lock had started it yet.
+  EXPECT_LE(before, at_start + 2) << "the first request started more threads than the worker and the timer";
+  EXPECT_EQ(during, before) << "queued requests hold threads";
+  EXPECT_EQ(done, kRequests);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(served.load(), kRequests);
 }
 
 TEST(BatchAsync, CoAwaitReturnsTheResultAndRethrowsTheFailure) {
@@ -147,7 +193,7 @@ TEST(BatchAsync, AsynchronousBatchesPassTheLockLocally) {
   const auto before = session.stats().requests;
   int done = 0;
   // Each completion submits the next request: the next batch's runner queues for the lock while
-  // the releaser keeps it (pass_wait), as blocking submitters coming back do.
+  // it is parked (pass_wait), as blocking submitters coming back do.
   std::function<void(int)> next = [&](int i) {
     doubler.async_submit(i, asio::bind_executor(io, [&, i](std::exception_ptr, int) {
                            ++done;
