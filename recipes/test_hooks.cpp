@@ -35,6 +35,7 @@ std::atomic<int> fail_callback_threads;
 std::function<void()> after_taking_term_waiters;
 std::function<void()> batch_wait_abandoned;
 std::function<void()> batch_parked;
+std::function<void()> before_batch_runner_take;
 std::atomic<bool> batch_park_never_released;
 
 }  // namespace dlock::detail::test_hooks

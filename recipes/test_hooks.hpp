@@ -127,10 +127,15 @@ DLOCK_TEST_SWITCH(int, fail_callback_threads);
 // run (LeaderLatch::async_acquire). Set only while no candidacy runs, on any thread.
 DLOCK_TEST_CALLBACK(after_taking_term_waiters);
 
-// Runs on a BatchLock's worker thread once its wait for the lock on an asynchronous request's
-// behalf was abandoned (cancelled, timed out), before it reads the reason. Set only while no
-// BatchLock runs, on any thread.
+// Runs where a BatchLock's take of the lock on an asynchronous request's behalf has ended
+// abandoned (cancelled, timed out, shut down) with its request not yet settled: a ZooKeeper
+// completion thread or the task timer, before the reason is read. Set only while no BatchLock's
+// take is under way, on any thread.
 DLOCK_TEST_CALLBACK(batch_wait_abandoned);
+
+// Runs on a BatchLock's worker just before it begins the take of the lock for an asynchronous
+// runner (after the parked lock, if any, was not taken over). Set only while no BatchLock runs.
+DLOCK_TEST_CALLBACK(before_batch_runner_take);
 
 // Runs on a BatchLock's runner once the lock of the batch it served is parked for the next runner.
 // Set only while no BatchLock runs, on any thread.

@@ -35,8 +35,10 @@
 //     submitter that is not chosen to run a batch sends nothing to ZooKeeper: it waits.
 //   * The runner is the submitter of the oldest waiting request when the lock is to be taken. A
 //     blocking submitter runs the handler on its own thread; for an asynchronous one
-//     (async_submit) a thread of the BatchLock's own (started at the first async_submit) waits
-//     for the lock and runs the handler. Either serves both kinds of request in one batch.
+//     (async_submit) the lock is taken without a thread (as LockHandle::async_acquire takes it)
+//     and the handler runs on a thread of the BatchLock's own (started at the first
+//     async_submit), never on the application's executor. Either serves both kinds of request in
+//     one batch. Queued requests hold no thread.
 //   * Results are delivered as soon as the handler returned, before the lock is released. The
 //     lock is then parked up to `pass_wait`: the next runner of this process (often a submitter
 //     just served, back with a new request) takes it over as a local pass, without a ZooKeeper

@@ -1,8 +1,8 @@
 // The combining algorithm behind dlock::BatchLock (dlock/batch.hpp), written once for both kinds
 // of submitter:
 //   * A request joins the queue. If no runner is chosen, the oldest queued request's submitter
-//     becomes it (a blocking submitter on its own thread; an asynchronous one through the core's
-//     worker thread, which acts for it).
+//     becomes it (a blocking submitter on its own thread; for an asynchronous one the core's
+//     worker starts a thread-free take of the lock, and runs the batch once it is granted).
 //   * The runner takes the lock (a LockHandle: the lock's queue and local hand-off as for any
 //     holder), then takes up to max_batch requests from the front (its own among them: it was
 //     the oldest when chosen, and only a runner takes requests), and chooses the next runner among
@@ -178,9 +178,8 @@ void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::ch
   // The previous batch's lock, parked for this runner: taken over as a local pass when hand-off
   // allows one now, else released (to a local waiter, another client or nobody) and taken anew.
   if (auto parked = unpark()) {
-    // A request cancelled, shut down or out of time fails below as it would have without one.
-    const bool may_run = !deadline.abandoned() && !deadline.passed();
-    if (may_run && HandleAccess::pass_to_self(*parked)) return run_batch(std::move(*parked));
+    // A request out of time fails below as it would have without one.
+    if (!deadline.passed() && HandleAccess::pass_to_self(*parked)) return run_batch(std::move(*parked));
     parked->release();
   }
   LockHandle hold;
@@ -190,16 +189,7 @@ void CombinerImpl::serve(std::uint64_t ticket, const Deadline& deadline, std::ch
   } catch (...) {
     failed = std::current_exception();
   }
-  if (!hold) {
-    if (deadline.abandoned()) {  // cancelled or shut down: the reason given, not the lock's error
-      if (test_hooks::batch_wait_abandoned) test_hooks::batch_wait_abandoned();
-      MutexLock lock(mutex_);
-      failed = abandon_reason_;
-    } else if (!failed) {
-      failed = timeout_error(path_, timeout);
-    }
-    return give_up(ticket, failed);
-  }
+  if (!hold) return give_up(ticket, failed ? failed : timeout_error(path_, timeout));
   run_batch(std::move(hold));  // granted, even if cancelled since: too late, it runs
 }
 
@@ -271,27 +261,30 @@ void CombinerImpl::run_batch(LockHandle hold) noexcept {
 
 void CombinerImpl::cancel(std::uint64_t ticket, std::exception_ptr why) noexcept {
   Settlements later;
+  std::shared_ptr<AsyncAcquisition<LockHandle>> take;
   {
     MutexLock lock(mutex_);
     const auto it = find(ticket);
     if (it == queue_.end()) return;  // running in a batch, or settled
-    if (serving_ == ticket) {        // the worker waits for the lock on its behalf
+    if (serving_ == ticket) {        // its take of the lock is under way (or granted: too late)
       // The first reason wins: a time-out's LockTimeout stays, though a cancellation (or the
       // shutdown) comes before the wait has ended.
       if (!abandon_reason_) abandon_reason_ = std::move(why);
-      serving_stop_.request_stop();
-      return;
+      take = serving_take_;  // none yet: start_runner_take cancels it once it has it
+    } else {
+      if (for_ticket_ == ticket) for_ticket_.reset();
+      if (runner_ == ticket) runner_.reset();
+      settle(queue_, it, std::move(why), later);
+      choose_runner(later);
     }
-    if (for_ticket_ == ticket) for_ticket_.reset();
-    if (runner_ == ticket) runner_.reset();
-    settle(queue_, it, std::move(why), later);
-    choose_runner(later);
   }
+  if (take) take->cancel();
   run_all(later);
 }
 
 void CombinerImpl::shutdown(std::exception_ptr why) noexcept {
   Settlements later;
+  std::shared_ptr<AsyncAcquisition<LockHandle>> take;
   {
     MutexLock lock(mutex_);
     shut_down_ = true;
@@ -308,10 +301,19 @@ void CombinerImpl::shutdown(std::exception_ptr why) noexcept {
     }
     if (serving_) {
       if (!abandon_reason_) abandon_reason_ = why;  // a cancellation's or time-out's came first
-      serving_stop_.request_stop();
+      take = std::move(serving_take_);
+      if (!runner_granted_) {
+        // Its take is under way (or about to begin): the request ends now, with the first reason,
+        // so that every request is settled before the BatchLock is gone; the take's late
+        // completion only lets its hold go (on_runner_take).
+        if (runner_ == *serving_) runner_.reset();
+        if (const auto it = find(*serving_); it != queue_.end()) settle(queue_, it, abandon_reason_, later);
+        serving_.reset();
+      }
     }
     choose_runner(later);
   }
+  if (take) take->cancel();
   run_all(later);
   stop();
 }

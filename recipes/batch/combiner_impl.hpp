@@ -1,6 +1,7 @@
 // Internal: the combining core behind dlock::BatchLock (dlock/batch.hpp). combiner.cpp has the
-// algorithm (the queue, the runner, the batch), combiner_worker.cpp the thread that acts as runner
-// for asynchronous submitters, combiner_park.cpp the served batch's lock kept for the next runner.
+// algorithm (the queue, the runner, the batch), combiner_worker.cpp the asynchronous runner (its
+// thread-free take of the lock, and the thread that runs its batches), combiner_park.cpp the served
+// batch's lock kept for the next runner.
 //
 // No allocation happens between taking a request off the queue and settling it: requests move
 // between lists by splicing, and each carries room for its outcome, so a failure to allocate
@@ -17,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "dlock/async.hpp"
 #include "dlock/batch.hpp"
 #include "src/base/deadline.hpp"
 #include "src/base/mutex.hpp"
@@ -53,6 +55,10 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   const std::string& path() const noexcept override { return path_; }
   Session& session() const noexcept override { return session_; }
 
+  // combiner_worker.cpp: where the take that start_runner_take began for `ticket` completes (a
+  // ZooKeeper completion thread, the task timer, the worker): a grant goes to the worker to run.
+  void on_runner_take(std::uint64_t ticket, std::error_code code, LockHandle hold) noexcept;
+
  private:
   using Queue = std::list<Entry>;
   // Asynchronous requests settled under the mutex, whose done() runs once it is released (a done()
@@ -74,9 +80,14 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   void run_batch(LockHandle hold) noexcept;
 
   // combiner_worker.cpp
-  // Starts the thread that runs for asynchronous submitters, if it is not running.
+  // Starts the thread that runs asynchronous runners' batches, if it is not running.
   void ensure_worker() DLOCK_REQUIRES(mutex_);
   void worker_loop(std::stop_token stop) noexcept;
+  // For the asynchronous request `ticket` (serving_): the parked lock as a local pass, or a
+  // thread-free take of the lock. Never waits for ZooKeeper.
+  void start_runner_take(std::uint64_t ticket) noexcept;
+  // Runs the asynchronous runner's batch on the worker, then ends its turn.
+  void run_granted(LockHandle hold) noexcept;
   // Stops and joins the worker (detached if called on it), and releases a parked hold.
   void stop() noexcept;
 
@@ -109,13 +120,16 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   bool shut_down_ DLOCK_GUARDED_BY(mutex_) = false;
   std::exception_ptr shutdown_reason_ DLOCK_GUARDED_BY(mutex_);
 
-  // The thread that runs for asynchronous submitters: `for_ticket_` is the request it is to
-  // serve, `serving_` the one it serves now (its wait abandoned by `serving_stop_`, for
-  // `abandon_reason_`: the first reason given, never replaced by a later one).
+  // The asynchronous runner: `for_ticket_` is the request whose take the worker is to start,
+  // `serving_` the one whose take is under way (`serving_take_`, cancelled for `abandon_reason_`:
+  // the first reason given, never replaced by a later one) or whose batch is to run (`granted_`,
+  // for the worker thread) or runs.
   CondVar worker_wake_;
   std::optional<std::uint64_t> for_ticket_ DLOCK_GUARDED_BY(mutex_);
   std::optional<std::uint64_t> serving_ DLOCK_GUARDED_BY(mutex_);
-  std::stop_source serving_stop_ DLOCK_GUARDED_BY(mutex_);
+  std::shared_ptr<AsyncAcquisition<LockHandle>> serving_take_ DLOCK_GUARDED_BY(mutex_);
+  std::optional<LockHandle> granted_ DLOCK_GUARDED_BY(mutex_);
+  bool runner_granted_ DLOCK_GUARDED_BY(mutex_) = false;  // serving_'s batch is to run, or runs
   std::exception_ptr abandon_reason_ DLOCK_GUARDED_BY(mutex_);
   std::jthread worker_ DLOCK_GUARDED_BY(mutex_);
 

@@ -26,6 +26,7 @@
 #include "dlock/testing/eventually.hpp"
 #include "process_threads.hpp"
 #include "recipes/test_hooks.hpp"
+#include "scoped_callback.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -328,9 +329,62 @@ TEST(BatchAsync, RequestsQueuedWhenTheBatchLockGoesCompleteWithAnError) {
     }
     std::this_thread::sleep_for(50ms);
   }
-  io.run();
+  // Every request, the runner's among them (its take of the lock still under way), was settled
+  // before the destructor returned: the completions are posted already, poll() runs them.
+  io.poll();
   EXPECT_EQ(destroyed, 3);
   EXPECT_EQ(served.load(), 0);
+}
+
+// An asynchronous runner that cannot take the lock (its Session closed) fails its own request with
+// the lock's error, an Error naming the path and the code, without running it.
+TEST(BatchAsync, ARunnerThatCannotTakeTheLockFailsItsRequestWithTheLocksError) {
+  Session session(session_options());
+  std::atomic<int> served{0};
+  Doubler doubler(session, test_root(), doubling(served));
+  session.close();
+  asio::io_context io;
+  std::optional<std::string> outcome;
+  doubler.async_submit(1, asio::bind_executor(io, [&](std::exception_ptr e, int) {
+                         try {
+                           if (e) std::rethrow_exception(e);
+                           outcome = "no error";
+                         } catch (const Error& error) {
+                           outcome = error.what();
+                         }
+                       }));
+  io.run_for(20s);
+  ASSERT_TRUE(outcome.has_value()) << "the request never completed";
+  EXPECT_NE(outcome->find(test_root()), std::string::npos) << *outcome;
+  EXPECT_EQ(served.load(), 0);
+}
+
+// A runner's request cancelled before its take of the lock begins ends with operation_aborted:
+// no request is sent for it, and it never runs.
+TEST(BatchAsync, ARunnerCancelledBeforeItsTakeBeginsSendsNothingAndNeverRuns) {
+  Session session(session_options());
+  std::atomic<int> served{0};
+  Doubler doubler(session, test_root(), doubling(served));
+  asio::io_context io;
+  asio::cancellation_signal cancel;
+  const ScopedCallback cancel_first(detail::test_hooks::before_batch_runner_take,
+                                    [&] { cancel.emit(asio::cancellation_type::terminal); });
+  const auto before = session.stats().requests;
+  std::optional<boost::system::error_code> code;
+  doubler.async_submit(
+      1, asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(io, [&](std::exception_ptr e, int) {
+                                        try {
+                                          if (e) std::rethrow_exception(e);
+                                          code = boost::system::error_code();
+                                        } catch (const boost::system::system_error& error) {
+                                          code = error.code();
+                                        }
+                                      })));
+  io.run_for(20s);
+  ASSERT_TRUE(code.has_value()) << "the request never completed";
+  EXPECT_EQ(*code, asio::error::operation_aborted);
+  EXPECT_EQ(served.load(), 0) << "a cancelled request ran";
+  EXPECT_EQ(session.stats().requests, before) << "a take began for a cancelled request";
 }
 
 }  // namespace
