@@ -27,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10a", "W10b"]
-IMPLS = ["dlock", "dlock-nohandoff", "curator", "kazoo", "floor-sync", "floor-pipelined"]
+IMPLS = ["dlock", "dlock-nohandoff", "curator", "kazoo", "floor-sync", "floor-pipelined", "floor-st"]
 # W8 and W9 are multi-process workloads driven from here, for dlock (both settings) and Curator.
 MULTI_PROCESS = ("dlock", "dlock-nohandoff", "curator")
 # Implementations that do not apply to a workload, and why (the report prints the reason).
@@ -35,8 +35,9 @@ NOT_APPLICABLE = {
     ("W5", "kazoo"): "kazoo's Lock is not reentrant (a second acquire() by the holder retries forever)",
     ("W5", "floor-sync"): "the floor has no reentrancy: W5 never reaches ZooKeeper",
     ("W5", "floor-pipelined"): "the floor has no reentrancy: W5 never reaches ZooKeeper",
+    ("W5", "floor-st"): "the floor has no reentrancy: W5 never reaches ZooKeeper",
 }
-for _impl in ("kazoo", "floor-sync", "floor-pipelined"):
+for _impl in ("kazoo", "floor-sync", "floor-pipelined", "floor-st"):
     NOT_APPLICABLE[("W8", _impl)] = "W8 compares dlock with Curator (3 JVMs)"
     NOT_APPLICABLE[("W9", _impl)] = "W9 probes beside a dlock or a Curator process"
 W8_PROCESSES = 3
@@ -61,10 +62,16 @@ def command(impl, build):
     if impl.startswith("floor-"):
         # Diagnostic variants (not in the default set): floor-asyncdelete, and a "+rd" suffix for a
         # C client that skips its per-poll host resolution (zoo_set_servers_resolution_delay).
+        # floor-st[-MODE] is the same program on the C client's single-threaded library.
         mode, _, variant = impl[len("floor-"):].partition("+")
         if variant not in ("", "rd"):
             raise ValueError(f"{impl}: unknown variant +{variant} (known: +rd)")
-        argv = [os.path.join(bench_bin, "floor_bench"), "--mode", mode]
+        program = "floor_bench"
+        if mode == "st":
+            program, mode = "floor_st_bench", "pipelined"
+        elif mode.startswith("st-"):
+            program, mode = "floor_st_bench", mode[len("st-"):]
+        argv = [os.path.join(bench_bin, program), "--mode", mode]
         return argv + (["--resolution-delay-ms", "1000"] if variant == "rd" else [])
     raise ValueError(impl)
 

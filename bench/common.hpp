@@ -163,6 +163,14 @@ inline double cpu_seconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
+// Context switches of the whole process so far (every thread): voluntary (a thread slept) and
+// involuntary (it was preempted).
+inline double context_switches() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_nvcsw + usage.ru_nivcsw);
+}
+
 // Peak resident set size (VmHWM) of this process, in KiB.
 inline long vm_hwm_kb() {
   std::ifstream status("/proc/self/status");
@@ -235,6 +243,7 @@ struct Recorder {
 struct Window {
   double seconds = 0;
   double cpu_s = 0;
+  double context_switches = 0;
   std::map<std::string, double> mntr_before, mntr_after;
 };
 
@@ -248,12 +257,14 @@ Window run_phases(std::atomic<Phase>& phase, const std::string& connect, double 
   window.mntr_before = mntr(connect);
   at_start();
   const double cpu0 = cpu_seconds();
+  const double switches0 = context_switches();
   const auto t0 = Clock::now();
   phase.store(Phase::Measure);
   std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
   phase.store(Phase::Stop);
   const auto t1 = Clock::now();
   window.cpu_s = cpu_seconds() - cpu0;
+  window.context_switches = context_switches() - switches0;
   at_end();
   window.mntr_after = mntr(connect);
   window.seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -271,6 +282,7 @@ inline Json figures(const std::string& impl, const std::string& workload, std::u
   if (ops > 0) {
     const double n = static_cast<double>(ops);
     json.add("cpu_us_per_op", w.cpu_s * 1e6 / n);
+    if (w.context_switches > 0) json.add("context_switches_per_op", w.context_switches / n);
     const auto delta = [&](const char* key) { return counter(w.mntr_after, key) - counter(w.mntr_before, key); };
     json.add("srv_writes_per_op", delta("zk_cnt_updatelatency") / n);
     json.add("srv_reads_per_op", delta("zk_cnt_readlatency") / n);

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-IMPLS = ["dlock", "dlock-nohandoff", "dlock-1session", "curator", "kazoo", "floor-sync", "floor-pipelined"]
+IMPLS = ["dlock", "dlock-nohandoff", "dlock-1session", "curator", "kazoo", "floor-sync", "floor-pipelined", "floor-st"]
 WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10a", "W10b"]
 TITLES = {
     "W1": "W1 uncontended (1 thread, 1 path): cycles/s",
@@ -258,17 +258,19 @@ def requests_table(data):
 
 
 def client_cost(data):
-    out = ["| workload | impl | CPU µs per cycle | x Curator | peak RSS (VmHWM) MiB | x Curator "
+    out = ["| workload | impl | CPU µs per cycle | x Curator | context switches / cycle "
+           "| peak RSS (VmHWM) MiB | x Curator "
            "| server writes / cycle | server reads / cycle | fsyncs / cycle | client requests / cycle |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for workload in ("W1", "W2", "W3"):
-        for impl in ("dlock", "curator", "kazoo", "floor-sync", "floor-pipelined"):
+        for impl in ("dlock", "curator", "kazoo", "floor-sync", "floor-pipelined", "floor-st"):
             if not data.rows(workload, impl):
                 continue
             rss = data.median(workload, impl, "vmhwm_kb")
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 workload, impl, fmt(data.median(workload, impl, "cpu_us_per_op")),
                 fx(data.ratio(workload, impl, "cpu_us_per_op", "curator")),
+                fmt(data.median(workload, impl, "context_switches_per_op"), 1),
                 fmt(rss / 1024 if rss else None), fx(data.ratio(workload, impl, "vmhwm_kb", "curator")),
                 fmt(data.median(workload, impl, "srv_writes_per_op"), 2),
                 fmt(data.median(workload, impl, "srv_reads_per_op"), 2),

@@ -14,7 +14,7 @@
 #   DLOCK_BENCH_SECONDS=10   measured seconds per workload and run (workloads.md: 10)
 #   DLOCK_BENCH_RUNS=3       runs; every figure is the median over them (at least 3 for the report)
 #   DLOCK_BENCH_WARMUP=2     unmeasured seconds before each measurement, in the same process
-#   DLOCK_BENCH_WORKLOADS=W1,W2,W3,W4,W5,W6,W7   DLOCK_BENCH_IMPLS=dlock,curator,kazoo,floor-sync,floor-pipelined
+#   DLOCK_BENCH_WORKLOADS=W1,W2,W3,W4,W5,W6,W7   DLOCK_BENCH_IMPLS=dlock,curator,kazoo,floor-sync,floor-pipelined,floor-st
 #   DLOCK_BENCH_SKIP_DEPS=1  do not run scripts/install-deps.sh (packages already there)
 #   DLOCK_BENCH_OUT=FILE     append the JSON lines to FILE instead of bench/results/<date>.jsonl
 #   DLOCK_BENCH_REPORT=0     leave docs/bench.md and the chart alone (a partial or diagnostic run,
@@ -29,7 +29,7 @@ seconds=${DLOCK_BENCH_SECONDS:-10}
 runs=${DLOCK_BENCH_RUNS:-3}
 warmup=${DLOCK_BENCH_WARMUP:-2}
 workloads=${DLOCK_BENCH_WORKLOADS:-W1,W2,W3,W4,W5,W6,W7,W8,W9,W10a,W10b}
-impls=${DLOCK_BENCH_IMPLS:-dlock,dlock-nohandoff,curator,kazoo,floor-sync,floor-pipelined}
+impls=${DLOCK_BENCH_IMPLS:-dlock,dlock-nohandoff,curator,kazoo,floor-sync,floor-pipelined,floor-st}
 build="$root/build-bench"
 started=$(date +%s)
 
@@ -56,7 +56,7 @@ else
 fi
 cmake -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF \
   -DDLOCK_BUILD_BENCH=ON >/dev/null
-cmake --build "$build" -j2 --target dlock_bench floor_bench curator_bench
+cmake --build "$build" -j2 --target dlock_bench floor_bench floor_st_bench curator_bench
 
 # ---- ZooKeeper: standalone, default settings, data on disk (fsync is part of every write) ----
 zk_dir=$(mktemp -d "${TMPDIR:-/tmp}/dlock-bench-zk.XXXXXX")

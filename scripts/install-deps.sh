@@ -10,6 +10,7 @@ packages=(
   pkgconf                          # pkg-config: the packaging test builds a consumer with dlock.pc
   ccache                           # the test command compiles through it: a later run only what changed
   libzookeeper-mt-dev              # ZooKeeper C client (multi-threaded)
+  libzookeeper-st2                 # its single-threaded library: the benchmark's floor-st
   zookeeper                        # the real server the tests and the demo start (brings Java)
   nlohmann-json3-dev               # lock node data
   libcli11-dev                     # dlockctl's command line

@@ -24,6 +24,7 @@
 #include "loopback.hpp"
 #include "member_runner.hpp"
 #include "peer_links.hpp"
+#include "plain_client.hpp"
 #include "spawn.hpp"
 
 namespace dlock::testing {
@@ -494,8 +495,9 @@ struct Heartbeat::State {
   std::string connect;
   std::string path;
   std::chrono::milliseconds interval{};
-  zhandle_t* zh = nullptr;
+  std::unique_ptr<PlainClient> client;  // run()'s (and the constructor's) own
   std::atomic<bool> in_flight{false};
+  std::atomic<bool> missing{false};  // the node is not there: the next write creates it
   std::atomic<std::uint64_t> writes{0};
   std::atomic<std::uint64_t> errors{0};
   std::mutex mutex;
@@ -510,8 +512,7 @@ Heartbeat::Heartbeat(const std::string& connect, std::chrono::milliseconds inter
   s.connect = connect;
   s.path = std::move(path);
   s.interval = interval;
-  s.zh = zookeeper_init(s.connect.c_str(), nullptr, 4000, nullptr, nullptr, 0);
-  if (s.zh == nullptr) throw std::runtime_error("Heartbeat: zookeeper_init failed for " + s.connect);
+  s.client = std::make_unique<PlainClient>(s.connect, std::chrono::milliseconds(4000));
   s.thread = std::thread([&s] { s.run(); });
 }
 
@@ -523,7 +524,7 @@ Heartbeat::~Heartbeat() {
   }
   s.wake.notify_all();
   s.thread.join();
-  if (s.zh != nullptr) zookeeper_close(s.zh);  // no completion runs after this returns
+  s.client.reset();  // no completion runs after this returns
 }
 
 std::uint64_t Heartbeat::writes() const { return state_->writes.load(); }
@@ -532,15 +533,24 @@ std::uint64_t Heartbeat::errors() const { return state_->errors.load(); }
 void Heartbeat::State::run() {
   std::unique_lock lock(mutex);
   while (!stopping) {
-    if (zh == nullptr || zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE || zoo_state(zh) == ZOO_AUTH_FAILED_STATE) {
+    const int state = client != nullptr ? client->state() : ZOO_EXPIRED_SESSION_STATE;
+    if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
       // The session is gone for good (every member was down too long): start a new one.
-      if (zh != nullptr) zookeeper_close(zh);  // completions are done or dropped once it returns
+      client.reset();  // completions are done or dropped once it returns
       in_flight = false;
-      zh = zookeeper_init(connect.c_str(), nullptr, 4000, nullptr, nullptr, 0);
       ++errors;
+      try {
+        client = std::make_unique<PlainClient>(connect, std::chrono::milliseconds(4000));
+      } catch (const std::exception&) {
+        // The C client could not make a handle (out of resources): try again next time.
+      }
     }
-    if (zh != nullptr && zoo_state(zh) == ZOO_CONNECTED_STATE && !in_flight.exchange(true)) {
-      if (zoo_aset(zh, path.c_str(), "x", 1, -1, &State::on_set, this) != ZOK) {
+    if (client != nullptr && client->state() == ZOO_CONNECTED_STATE && !in_flight.exchange(true)) {
+      const int rc = client->call([&](zhandle_t* zh) {
+        return missing ? zoo_acreate(zh, path.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, &State::on_create, this)
+                       : zoo_aset(zh, path.c_str(), "x", 1, -1, &State::on_set, this);
+      });
+      if (rc != ZOK) {
         in_flight = false;
         ++errors;
       }
@@ -551,12 +561,10 @@ void Heartbeat::State::run() {
 
 void Heartbeat::State::on_set(int rc, const Stat*, const void* data) {
   auto* self = static_cast<State*>(const_cast<void*>(data));
-  if (rc == ZNONODE &&
-      zoo_acreate(self->zh, self->path.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, 0, &State::on_create, self) == ZOK) {
-    return;  // still in flight
-  }
   if (rc == ZOK) {
     ++self->writes;
+  } else if (rc == ZNONODE) {
+    self->missing = true;  // not an error: the first write of a fresh ensemble creates the node
   } else {
     ++self->errors;
   }
@@ -567,6 +575,7 @@ void Heartbeat::State::on_create(int rc, const char*, const void* data) {
   auto* self = static_cast<State*>(const_cast<void*>(data));
   if (rc == ZOK || rc == ZNODEEXISTS) {
     ++self->writes;
+    self->missing = false;
   } else {
     ++self->errors;
   }

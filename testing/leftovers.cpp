@@ -2,38 +2,27 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+
+#include "plain_client.hpp"
 
 namespace dlock::testing {
 namespace {
 
-// A connection of the C client's, closed when it goes out of scope.
-class Connection {
- public:
-  explicit Connection(const std::string& connect) {
-    zh_ = zookeeper_init(connect.c_str(), nullptr, 10000, nullptr, nullptr, 0);
-    if (zh_ == nullptr) throw std::runtime_error("dlock::testing: cannot open a connection to " + connect);
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (zoo_state(zh_) != ZOO_CONNECTED_STATE) {
-      if (std::chrono::steady_clock::now() > give_up) {
-        zookeeper_close(zh_);
-        throw std::runtime_error("dlock::testing: no ZooKeeper server answered at " + connect + " within 10 s");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+// A connection of the C client's, connected, closed when it goes out of scope.
+std::unique_ptr<PlainClient> connect_to(const std::string& connect) {
+  auto client = std::make_unique<PlainClient>(connect, std::chrono::seconds(10));
+  if (!client->wait_connected(std::chrono::seconds(10))) {
+    throw std::runtime_error("dlock::testing: no ZooKeeper server answered at " + connect + " within 10 s");
   }
-  ~Connection() { zookeeper_close(zh_); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-  zhandle_t* get() const { return zh_; }
+  return client;
+}
 
- private:
-  zhandle_t* zh_ = nullptr;
-};
-
-std::vector<std::string> lock_nodes(zhandle_t* zh, const std::string& root) {
+std::vector<std::string> lock_nodes(PlainClient& client, const std::string& root) {
   std::vector<std::string> found;
   std::vector<std::string> todo{root};
   while (!todo.empty()) {
@@ -46,13 +35,24 @@ std::vector<std::string> lock_nodes(zhandle_t* zh, const std::string& root) {
       if (rc == ZNONODE) return false;
       throw std::runtime_error(std::string("dlock::testing: ") + what + " " + path + " failed: " + zerror(rc));
     };
-    Stat stat{};
-    if (!check(zoo_exists(zh, path.c_str(), 0, &stat), "exists")) continue;
-    if (stat.ephemeralOwner > 0) found.push_back(path);  // a container's owner is negative
-    String_vector names{};
-    if (!check(zoo_get_children(zh, path.c_str(), 0, &names), "getChildren")) continue;
-    for (int i = 0; i < names.count; ++i) todo.push_back((path == "/" ? "" : path) + "/" + names.data[i]);
-    deallocate_String_vector(&names);
+    PlainReply<std::int64_t> owner;
+    const auto on_stat = [](int rc, const Stat* stat, const void* data) {
+      PlainReply<std::int64_t>::of(data).set(rc, rc == ZOK && stat != nullptr ? stat->ephemeralOwner : 0);
+    };
+    int sent = client.call([&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, on_stat, owner.tag()); });
+    const auto [stat_rc, ephemeral_owner] = sent == ZOK ? owner.get() : std::pair<int, std::int64_t>{sent, 0};
+    if (!check(stat_rc, "exists")) continue;
+    if (ephemeral_owner > 0) found.push_back(path);  // a container's owner is negative
+    PlainReply<std::vector<std::string>> names;
+    const auto on_children = [](int rc, const String_vector* strings, const void* data) {
+      std::vector<std::string> out;
+      if (rc == ZOK && strings != nullptr) out.assign(strings->data, strings->data + strings->count);
+      PlainReply<std::vector<std::string>>::of(data).set(rc, std::move(out));
+    };
+    sent = client.call([&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), 0, on_children, names.tag()); });
+    auto [children_rc, children] = sent == ZOK ? names.get() : std::pair<int, std::vector<std::string>>{sent, {}};
+    if (!check(children_rc, "getChildren")) continue;
+    for (const auto& name : children) todo.push_back((path == "/" ? "" : path) + "/" + name);
   }
   return found;
 }
@@ -60,16 +60,16 @@ std::vector<std::string> lock_nodes(zhandle_t* zh, const std::string& root) {
 }  // namespace
 
 std::vector<std::string> lock_nodes_under(const std::string& connect, const std::string& path) {
-  const Connection connection(connect);
-  return lock_nodes(connection.get(), path);
+  const auto client = connect_to(connect);
+  return lock_nodes(*client, path);
 }
 
 std::vector<std::string> wait_for_no_lock_nodes_under(const std::string& connect, const std::string& path,
                                                       std::chrono::milliseconds timeout) {
-  const Connection connection(connect);
+  const auto client = connect_to(connect);
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    auto left = lock_nodes(connection.get(), path);
+    auto left = lock_nodes(*client, path);
     if (left.empty() || std::chrono::steady_clock::now() > give_up) return left;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -13,12 +13,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dlock/testing/ensemble.hpp"
+#include "plain_client.hpp"
 
 namespace {
 
@@ -27,7 +30,7 @@ std::atomic<std::uint64_t> failed{0};
 std::atomic<bool> stopping{false};
 
 struct Writer {
-  zhandle_t* zh = nullptr;
+  std::unique_ptr<dlock::testing::PlainClient> client;
   std::string base;
 };
 
@@ -44,8 +47,22 @@ void on_created(int rc, const char*, const void* data) {
 }
 
 void issue(Writer* writer) {
-  zoo_acreate(writer->zh, writer->base.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, on_created,
-              writer);
+  const int rc = writer->client->call([&](zhandle_t* zh) {
+    return zoo_acreate(zh, writer->base.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, on_created,
+                       writer);
+  });
+  if (rc != ZOK) failed.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The persistent parent of a writer's nodes.
+void make_base(Writer& writer) {
+  dlock::testing::PlainReply<int> reply;
+  const auto done = [](int rc, const char*, const void* data) { dlock::testing::PlainReply<int>::of(data).set(rc); };
+  const int sent = writer.client->call([&](zhandle_t* zh) {
+    return zoo_acreate(zh, writer.base.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, done, reply.tag());
+  });
+  const int rc = sent == ZOK ? reply.get().first : sent;
+  if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error("creating " + writer.base + ": " + zerror(rc));
 }
 
 }  // namespace
@@ -59,12 +76,13 @@ int main(int argc, char** argv) {
   const std::string connect = ensemble.connect_string();
   std::vector<Writer> writers(static_cast<std::size_t>(sessions));
   for (int i = 0; i < sessions; ++i) {
-    writers[i].zh = zookeeper_init(connect.c_str(), nullptr, 10000, nullptr, nullptr, 0);
-    for (int tries = 0; zoo_state(writers[i].zh) != ZOO_CONNECTED_STATE && tries < 200; ++tries) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    writers[i].client = std::make_unique<dlock::testing::PlainClient>(connect, std::chrono::seconds(10));
+    if (!writers[i].client->wait_connected(std::chrono::seconds(10))) {
+      std::fprintf(stderr, "ensemble_write_rate: no session with %s within 10 s\n", connect.c_str());
+      return 1;
     }
     writers[i].base = "/write-rate-" + std::to_string(i);
-    zoo_create(writers[i].zh, writers[i].base.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+    make_base(writers[i]);
     writers[i].base += "/n-";
   }
   for (auto& writer : writers) {
@@ -78,7 +96,7 @@ int main(int argc, char** argv) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stopping = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (auto& writer : writers) zookeeper_close(writer.zh);
+  for (auto& writer : writers) writer.client.reset();
   std::printf(
       "{\"ensemble_members\":%d,\"sessions\":%d,\"outstanding_per_session\":%d,\"seconds\":%.3f,"
       "\"writes\":%llu,\"writes_per_s\":%.1f,\"failed\":%llu}\n",

@@ -9,89 +9,124 @@
 
 namespace dlock::testing {
 
-RawZk::RawZk(const std::string& connect, std::chrono::milliseconds session_timeout, const clientid_t* session) {
-  zh_ = zookeeper_init(connect.c_str(), nullptr, static_cast<int>(session_timeout.count()), session, nullptr, 0);
-  if (zh_ == nullptr) throw std::runtime_error("RawZk: zookeeper_init failed for " + connect);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (zoo_state(zh_) != ZOO_CONNECTED_STATE) {
-    if (zoo_state(zh_) == ZOO_EXPIRED_SESSION_STATE || std::chrono::steady_clock::now() > give_up) {
-      zookeeper_close(zh_);
-      throw std::runtime_error("RawZk: cannot connect to " + connect);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
+namespace {
 
-RawZk::~RawZk() { zookeeper_close(zh_); }
-
-std::vector<std::string> RawZk::children(const std::string& path) {
-  String_vector names{};
+std::vector<std::string> names_of(const String_vector* strings) {
   std::vector<std::string> out;
-  if (zoo_get_children(zh_, path.c_str(), 0, &names) == ZOK) {
-    for (int i = 0; i < names.count; ++i) out.emplace_back(names.data[i]);
-    deallocate_String_vector(&names);
-  }
+  if (strings != nullptr) out.assign(strings->data, strings->data + strings->count);
   return out;
 }
 
+}  // namespace
+
+RawZk::RawZk(const std::string& connect, std::chrono::milliseconds session_timeout, const clientid_t* session)
+    : client_(std::make_unique<PlainClient>(connect, session_timeout, session)) {
+  if (!client_->wait_connected(std::chrono::seconds(10)))
+    throw std::runtime_error("RawZk: cannot connect to " + connect);
+}
+
+RawZk::~RawZk() = default;
+
+std::vector<std::string> RawZk::children(const std::string& path) {
+  PlainReply<std::vector<std::string>> reply;
+  const auto done = [](int rc, const String_vector* strings, const void* data) {
+    PlainReply<std::vector<std::string>>::of(data).set(rc, rc == ZOK ? names_of(strings) : std::vector<std::string>{});
+  };
+  if (client_->call([&](zhandle_t* zh) { return zoo_aget_children(zh, path.c_str(), 0, done, reply.tag()); }) != ZOK) {
+    return {};
+  }
+  return reply.get().second;
+}
+
 std::optional<Stat> RawZk::stat(const std::string& path) {
-  Stat stat{};
-  if (zoo_exists(zh_, path.c_str(), 0, &stat) != ZOK) return std::nullopt;
+  PlainReply<Stat> reply;
+  const auto done = [](int rc, const Stat* stat, const void* data) {
+    PlainReply<Stat>::of(data).set(rc, rc == ZOK && stat != nullptr ? *stat : Stat{});
+  };
+  if (client_->call([&](zhandle_t* zh) { return zoo_aexists(zh, path.c_str(), 0, done, reply.tag()); }) != ZOK) {
+    return std::nullopt;
+  }
+  auto [rc, stat] = reply.get();
+  if (rc != ZOK) return std::nullopt;
   return stat;
 }
 
 std::optional<std::string> RawZk::data(const std::string& path) {
-  std::string buffer(1 << 16, '\0');
-  int length = static_cast<int>(buffer.size());
-  if (zoo_get(zh_, path.c_str(), 0, buffer.data(), &length, nullptr) != ZOK) return std::nullopt;
-  buffer.resize(length < 0 ? 0 : static_cast<std::size_t>(length));
-  return buffer;
+  PlainReply<std::string> reply;
+  const auto done = [](int rc, const char* value, int length, const Stat*, const void* data) {
+    PlainReply<std::string>::of(data).set(
+        rc, rc == ZOK && value != nullptr && length > 0 ? std::string(value, static_cast<std::size_t>(length)) : "");
+  };
+  if (client_->call([&](zhandle_t* zh) { return zoo_aget(zh, path.c_str(), 0, done, reply.tag()); }) != ZOK) {
+    return std::nullopt;
+  }
+  auto [rc, data] = reply.get();
+  if (rc != ZOK) return std::nullopt;
+  return data;
 }
 
 int RawZk::create(const std::string& path, const std::string& data, int mode, std::string* created) {
-  char buffer[1024] = {};
-  const int rc = zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode,
-                            buffer, sizeof buffer);
-  if (created != nullptr && rc == ZOK) *created = buffer;
+  PlainReply<std::string> reply;
+  const auto done = [](int rc, const char* value, const void* tag) {
+    PlainReply<std::string>::of(tag).set(rc, rc == ZOK && value != nullptr ? value : "");
+  };
+  const int sent = client_->call([&](zhandle_t* zh) {
+    return zoo_acreate(zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, mode, done,
+                       reply.tag());
+  });
+  if (sent != ZOK) return sent;
+  auto [rc, name] = reply.get();
+  if (created != nullptr && rc == ZOK) *created = name;
   return rc;
 }
 
-int RawZk::remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
+int RawZk::remove(const std::string& path) {
+  PlainReply<int> reply;
+  const auto done = [](int rc, const void* data) { PlainReply<int>::of(data).set(rc); };
+  const int sent = client_->call([&](zhandle_t* zh) { return zoo_adelete(zh, path.c_str(), -1, done, reply.tag()); });
+  return sent != ZOK ? sent : reply.get().first;
+}
 
 int RawZk::add_auth(const std::string& scheme, const std::string& secret) {
-  std::promise<int> answered;
-  auto answer = answered.get_future();
-  const int rc = zoo_add_auth(
-      zh_, scheme.c_str(), secret.data(), static_cast<int>(secret.size()),
-      [](int reply, const void* data) { static_cast<std::promise<int>*>(const_cast<void*>(data))->set_value(reply); },
-      &answered);
-  if (rc != ZOK) return rc;
-  if (answer.wait_for(std::chrono::seconds(10)) != std::future_status::ready) return ZOPERATIONTIMEOUT;
-  return answer.get();
+  PlainReply<int> reply;
+  const auto done = [](int rc, const void* data) { PlainReply<int>::of(data).set(rc); };
+  const int sent = client_->call([&](zhandle_t* zh) {
+    return zoo_add_auth(zh, scheme.c_str(), secret.data(), static_cast<int>(secret.size()), done, reply.tag());
+  });
+  return sent != ZOK ? sent : reply.get().first;
 }
 
 int RawZk::set_world_acl(const std::string& path, int perms) {
   char world[] = "world", anyone[] = "anyone";
   ACL entry{perms, Id{world, anyone}};
   ACL_vector acl{1, &entry};
-  return zoo_set_acl(zh_, path.c_str(), -1, &acl);
+  PlainReply<int> reply;
+  const auto done = [](int rc, const void* data) { PlainReply<int>::of(data).set(rc); };
+  const int sent =
+      client_->call([&](zhandle_t* zh) { return zoo_aset_acl(zh, path.c_str(), -1, &acl, done, reply.tag()); });
+  return sent != ZOK ? sent : reply.get().first;
 }
 
 std::optional<std::string> RawZk::acl(const std::string& path) {
-  ACL_vector acl{};
-  Stat stat{};
-  if (zoo_get_acl(zh_, path.c_str(), &acl, &stat) != ZOK) return std::nullopt;
-  std::string out;
-  for (int i = 0; i < acl.count; ++i) {
-    static constexpr const char* kLetters[] = {"c", "d", "r", "w", "a"};
-    const int kBits[] = {ZOO_PERM_CREATE, ZOO_PERM_DELETE, ZOO_PERM_READ, ZOO_PERM_WRITE, ZOO_PERM_ADMIN};
-    if (!out.empty()) out += ',';
-    out += std::string(acl.data[i].id.scheme) + ":" + acl.data[i].id.id + ":";
-    for (int b = 0; b < 5; ++b) {
-      if ((acl.data[i].perms & kBits[b]) != 0) out += kLetters[b];
+  PlainReply<std::string> reply;
+  const auto done = [](int rc, ACL_vector* acl, Stat*, const void* data) {
+    std::string out;
+    for (int i = 0; rc == ZOK && acl != nullptr && i < acl->count; ++i) {
+      static constexpr const char* kLetters[] = {"c", "d", "r", "w", "a"};
+      const int kBits[] = {ZOO_PERM_CREATE, ZOO_PERM_DELETE, ZOO_PERM_READ, ZOO_PERM_WRITE, ZOO_PERM_ADMIN};
+      if (!out.empty()) out += ',';
+      out += std::string(acl->data[i].id.scheme) + ":" + acl->data[i].id.id + ":";
+      for (int b = 0; b < 5; ++b) {
+        if ((acl->data[i].perms & kBits[b]) != 0) out += kLetters[b];
+      }
     }
+    PlainReply<std::string>::of(data).set(rc, out);
+  };
+  if (client_->call([&](zhandle_t* zh) { return zoo_aget_acl(zh, path.c_str(), done, reply.tag()); }) != ZOK) {
+    return std::nullopt;
   }
-  deallocate_ACL_vector(&acl);
+  auto [rc, out] = reply.get();
+  if (rc != ZOK) return std::nullopt;
   return out;
 }
 
@@ -99,10 +134,15 @@ int RawZk::remove_together(const std::vector<std::string>& paths) {
   std::vector<zoo_op_t> ops(paths.size());
   std::vector<zoo_op_result_t> results(paths.size());
   for (std::size_t i = 0; i < paths.size(); ++i) zoo_delete_op_init(&ops[i], paths[i].c_str(), -1);
-  return zoo_multi(zh_, static_cast<int>(ops.size()), ops.data(), results.data());
+  PlainReply<int> reply;
+  const auto done = [](int rc, const void* data) { PlainReply<int>::of(data).set(rc); };
+  const int sent = client_->call([&](zhandle_t* zh) {
+    return zoo_amulti(zh, static_cast<int>(ops.size()), ops.data(), results.data(), done, reply.tag());
+  });
+  return sent != ZOK ? sent : reply.get().first;
 }
 
-std::int64_t RawZk::session_id() const { return zoo_client_id(zh_)->client_id; }
+std::int64_t RawZk::session_id() { return client_->client_id().client_id; }
 
 void expire_session(const std::string& connect, const clientid_t& id) {
   try {
@@ -154,7 +194,7 @@ bool expire_until_lost(Session& session, const std::string& connect, std::chrono
     if (s == SessionState::Lost) std::call_once(once, [&] { lost.set_value(); });
   });
   auto lost_seen = lost.get_future();
-  const auto id = detail::SessionAccess::client(session)->client_id();
+  const auto id = dlock::detail::SessionAccess::client(session)->client_id();
   const auto ready = [&] { return lost_seen.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
   for (int attempt = 0; attempt < 5 && !ready(); ++attempt) {
     expire_session(connect, id);

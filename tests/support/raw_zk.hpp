@@ -1,15 +1,17 @@
 // Test support: a plain ZooKeeper C client session, independent of dlock, to look at (and tamper
-// with) what is on the server.
+// with) what is on the server. Each call sends one request and waits for its reply.
 #pragma once
 
 #include <zookeeper/zookeeper.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "dlock/session.hpp"
+#include "plain_client.hpp"
 
 namespace dlock::testing {
 
@@ -35,11 +37,10 @@ class RawZk {
   std::optional<std::string> acl(const std::string& path);
   // Sets the node's ACL to world:anyone with `perms` (ZOO_PERM_* bits); returns the rc.
   int set_world_acl(const std::string& path, int perms);
-  std::int64_t session_id() const;
-  zhandle_t* handle() { return zh_; }
+  std::int64_t session_id();
 
  private:
-  zhandle_t* zh_ = nullptr;
+  std::unique_ptr<PlainClient> client_;
 };
 
 // Expires the session `id` on the server at once, as Curator's test helper does: a second handle
