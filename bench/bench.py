@@ -52,6 +52,13 @@ def command(impl, build):
         return [os.path.join(bench_bin, "dlock_bench")]
     if impl == "dlock-nohandoff":
         return [os.path.join(bench_bin, "dlock_bench"), "--handoff", "off", "--impl-name", "dlock-nohandoff"]
+    if impl == "dlock-before":
+        # Diagnostic (not in the default set): another build's dlock_bench, named by
+        # DLOCK_BENCH_BEFORE (a before/after comparison in one run).
+        before = os.environ.get("DLOCK_BENCH_BEFORE")
+        if not before:
+            raise ValueError("dlock-before: set DLOCK_BENCH_BEFORE to the dlock_bench program to compare")
+        return [before, "--impl-name", "dlock-before"]
     if impl == "dlock-metrics":
         # Diagnostic (not in the default set): dlock with a MetricsRegistry on every session.
         return [os.path.join(bench_bin, "dlock_bench"), "--metrics", "on", "--impl-name", "dlock-metrics"]

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-IMPLS = ["dlock", "dlock-nohandoff", "dlock-1session", "curator", "kazoo", "floor-sync", "floor-pipelined", "floor-st"]
+IMPLS = ["dlock", "dlock-before", "dlock-nohandoff", "dlock-1session", "curator", "kazoo", "floor-sync", "floor-pipelined", "floor-st"]
 WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10a", "W10b"]
 TITLES = {
     "W1": "W1 uncontended (1 thread, 1 path): cycles/s",
@@ -263,7 +263,7 @@ def client_cost(data):
            "| server writes / cycle | server reads / cycle | fsyncs / cycle | client requests / cycle |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for workload in ("W1", "W2", "W3"):
-        for impl in ("dlock", "curator", "kazoo", "floor-sync", "floor-pipelined", "floor-st"):
+        for impl in ("dlock", "dlock-before", "curator", "kazoo", "floor-sync", "floor-pipelined", "floor-st"):
             if not data.rows(workload, impl):
                 continue
             rss = data.median(workload, impl, "vmhwm_kb")

@@ -110,7 +110,7 @@ DLOCK_TEST_CALLBACK(after_grant);
 DLOCK_TEST_CALLBACK(after_tracking);
 
 // Runs right before a semaphore's lease node create is sent (lease_create.cpp), on the thread that
-// sends it (a ZooKeeper completion thread among them): it must not block. Set only while no
+// sends it (a session's ZooKeeper thread among them): it must not block. Set only while no
 // semaphore is used, on any thread.
 DLOCK_TEST_CALLBACK(before_lease_create);
 
@@ -128,8 +128,8 @@ DLOCK_TEST_SWITCH(int, fail_callback_threads);
 DLOCK_TEST_CALLBACK(after_taking_term_waiters);
 
 // Runs where a BatchLock's take of the lock on an asynchronous request's behalf has ended
-// abandoned (cancelled, timed out, shut down) with its request not yet settled: a ZooKeeper
-// completion thread or the task timer, before the reason is read. Set only while no BatchLock's
+// abandoned (cancelled, timed out, shut down) with its request not yet settled: a session's
+// ZooKeeper thread or the task timer, before the reason is read. Set only while no BatchLock's
 // take is under way, on any thread.
 DLOCK_TEST_CALLBACK(batch_wait_abandoned);
 

@@ -4,13 +4,13 @@
 #   install-deps.sh --demo   only what the demo needs: the compiler, CMake, the ZooKeeper server
 #                            and C client, Boost and nlohmann/json
 set -euo pipefail
-demo_packages=(build-essential cmake libzookeeper-mt-dev zookeeper libboost1.81-dev nlohmann-json3-dev)
+demo_packages=(build-essential cmake libzookeeper-st-dev zookeeper libboost1.81-dev nlohmann-json3-dev)
 packages=(
   build-essential cmake            # g++ 12, CMake 3.25
   pkgconf                          # pkg-config: the packaging test builds a consumer with dlock.pc
   ccache                           # the test command compiles through it: a later run only what changed
-  libzookeeper-mt-dev              # ZooKeeper C client (multi-threaded)
-  libzookeeper-st2                 # its single-threaded library: the benchmark's floor-st
+  libzookeeper-st-dev              # ZooKeeper C client (its single-threaded library; replaces libzookeeper-mt-dev)
+  libzookeeper-mt2                 # its multi-threaded library: the benchmark's floor-pipelined
   zookeeper                        # the real server the tests and the demo start (brings Java)
   nlohmann-json3-dev               # lock node data
   libcli11-dev                     # dlockctl's command line

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace dlock::testing {
 
@@ -31,16 +32,21 @@ PlainClient::PlainClient(const std::string& connect, std::chrono::milliseconds s
 }
 
 PlainClient::~PlainClient() {
+  if (zh_ != nullptr) close();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+int PlainClient::close() {
   {
     std::lock_guard guard(mutex_);
     stopping_ = true;
     kick();
   }
   if (driver_.joinable()) driver_.join();
-  // Not under the mutex: the multi-threaded library joins its completion thread here, and a
-  // completion may be waiting for the mutex in call().
-  zookeeper_close(zh_);  // runs (or, multi-threaded, waits for) the last completions
-  if (wake_fd_ >= 0) ::close(wake_fd_);
+  // Not under the mutex: the multi-threaded library (a THREADED build) joins its completion
+  // thread here, and a completion may be waiting for the mutex in call(). The caller must not
+  // use the client concurrently.
+  return zookeeper_close(std::exchange(zh_, nullptr));  // runs (or waits for) the last completions
 }
 
 int PlainClient::state() {
@@ -79,12 +85,16 @@ void PlainClient::drive() {
   while (!stopping_) {
     int fd = -1, interest = 0;
     timeval tv{};
-    zookeeper_interest(zh_, &fd, &interest, &tv);  // errors: the state and the completions say them
+    // Its errors: the state and the completions say them. After one (an expired session, a
+    // resolution or a connect that failed) what it said of its socket and time cannot be
+    // trusted: wait 100 ms on nothing but the wake-up, and ask again.
+    const int rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+    if (rc != ZOK) fd = -1;
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {fd, 0, 0}};
     if ((interest & ZOOKEEPER_READ) != 0) fds[1].events |= POLLIN;
     if ((interest & ZOOKEEPER_WRITE) != 0) fds[1].events |= POLLOUT;
-    // At most 100 ms: a handle between two connection attempts may name no time at all.
-    const auto wait_ms = tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+    // At most 100 ms, so a close is seen in time.
+    const auto wait_ms = rc != ZOK ? 100 : tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
     const int timeout_ms = static_cast<int>(wait_ms < 0 ? 0 : wait_ms > 100 ? 100 : wait_ms);
     guard.unlock();
     const int ready = ::poll(fds, fd >= 0 ? 2 : 1, timeout_ms);

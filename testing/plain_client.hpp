@@ -31,7 +31,7 @@ class PlainClient {
   // refuses the connect string.
   PlainClient(const std::string& connect, std::chrono::milliseconds session_timeout, const clientid_t* id = nullptr,
               watcher_fn watcher = nullptr, void* context = nullptr);
-  // Closes the handle; no completion or watcher runs after it returns.
+  // Closes the handle (if close() has not); no completion or watcher runs after it returns.
   ~PlainClient();
   PlainClient(const PlainClient&) = delete;
   PlainClient& operator=(const PlainClient&) = delete;
@@ -45,6 +45,10 @@ class PlainClient {
     kick();
     return rc;
   }
+  // zookeeper_close: connected, it sends closeSession and waits for the server's answer. Returns
+  // its rc; no completion or watcher runs after it returns. Then only the destructor may be
+  // called.
+  int close();
   // zoo_state.
   int state();
   // The session's id and password (meaningful once connected).

@@ -19,7 +19,7 @@
 //     my_log(r.level, r.source == dlock::LogSource::Dlock ? "dlock" : "zookeeper", r.text);
 //   });
 //
-// Thread-safety: a logger is called from the C client's I/O and completion threads and from
+// Thread-safety: a logger is called from each session's ZooKeeper thread and from
 // threads that call into dlock, possibly concurrently: it must be thread-safe and must not block
 // for long or call back into dlock. A record's string_views are valid only during the call.
 //

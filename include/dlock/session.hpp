@@ -21,8 +21,15 @@
 // `close()` from a state listener or a lock-lost `std::stop_callback` ("on Lost, shut down"). The
 // destructor must not race with other calls on the same object, and must not run on a thread
 // dlock calls back on (a state listener, a stop_callback, a logger): close() there instead.
-// close() and the destructor wait for dlock's threads (the C client's, the supervisor), so do not
-// call them while holding a mutex that one of your listeners or stop_callbacks takes.
+// close() and the destructor wait for dlock's threads (its ZooKeeper loop, the supervisor), so
+// do not call them while holding a mutex that one of your listeners or stop_callbacks takes.
+//
+// Threads: a Session runs three of its own. Its ZooKeeper loop (named dlock-zk) drives the C
+// client's single-threaded library: it reads the replies, sends the pings, reconnects, and runs
+// dlock's callbacks (state listeners, stop_callbacks, the steps of asynchronous acquisitions).
+// A request is written to the socket by the thread that makes it. The supervisor renews an
+// expired session; the janitor retries deletes whose reply was lost. A process that forks may
+// make a new Session in the child (the parent's is not the child's to use or destroy).
 //
 // States (see SessionState):
 //
@@ -157,8 +164,10 @@ class Session {
 
   // Calls `listener` with each state change made after it subscribed, in order, one at a time, on
   // a dlock thread, with no dlock lock held: it may subscribe, unsubscribe (itself too), call
-  // close(), or take the application's own mutexes. It should not block for long (it delays the
-  // session's other callbacks), nor destroy the Session. An exception it throws is logged and
+  // close(), or take the application's own mutexes. It should not block for long: it runs on the
+  // session's ZooKeeper loop, which meanwhile runs no other callback and reads no reply; blocked
+  // for a third of the session timeout, it delays the pings, and for two thirds the C client
+  // drops the connection (Suspended). Nor may it destroy the Session. An exception it throws is logged and
   // ignored. Destroying (or `reset()`-ing) the Subscription unsubscribes; once that returns, the
   // listener is not running and will not be called again (from the listener itself it returns
   // at once). So do not drop a Subscription while holding a mutex its own listener takes.

@@ -56,7 +56,7 @@ class CombinerImpl final : public Combiner, public std::enable_shared_from_this<
   Session& session() const noexcept override { return session_; }
 
   // combiner_worker.cpp: where the take that start_runner_take began for `ticket` completes (a
-  // ZooKeeper completion thread, the task timer, the worker): a grant goes to the worker to run.
+  // session's ZooKeeper thread, the task timer, the worker): a grant goes to the worker to run.
   void on_runner_take(std::uint64_t ticket, std::error_code code, LockHandle hold) noexcept;
 
  private:

@@ -26,7 +26,7 @@ void CombinerImpl::hand_over(LockHandle hold) noexcept {
       try {
         const auto park = ++park_number_;  // a notice of a park that fails below finds nothing
         // Runs on the timer's thread or on the thread of the take that queued (a caller, a
-        // ZooKeeper completion thread): the last reference to the core, and so the user's handler,
+        // session's ZooKeeper thread): the last reference to the core, and so the user's handler,
         // must not go there.
         const auto let_go = [weak = weak_from_this(), park] {
           if (auto self = weak.lock()) {

@@ -26,7 +26,7 @@ std::exception_ptr take_failure(const std::string& path, std::error_code code) n
   }
 }
 
-// Where the runner's take completes: on a ZooKeeper completion thread, the task timer, or the
+// Where the runner's take completes: on a session's ZooKeeper thread, the task timer, or the
 // worker (a refusal). The core is held weakly: its last reference must not go on those threads.
 class RunnerSink final : public AsyncSink<LockHandle> {
  public:

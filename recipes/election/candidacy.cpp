@@ -227,7 +227,7 @@ void Candidacy::close() {
   }
   end_current_term();  // outside the mutex: this runs the user's stop callbacks
   // A selector waits for its callback, except where the callback may be waiting on this thread:
-  // the callback itself, a ZooKeeper completion thread or the supervisor (a take's replies come
+  // the callback itself, a session's ZooKeeper thread or the supervisor (a take's replies come
   // there), or a thread ending this very term (its stop callbacks run there, and the callback may
   // wait for them). The thread then ends by itself; the destructor joins it.
   bool join = false;

@@ -84,7 +84,7 @@ class Candidacy : public std::enable_shared_from_this<Candidacy> {
 
   // The asynchronous await: `waiter` runs once, with the next term (or the current one), or with
   // nullopt once no term can come. It may run at once, on this thread; otherwise on the thread
-  // that completed the take (a ZooKeeper completion thread), the task timer's (the session ended
+  // that completed the take (a session's ZooKeeper thread), the task timer's (the session ended
   // for good while paused) or the closing one, with no mutex of the candidacy held. It must not
   // block.
   using TermWaiter = std::function<void(std::optional<LeaderTerm>)>;

@@ -110,7 +110,7 @@ class Taker {
   HeldTake start_held(std::weak_ptr<Taker> self, std::optional<Clock::time_point> deadline, std::uint64_t owner,
                       HeldDone done);
 
-  // The same without a thread. `done` runs on a ZooKeeper completion thread, the task timer,
+  // The same without a thread. `done` runs on a session's ZooKeeper thread, the task timer,
   // `home`, the thread that cancels or this one, with no recipe mutex held (but under
   // Client::close_mutex_ when a Session's close ends it), and must not block. The caller keeps
   // this Taker alive until `done` ran. `owner` is the holder the take is for (held_nodes.hpp): a

@@ -15,7 +15,7 @@
 
 namespace dlock {
 
-// Set by the child watch (on the completion thread), taken by next(). Shared with the watch
+// Set by the child watch (on the session's ZooKeeper thread), taken by next(). Shared with the watch
 // callback, which may still run while ~QueueWatch unwatches.
 struct QueueWatch::State {
   detail::Mutex mutex;

@@ -56,8 +56,8 @@ void AcquireOp::run(Step&& step) {
 
 void AcquireOp::dispatch(std::function<void()> step) {
   if (!home_) return run(step);
-  // The caller's thread runs the step (the blocking acquire waits there anyway): ZooKeeper's one
-  // completion thread only hands it over, so blocked callers decide in parallel, as before.
+  // The caller's thread runs the step (the blocking acquire waits there anyway): a session's one
+  // ZooKeeper thread only hands it over, so blocked callers decide in parallel, as before.
   home_([self = shared_from_this(), step = std::move(step)] { self->run(step); });
 }
 

@@ -20,7 +20,7 @@
 // queue once). A cancel ends it at the next step, or at once when parked. Cleanup deletes the
 // attempt's node (by name, or by its unique prefix after a lost create reply), then completes.
 //
-// Steps run where the event that continues them arrived (a C client completion thread, the task
+// Steps run where the event that continues them arrived (a session's ZooKeeper thread, the task
 // timer), or, with a Home, are handed to it (the blocking acquire: its caller's thread).
 //
 // The steps live in three files: acquire_op.cpp (create, list, decide, clean-up, completion: the
@@ -61,7 +61,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   using Completion = std::function<void(AcquireResult)>;
   // Where the steps that replies and wake-ups continue run: given each step, it runs it later on a
   // thread of its choosing (the blocking acquire's caller). Empty: right where the event arrived
-  // (a ZooKeeper completion thread, the task timer).
+  // (a session's ZooKeeper thread, the task timer).
   using Home = StepExecutor;
 
   // `owner` identifies the holder this acquisition is for (held_nodes.hpp; 0: none): it fails with

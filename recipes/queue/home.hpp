@@ -1,9 +1,9 @@
 // Internal: a blocked caller's thread as the place an operation's steps run ("run at home").
 //
 // An operation that holds no thread (AcquireOp, a Cohort's take) is continued by whatever event
-// ends each of its waits: a ZooKeeper completion thread, the task timer. A blocking call starts
+// ends each of its waits: a session's ZooKeeper thread, the task timer. A blocking call starts
 // one with a Home's executor and waits in run(): those threads only hand each step over, and the
-// blocked caller runs it, so callers decide in parallel and ZooKeeper's one completion thread
+// blocked caller runs it, so callers decide in parallel and a session's one ZooKeeper thread
 // stays free. The operation's completion hands its result over with complete().
 //
 // Thread-safety: executor() and complete() from any thread; run() on the one waiting thread, once.

@@ -7,7 +7,7 @@
 // nor made twice); on another session (CURATOR-498) it is not ours, and went with the session that
 // made it, so the caller creates anew.
 //
-// Thread-safety: functions of their arguments; `done` runs on a ZooKeeper completion thread.
+// Thread-safety: functions of their arguments; `done` runs on a session's ZooKeeper thread.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,7 @@ bool may_adopt(const Client& client, std::int64_t created_on);
 // Looks for the node a lost create with `prefix`, sent on handle `generation` (CreateResult's),
 // made in `dir`: sync (the server now answering may not have applied the create yet), the children
 // (with the directory's child watch if `watch`), then the node's czxid. `done` is called once, on
-// a completion thread or inline, with what was found; nothing is deleted. A search that fails (a
+// a session's ZooKeeper thread or inline, with what was found; nothing is deleted. A search that fails (a
 // lost reply to any of its requests, a request that cannot be sent) reports a lost listing: the
 // node may exist, and the caller must not assume it does not.
 void find_protected(Client& client, const std::string& dir, const std::string& prefix, std::uint64_t generation,

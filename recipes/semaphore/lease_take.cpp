@@ -213,7 +213,7 @@ void LeaseTake::on_listed(ChildrenResult result) {
     }
   }
   // Not granted now: wait for a change, or end if the time is up. A child event delivered before
-  // this reply reports a change the listing already shows (the completion thread delivers events
+  // this reply reports a change the listing already shows (the ZooKeeper thread delivers events
   // and replies in the server's order, and this runs on it): only one delivered after it wakes the
   // wait. A lost reply: list again once connected (the state listener), at once if the connection
   // is back already; the state is read under the mutex, so a change after it finds Waiting.

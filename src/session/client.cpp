@@ -29,14 +29,16 @@ bool Client::owns_nodes_of(std::uint64_t generation) const noexcept {
 clientid_t Client::client_id() const {
   ReaderLock lock(handle_mutex_);
   clientid_t id{};
-  if (zh_ != nullptr) id = *zoo_client_id(zh_);
+  if (zh_ != nullptr) id = loop_.peek(zh_, [](zhandle_t* zh) { return *zoo_client_id(zh); });
   return id;
 }
 
 Client::HandleIdentity Client::handle_identity() const {
   ReaderLock lock(handle_mutex_);
   HandleIdentity identity;
-  if (zh_ != nullptr && context_ != nullptr) identity = {context_->generation, *zoo_client_id(zh_)};
+  if (zh_ != nullptr && context_ != nullptr) {
+    identity = {context_->generation, loop_.peek(zh_, [](zhandle_t* zh) { return *zoo_client_id(zh); })};
+  }
   return identity;
 }
 
@@ -96,6 +98,6 @@ std::shared_ptr<StateObserver> Client::state_observer(const std::function<std::s
   return listeners_.observer(make);
 }
 
-bool Client::on_callback_thread() noexcept { return t_callback_thread; }
+bool Client::on_callback_thread() noexcept { return t_callback_thread || HandleLoop::on_callback_thread(); }
 
 }  // namespace dlock::detail

@@ -1,14 +1,16 @@
 // Internal: the ZooKeeper C client handle behind a dlock::Session.
 //
-// Every request goes through the C client's asynchronous API; completions run on the C client's
-// completion thread and must never block waiting for another request's reply (that reply would
-// be completed by the same thread). A thread that waits for a reply uses Pending (pending.hpp).
+// Every request goes through the C client's asynchronous API (its single-threaded library, driven
+// by a HandleLoop: handle_loop.hpp). The calling thread writes a request to the socket itself;
+// completions run on the loop thread and must never block waiting for another request's reply
+// (that reply would be completed by the same thread). A thread that waits for a reply uses
+// Pending (pending.hpp).
 //
-// Threads: the C client's I/O and completion threads; the supervisor (renews an expired session,
+// Threads: the loop thread (handle_loop.hpp); the supervisor (renews an expired session,
 // declares a session lost locally once it has been disconnected for the session timeout); the
 // janitor (janitor.hpp); and, only when close() is called from one of dlock's own threads (a
 // state listener or a lock-lost stop_callback), a closer thread that closes the handle from
-// outside the C client's threads.
+// outside the loop thread.
 //
 // One class, one file per job: the requests (client_requests.cpp), opening a handle and its
 // credentials (client_connect.cpp), the supervisor (client_supervisor.cpp), close
@@ -18,8 +20,9 @@
 // and ChildWatches (waiters.hpp); each owns the mutex that guards its data.
 //
 // The Client's own mutexes: close_mutex_ (one closer at a time; held across the whole close, so
-// every other mutex of the session may be taken under it), handle_mutex_ (the handle: shared to
-// send a request, exclusive to swap it) and supervisor_mutex_ (the supervisor's flags and the
+// every other mutex of the session may be taken under it), handle_mutex_ (which handle is
+// current: shared to send a request, exclusive to swap it; the loop's own mutex, which guards the
+// C client itself, is taken under it) and supervisor_mutex_ (the supervisor's flags and the
 // closer thread; the supervisor reads the StateMachine under it). handle_mutex_ and
 // supervisor_mutex_ are never nested. The whole order: docs/ARCHITECTURE.md, section 5.
 #pragma once
@@ -43,6 +46,7 @@
 #include "dlock/session.hpp"
 #include "src/base/deadline.hpp"
 #include "src/base/mutex.hpp"
+#include "src/session/handle_loop.hpp"
 #include "src/session/inflight.hpp"
 #include "src/session/session_metrics.hpp"
 #include "src/session/state.hpp"
@@ -145,7 +149,7 @@ class Client {
   // (`session_ended`: ended() says why).
   WaitResult wait_connected(const Deadline& deadline);
 
-  // Asynchronous requests. The callback runs exactly once: on the completion thread; or inline,
+  // Asynchronous requests. The callback runs exactly once: on the loop thread; or inline,
   // with the C client's error code, when the request could not be queued; or with ZCLOSING from
   // close() when the C client dropped it while closing.
   void create(const std::string& path, std::string_view data, int mode, CreateCallback done);
@@ -170,8 +174,8 @@ class Client {
 
   // Child watches. Each child event on `path` (a watch armed by children(path, ..., true) fired:
   // a child was created or deleted, or `path` itself was) calls every callback registered for
-  // `path` with the event's mark (ChildrenResult::event_mark). Callbacks run on the C client's
-  // completion thread, in order with the replies: they must not block. Registered until
+  // `path` with the event's mark (ChildrenResult::event_mark). Callbacks run on the session's
+  // ZooKeeper thread, in order with the replies: they must not block. Registered until
   // unwatch_children(id), which returns once the callback is not running (unless called from it).
   using ChildEventCallback = ChildWatches::Callback;
   std::uint64_t watch_children(const std::string& path, ChildEventCallback callback);
@@ -204,8 +208,9 @@ class Client {
   std::uint64_t subscribe(std::function<void(SessionState)> listener);
   void unsubscribe(std::uint64_t id);
 
-  // Whether the calling thread is one dlock calls back on (a C client completion thread, the
-  // supervisor): code there must not wait for what those threads deliver.
+  // Whether the calling thread is one dlock calls back on (the loop thread, a thread running a
+  // close's completions, the supervisor): code there must not wait for what those threads
+  // deliver.
   static bool on_callback_thread() noexcept;
 
   Session::Stats stats() const noexcept;
@@ -227,13 +232,14 @@ class Client {
   };
 
   // Connect and credentials (client_connect.cpp).
-  // zookeeper_init2 with a new HandleContext (the new current generation). Resolves the
-  // connect string's host names: never called with handle_mutex_ held, but by the constructor
-  // (nothing else can use the handle yet).
+  // zookeeper_init2 with a new HandleContext (the new current generation), and its credentials;
+  // the caller installs it in the loop. Resolves the connect string's host names: never called
+  // with handle_mutex_ held, but by the constructor (nothing else can use the handle yet).
   zhandle_t* open_handle(std::unique_ptr<HandleContext>& context);
   // After connecting: a chroot in the connect string must exist (ConnectError naming it if not).
   void check_chroot();
-  static void on_auth_reply(int rc, const void* data);
+  static void on_auth_reply(int rc, const void* data);  // defers on_auth_answer (HandleLoop::defer)
+  static void on_auth_answer(int rc, const void* data);
   // Sends every credential on a new handle (the C client sends them again on each reconnect).
   // False (logged) if the C client would not take one.
   bool send_credentials(zhandle_t* zh);
@@ -276,13 +282,16 @@ class Client {
   // move), then wakes, signals and notifies whoever must know. False if the state did not
   // change. Takes no lock while users' code (stop_callbacks, listeners) runs; with
   // `defer_callbacks`, that code runs only at run_deferred_callbacks() (close_now's, once it has
-  // released close_mutex_).
+  // released close_mutex_). With `replace`, a move asks the supervisor for the handle's
+  // replacement before users' code runs: a listener that takes its time does not hold up the
+  // renewal.
   bool set_state(SessionState next, std::optional<SessionState> only_from = std::nullopt,
-                 std::uint64_t event_generation = 0, bool defer_callbacks = false);
+                 std::uint64_t event_generation = 0, bool defer_callbacks = false, bool replace = false);
   void log_transition(SessionState from, SessionState to, Clock::duration outage);
 
   // Requests (client_requests.cpp).
-  // Runs `submit(zh)` under the handle's shared lock; returns its rc, or ZCLOSING once closed.
+  // Runs `submit(zh)` under the handle's shared lock, with the C client to itself (HandleLoop::
+  // with); returns its rc, or ZCLOSING once closed.
   template <class Submit>
   int submit(Inflight::Request* request, RequestKind kind, Submit&& submit);
   // Registers `done` as an in-flight request and queues it with `submit(request)`; if the C
@@ -304,6 +313,7 @@ class Client {
     std::size_t index;
   };
   std::vector<AuthTag> auth_tags_;
+  mutable HandleLoop loop_;           // drives the current handle; destroyed (its thread joined) after the rest
   Mutex close_mutex_;                 // one closer at a time
   mutable SharedMutex handle_mutex_;  // exclusive only to swap the handle
   zhandle_t* zh_ DLOCK_GUARDED_BY(handle_mutex_) = nullptr;

@@ -1,6 +1,7 @@
 // Client: close. One closer at a time (close_mutex_, held across the whole close); on one of
-// dlock's callback threads the close is handed to a closer thread, since the C client cannot
-// close a handle from its own thread. Users' code for Closed runs after close_mutex_ is released.
+// dlock's callback threads the close is handed to a closer thread, since a handle cannot be
+// closed from its own completions (nor the loop thread wait for itself). Users' code for Closed
+// runs after close_mutex_ is released.
 #include "src/session/client.hpp"
 
 #include <thread>
@@ -30,7 +31,7 @@ Client::~Client() {
 
 void Client::close() {
   if (t_closing == this) return;  // a callback run by this close() closing again
-  if (t_callback_thread) {
+  if (on_callback_thread()) {
     close_in_background();
     return;
   }
@@ -68,6 +69,7 @@ void Client::close_handle() {
     // Waits for requests being queued right now; later ones see no handle and get ZCLOSING.
     WriterLock lock(handle_mutex_);
     zh = std::exchange(zh_, nullptr);
+    loop_.install(nullptr);
   }
   // Only now, with the handle out of reach, wake the waiters: woken earlier, they would send the
   // deletes of their nodes on the closing handle, and the C client then often tore the connection
@@ -76,8 +78,10 @@ void Client::close_handle() {
   set_state(SessionState::Closed, std::nullopt, 0, /*defer_callbacks=*/true);
   // Closing the session makes the server delete every ephemeral node it created, so releases
   // still queued in the janitor are moot.
-  if (zh != nullptr) zookeeper_close(zh);
-  // No completion runs any more; the C client dropped those whose replies came in while closing.
+  if (zh != nullptr) loop_.close(zh);
+  // Once the loop thread has run what it was running, no completion runs any more; the C client
+  // dropped those whose replies came in while closing.
+  loop_.quiesce();
   inflight_.fail_all(ZCLOSING);
   if (janitor_) janitor_->stop();
 }

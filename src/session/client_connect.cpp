@@ -55,6 +55,7 @@ Client::Client(SessionOptions options)
   {
     WriterLock lock(handle_mutex_);
     zh_ = open_handle(context_);
+    loop_.install(zh_);
   }
   // Read without handle_mutex_: nothing swaps the handle before the constructor returns (the
   // supervisor starts below; close() is not reachable yet).
@@ -116,14 +117,14 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
       std::clamp<std::int64_t>(options_.session_timeout.count(), kMinRequestedTimeoutMs, kMaxRequestedTimeoutMs);
   zhandle_t* zh = zookeeper_init2(to_c_client_form(options_.connect).c_str(), &Client::on_event,
                                   static_cast<int>(requested), nullptr, context.get(), 0, &zookeeper_log_callback);
-  // By default the C client resolves its host list again every time its I/O thread wakes: a
-  // resolver round (sockets, binds, random reads) per request, most of the client's CPU time per
-  // lock cycle. Once a second is plenty for a list of addresses that rarely changes.
+  // By default the C client resolves its host list again every time it is asked what it waits
+  // for: a resolver round (sockets, binds, random reads) per request, most of the client's CPU
+  // time per lock cycle. Once a second is plenty for a list of addresses that rarely changes.
   if (zh != nullptr) zoo_set_servers_resolution_delay(zh, kHostResolutionDelayMs);
   // Before any request: the server applies a connection's packets in order, so every create
   // this handle sends is made by the authenticated identity.
   if (zh != nullptr && !(context->generation > 1 && test_hooks::skip_auth_on_renewal.load()) && !send_credentials(zh)) {
-    zookeeper_close(zh);  // a handle without its identity would fail every create: as if it never opened
+    loop_.close(zh);  // a handle without its identity would fail every create: as if it never opened
     return nullptr;
   }
   return zh;
@@ -136,8 +137,10 @@ bool Client::send_credentials(zhandle_t* zh) {
     // The C client refuses (ZINVALIDSTATE) while its handle sits between two connection attempts,
     // as right after a host of the connect string refused it: a moment later it takes it.
     for (int attempt = 0; attempt < 200; ++attempt) {
-      rc = zoo_add_auth(zh, credentials.scheme.c_str(), credentials.secret.data(),
-                        static_cast<int>(credentials.secret.size()), &Client::on_auth_reply, &auth_tags_[i]);
+      rc = loop_.with(zh, [&](zhandle_t* handle) {
+        return zoo_add_auth(handle, credentials.scheme.c_str(), credentials.secret.data(),
+                            static_cast<int>(credentials.secret.size()), &Client::on_auth_reply, &auth_tags_[i]);
+      });
       if (rc != ZINVALIDSTATE) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -151,6 +154,10 @@ bool Client::send_credentials(zhandle_t* zh) {
 }
 
 void Client::on_auth_reply(int rc, const void* data) {
+  HandleLoop::defer([rc, data] { on_auth_answer(rc, data); });
+}
+
+void Client::on_auth_answer(int rc, const void* data) {
   // Only a refusal counts. Any other code means the connection went before the reply (the C
   // client then sends every credential again on the next one), or the handle is closing. The
   // C client hands the first reply's code to every pending completion, so which credential was

@@ -20,19 +20,25 @@ std::string seconds_text(Clock::duration d) {
 }  // namespace
 
 void Client::on_event(zhandle_t* zh, int type, int zk_state, const char* path, void* context) {
-  t_callback_thread = true;
   const auto* handle = static_cast<const HandleContext*>(context);
   Client* self = handle->client;
-  if (handle->generation != self->generation_.load()) return;  // a replaced handle closing
+  const std::uint64_t generation = handle->generation;
+  if (generation != self->generation_.load()) return;  // a replaced handle closing
   if (type == ZOO_SESSION_EVENT) {
+    // Read now, from the handle the C client is in (the loop holds it), in order with the event.
     if (zk_state == ZOO_CONNECTED_STATE) {
       if (const clientid_t* id = zoo_client_id(zh)) self->session_id_.store(id->client_id);
       self->negotiated_ms_.store(zoo_recv_timeout(zh));
     }
-    self->on_session_event(zk_state, handle->generation);
+    HandleLoop::defer([self, zk_state, generation] {
+      if (generation == self->generation_.load()) self->on_session_event(zk_state, generation);
+    });
   } else if (path != nullptr) {
-    if (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT) self->child_watches_.on_event(path);
-    self->waiters_.wake_path(path);
+    HandleLoop::defer([self, type, path = std::string(path), generation] {
+      if (generation != self->generation_.load()) return;
+      if (type == ZOO_CHILD_EVENT || type == ZOO_DELETED_EVENT) self->child_watches_.on_event(path.c_str());
+      self->waiters_.wake_path(path.c_str());
+    });
   }
 }
 
@@ -56,10 +62,14 @@ void Client::on_session_event(int zk_state, std::uint64_t generation) {
 }
 
 bool Client::set_state(SessionState next, std::optional<SessionState> only_from, std::uint64_t event_generation,
-                       bool defer_callbacks) {
+                       bool defer_callbacks, bool replace) {
   const auto move = states_.move(next, only_from, event_generation);  // wakes the state's waits
   if (!move) return false;
-  notify_supervisor();
+  if (replace) {
+    request_replacement();
+  } else {
+    notify_supervisor();
+  }
   log_transition(move->from, next, move->outage);
   metrics_.emit([&](MetricsSink& sink) { sink.on_session_state(move->change); });
   // A Connected is told at once (even on a close's path): it clears, it signals nothing.

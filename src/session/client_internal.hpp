@@ -9,9 +9,9 @@
 
 namespace dlock::detail {
 
-// Set on the threads that run dlock's callbacks: the C client's completion threads and the
-// supervisor. close() called there must not close the handle itself (the C client cannot close a
-// handle from its own completion thread; the supervisor is joined by close).
+// Set on the supervisor thread, which runs dlock's callbacks too (Client::on_callback_thread()
+// adds the threads running completions: HandleLoop::on_callback_thread()). close() called there
+// must not close the handle itself (the supervisor is joined by close).
 inline thread_local bool t_callback_thread = false;
 
 inline std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }

@@ -1,6 +1,6 @@
 // Client: the requests. Each is registered in the Inflight set, sent on the current handle under
-// handle_mutex_ (shared), and completed by a C-client trampoline that claims it back; the
-// waiting, if any, is the caller's (Pending).
+// handle_mutex_ (shared) by the calling thread, and completed by a C-client trampoline that
+// claims it back; the waiting, if any, is the caller's (Pending).
 #include "src/session/client.hpp"
 
 #include <memory>
@@ -32,12 +32,20 @@ struct RequestOf final : Inflight::Request {
 };
 
 // Completion trampolines: `data` is a RequestOf; whoever claims it from the Inflight set owns it.
+// They copy the reply out of the C client's buffers and hand the completion to the loop, which
+// runs it once the C client has returned (HandleLoop::defer).
 template <class Result>
 std::unique_ptr<RequestOf<Result>> claim(const void* data) {
-  t_callback_thread = true;
   auto* request = static_cast<RequestOf<Result>*>(const_cast<void*>(data));
   if (!request->owner->claim(request)) return nullptr;
   return std::unique_ptr<RequestOf<Result>>(request);
+}
+
+template <class Result>
+void complete(std::unique_ptr<RequestOf<Result>> request, Result result) {
+  HandleLoop::defer([request = request.release(), result = std::move(result)]() mutable {
+    std::unique_ptr<RequestOf<Result>>(request)->done(std::move(result));
+  });
 }
 
 void on_created(int rc, const char* path, const Stat* stat, const void* data) {
@@ -48,18 +56,23 @@ void on_created(int rc, const char* path, const Stat* stat, const void* data) {
     result.path = path ? path : "";
     result.czxid = stat ? stat->czxid : 0;
   }
-  request->done(std::move(result));
+  complete(std::move(request), std::move(result));
 }
 
 void on_children(int rc, const String_vector* strings, const void* data) {
   auto request = claim<ChildrenResult>(data);
   if (!request) return;
-  ChildrenResult result{rc, {}, ChildWatches::last_mark()};
+  ChildrenResult result{rc, {}, 0};
   if (rc == ZOK && strings) {
     result.names.reserve(static_cast<std::size_t>(strings->count));
     for (int i = 0; i < strings->count; ++i) result.names.emplace_back(strings->data[i]);
   }
-  request->done(std::move(result));
+  // The mark where the completion runs: the child events the C client delivered before this
+  // reply have been handed to the child watches by then (they are deferred in the same order).
+  HandleLoop::defer([request = request.release(), result = std::move(result)]() mutable {
+    result.event_mark = ChildWatches::last_mark();
+    std::unique_ptr<RequestOf<ChildrenResult>>(request)->done(std::move(result));
+  });
 }
 
 void on_stat(int rc, const Stat* stat, const void* data) {
@@ -67,7 +80,7 @@ void on_stat(int rc, const Stat* stat, const void* data) {
   if (!request) return;
   StatResult result{rc, {}};
   if (rc == ZOK && stat) result.stat = *stat;
-  request->done(result);
+  complete(std::move(request), result);
 }
 
 void on_data_stat(int rc, const char* value, int length, const Stat* stat, const void* data) {
@@ -79,23 +92,23 @@ void on_data_stat(int rc, const char* value, int length, const Stat* stat, const
     if (value && length > 0) result.data.assign(value, static_cast<std::size_t>(length));
     if (stat) result.stat = *stat;
   }
-  request->done(std::move(result));
+  complete(std::move(request), std::move(result));
 }
 
 void on_set(int rc, const Stat*, const void* data) {
-  if (auto request = claim<int>(data)) request->done(rc);
+  if (auto request = claim<int>(data)) complete(std::move(request), rc);
 }
 
 void on_data(int rc, const char*, int, const Stat*, const void* data) {
-  if (auto request = claim<int>(data)) request->done(rc);
+  if (auto request = claim<int>(data)) complete(std::move(request), rc);
 }
 
 void on_string(int rc, const char*, const void* data) {
-  if (auto request = claim<int>(data)) request->done(rc);
+  if (auto request = claim<int>(data)) complete(std::move(request), rc);
 }
 
 void on_void(int rc, const void* data) {
-  if (auto request = claim<int>(data)) request->done(rc);
+  if (auto request = claim<int>(data)) complete(std::move(request), rc);
 }
 
 }  // namespace
@@ -119,7 +132,7 @@ int Client::submit(Inflight::Request* request, RequestKind kind, Submit&& submit
   request->generation.store(context_->generation, std::memory_order_relaxed);
   requests_.fetch_add(1, std::memory_order_relaxed);
   metrics_.emit([kind](MetricsSink& sink) { sink.on_request(kind); });
-  return submit(zh_);
+  return loop_.with(zh_, submit);
 }
 
 void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {

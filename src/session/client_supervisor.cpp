@@ -69,27 +69,24 @@ void Client::expire_locally() {
   const auto id = session_id();
   // Only from Suspended: reconnected meanwhile, or already expired by the server (which then
   // asked for the renewal itself), nothing to do.
-  if (!set_state(SessionState::Lost, SessionState::Suspended)) return;
+  if (!set_state(SessionState::Lost, SessionState::Suspended, 0, false, /*replace=*/true)) return;
   log(LogLevel::Warn, "no ZooKeeper server of " + options_.connect + " answered for the session timeout (" +
                           ms(std::chrono::milliseconds(negotiated_ms_.load())) + "): session " + hex_id(id) +
                           " is treated as expired; its locks are lost" +
                           (options_.renew_expired_session ? "; opening a new session" : ""));
-  request_replacement();
 }
 
 void Client::on_session_expired(std::uint64_t generation) {
   // Already Lost (declared locally, or told by expire_session, each of which asked for the
   // replacement itself): nothing more.
-  if (set_state(SessionState::Lost, std::nullopt, generation) && options_.renew_expired_session) {
-    request_replacement();
-  }
+  set_state(SessionState::Lost, std::nullopt, generation, false, /*replace=*/options_.renew_expired_session);
 }
 
 void Client::on_expired_at_server(std::uint64_t generation) {
   // With the handle's generation, so that a session renewed meanwhile is not the one declared
   // lost. The handle is replaced even without renewals (retired, as expire_locally does): its
   // connection may be one the server no longer answers, which a close would wait on.
-  if (set_state(SessionState::Lost, std::nullopt, generation)) request_replacement();
+  set_state(SessionState::Lost, std::nullopt, generation, false, /*replace=*/true);
 }
 
 void Client::request_replacement() {
@@ -134,9 +131,13 @@ bool Client::replace_handle(bool renew) {
     WriterLock lock(handle_mutex_);
     old = std::exchange(zh_, fresh);
     old_context = std::exchange(context_, std::move(context));
+    loop_.install(fresh);
   }
-  if (old != nullptr) zookeeper_close(old);
-  // Completions the old handle dropped while closing will never run.
+  // The old handle is no one else's now: closed without the loop's mutex, so a close that waits
+  // for a server that stopped answering does not hold up the new handle. Its close completes
+  // the requests still pending on it (ZCLOSING, on the loop thread); any it dropped are failed
+  // below.
+  if (old != nullptr) loop_.close(old);
   if (old_context) inflight_.fail_generation(old_context->generation, ZSESSIONEXPIRED);
   return true;
 }

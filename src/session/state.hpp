@@ -5,7 +5,7 @@
 // the credentials) and the changes not yet delivered to the listeners. Its mutex_ guards all of
 // that, and its condition variable wakes whoever waits for the state (the Client's constructor,
 // wait_connected); the state itself is an atomic, stored under mutex_, read anywhere without it.
-// The Client moves it (Client::set_state) on the C client's completion thread, the supervisor,
+// The Client moves it (Client::set_state) on the session's ZooKeeper thread, the supervisor,
 // or the thread closing the Session, and does the rest of a move (waking, observing, listeners)
 // after move() has released mutex_.
 //

@@ -8,8 +8,8 @@
 // the session's state (atomic). ChildWatches::mutex_ (recursive) guards its maps and is held
 // while the callbacks run, so that unwatch() returns only once none runs; a callback may unwatch
 // itself (hence recursive), and whatever mutexes a callback takes are taken under it. The two
-// are never nested. Every member may be called from any thread; the events arrive on the C
-// client's completion thread, the wake-ups of an ended session on the thread that moved the
+// are never nested. Every member may be called from any thread; the events arrive on the
+// session's ZooKeeper thread, the wake-ups of an ended session on the thread that moved the
 // state (completion, supervisor, closer).
 #pragma once
 
@@ -30,8 +30,8 @@ class StateMachine;
 
 // Told once a watched node changes (Client::add_waiter + watch) or the session changes state
 // (add_waiter, add_state_waiter).
-// wake() runs on the thread that saw the event, never under WaiterRegistry's mutex: the C
-// client's completion thread (a node event, a state change; no dlock mutex held); the supervisor
+// wake() runs on the thread that saw the event, never under WaiterRegistry's mutex: the
+// session's ZooKeeper thread (a node event, a state change; no dlock mutex held); the supervisor
 // (a session declared lost locally; no dlock mutex held); the thread closing the Session (under
 // Client::close_mutex_: the callback must not close the Session); or the caller of add_waiter
 // when the session had already ended (under whatever that caller holds: a caller may register

@@ -37,7 +37,7 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -fno-omit-frame-pointer -Wall -Wextra -Werror
        -I"$root/include" -I"$root")
 # What each target needs: the code under test and error.cpp (dlock_category; zookeeper_category
-# calls the C client's zerror, hence -lzookeeper_mt).
+# calls the C client's zerror, hence -lzookeeper_st).
 declare -A sources=(
   [fuzz_lock_path]="$root/src/base/path.cpp $root/src/base/error.cpp"
   [fuzz_key_codec]="$root/keygen/key_encoding.cpp $root/src/base/error.cpp"
@@ -52,7 +52,7 @@ targets=(fuzz_lock_path fuzz_key_codec fuzz_acl fuzz_connect_string fuzz_contend
 pids=()
 for t in "${targets[@]}"; do
   # shellcheck disable=SC2086
-  "$cxx" "${flags[@]}" -o "$build/$t" "$root/tests/fuzz/$t.cpp" ${sources[$t]} -lzookeeper_mt \
+  "$cxx" "${flags[@]}" -o "$build/$t" "$root/tests/fuzz/$t.cpp" ${sources[$t]} -lzookeeper_st \
     >"$build/$t.build.log" 2>&1 &
   pids+=($!)
 done

@@ -460,7 +460,7 @@ TEST_F(ComposeTopology, TheDockerfileBuildsTheServiceOnDebian12) {
   const std::string dockerfile = read_text(kRepo / "examples/account_service/Dockerfile");
   EXPECT_NE(dockerfile.find("\nARG BASE_IMAGE=debian:12"), std::string::npos);
   for (const char* package :
-       {"build-essential", "cmake", "libzookeeper-mt-dev", "nlohmann-json3-dev", "libboost1.81-dev", "libpq-dev"}) {
+       {"build-essential", "cmake", "libzookeeper-st-dev", "nlohmann-json3-dev", "libboost1.81-dev", "libpq-dev"}) {
     EXPECT_NE(dockerfile.find(std::string(" ") + package), std::string::npos) << package;
   }
   EXPECT_NE(dockerfile.find("--target account_service"), std::string::npos);

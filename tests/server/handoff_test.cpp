@@ -546,14 +546,28 @@ TEST(HandOff, ALateLostOfTheExpiredSessionLeavesTheRenewedSessionsLingeringNodeD
   auto listener = session.subscribe([&, released](SessionState) {
     if (!blocked.exchange(true)) released.wait();
   });
+  std::future<void> expiring;
+  // Whatever happens below, the listener is let go before `expiring` and the Subscription wait
+  // for it.
+  std::shared_ptr<void> let_go(nullptr, [&](void*) {
+    if (released.wait_for(0s) != std::future_status::ready) go_on.set_value();
+  });
   const auto old_id = session.id();
-  expire_session(zk_server().connect_string(), detail::SessionAccess::client(session)->client_id());
+  // The session is told on another thread that its session is over, as the testing kit's
+  // expire_session tells it once the server has confirmed an expiry (here the server is not
+  // asked: the old session ends when its handle is replaced, and the ZooKeeper loop never hears
+  // of an expiry first). The listener holds the Lost back there, and the state changes queued
+  // behind it. The session's ZooKeeper loop and its supervisor go on: it is renewed meanwhile.
+  const auto client = detail::SessionAccess::client(session);
+  const auto generation = client->generation();
+  expiring = std::async(std::launch::async, [client, generation] { client->on_expired_at_server(generation); });
   ASSERT_TRUE(eventually([&] { return session.id() != old_id && session.state() == SessionState::Connected; }, 20s))
       << "the session was not renewed";
   EXPECT_TRUE(blocked.load()) << "the listener never saw the change";
   mutex.lock();  // on the renewed session: its node lingers after the unlock
   mutex.unlock();
   go_on.set_value();  // the queued state changes (Lost, Connected) reach the lock now
+  expiring.get();
   std::this_thread::sleep_for(300ms);
   EXPECT_TRUE(another_session_locks(test_root(), 5s)) << "the renewed session's lingering node was left behind";
   listener.reset();

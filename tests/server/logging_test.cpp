@@ -14,6 +14,7 @@
 
 #include "dlock/dlock.hpp"
 #include "loopback.hpp"
+#include "plain_client.hpp"
 #include "src/base/client_log_line.hpp"
 #include "src/base/log_bridge.hpp"
 #include "test_env.hpp"
@@ -122,10 +123,10 @@ TEST(Logging, TheClientsStreamOutputIsLimitedToo) {
   CapturedLines captured;
   // No log callback: the C client writes to its log stream, which dlock routes to the logger.
   const std::string connect = "127.0.0.1:" + std::to_string(free_port());
-  zhandle_t* zh = zookeeper_init(connect.c_str(), nullptr, 4000, nullptr, nullptr, 0);
-  ASSERT_NE(zh, nullptr);
-  std::this_thread::sleep_for(3s);
-  zookeeper_close(zh);
+  {
+    PlainClient client(connect, 4s);  // tries to connect, again and again, for 3 s
+    std::this_thread::sleep_for(3s);
+  }
   const auto lines = captured.lines();
   std::printf("lines logged through the stream in 3 s: %zu\n", lines.size());
   EXPECT_GE(lines.size(), 1u);

@@ -37,8 +37,8 @@
 namespace dlock {
 namespace detail {
 
-// Where an asynchronous acquisition delivers its result: once, from any thread (a ZooKeeper
-// completion thread among them). It must not block: it may run under Client::close_mutex_ when a
+// Where an asynchronous acquisition delivers its result: once, from any thread (a session's
+// ZooKeeper thread among them). It must not block: it may run under Client::close_mutex_ when a
 // Session's close ends the operation.
 template <class T>
 class AsyncSink {
@@ -80,7 +80,7 @@ struct NoPrepare {
 // turning the acquisition's value into the handler's (or, for a Convert with kCarriesError, into
 // the handler's error and value: a BatchLock request's exception_ptr and result).
 //
-// The completing thread is one of dlock's (a ZooKeeper completion thread, the task timer) and the
+// The completing thread is one of dlock's (a session's ZooKeeper thread, the task timer) and the
 // application may destroy the handler's execution context as soon as the handler has run. So
 // nothing of that context may be touched by the completing thread once the handler can run:
 //   * the operation's outstanding work (a tracked executor, taken at the initiation so run() does
