@@ -111,16 +111,33 @@ void FaultProxy::accept_loop() {
 
 namespace {
 
+// Larger than any frame a ZooKeeper server accepts (jute.maxbuffer, 1 MiB by default): a server
+// that reads such a length closes the connection ("Len error").
+constexpr std::int64_t kLargestFrame = 16 * 1024 * 1024;
+
 // Splits a byte stream into ZooKeeper frames: a 4-byte big-endian length, then the body. The first
 // frame each way is the connect handshake; every later one starts with the xid (and, for a
-// request, the opcode).
+// request, the opcode). A length no server would accept means the stream is not framed any more
+// (the ZooKeeper C client's single-threaded library can resume a request half sent on an earlier
+// connection): from there on the bytes are passed on raw, as they come, for the server to refuse
+// as it would without the proxy, instead of being held back waiting for a frame that never ends.
 class FrameReader {
  public:
   void append(const char* data, std::size_t size) { buffer_.append(data, size); }
-  // The next whole frame (length prefix included), or nullopt until one has arrived.
+  // The next whole frame (length prefix included), or nullopt until one has arrived. Once raw(),
+  // whatever has arrived.
   std::optional<std::string> next() {
+    if (raw_) {
+      if (buffer_.empty()) return std::nullopt;
+      return std::exchange(buffer_, std::string());
+    }
     if (buffer_.size() < 4) return std::nullopt;
-    const auto length = static_cast<std::size_t>(big_endian_int(buffer_.data()));
+    const std::int64_t declared = big_endian_int(buffer_.data());
+    if (declared < 0 || declared > kLargestFrame) {
+      raw_ = true;
+      return next();
+    }
+    const auto length = static_cast<std::size_t>(declared);
     if (buffer_.size() < 4 + length) return std::nullopt;
     std::string frame = buffer_.substr(0, 4 + length);
     buffer_.erase(0, 4 + length);
@@ -128,10 +145,13 @@ class FrameReader {
   }
   // True for every frame after the handshake; call once per frame, in order.
   bool past_handshake() { return std::exchange(seen_handshake_, true); }
+  // The stream stopped being framed: what next() returns is raw bytes, not to be inspected.
+  bool raw() const { return raw_; }
 
  private:
   std::string buffer_;
   bool seen_handshake_ = false;
+  bool raw_ = false;
 };
 
 }  // namespace
@@ -169,7 +189,7 @@ void FaultProxy::relay(int client_fd) {
       while (open) {
         auto frame = from_server.next();
         if (!frame) break;
-        const bool reply = from_server.past_handshake() && frame->size() >= 8;
+        const bool reply = !from_server.raw() && from_server.past_handshake() && frame->size() >= 8;
         if (reply && misorder_armed && big_endian_int(frame->data() + 4) == misorder_xid) {
           const auto wrong = static_cast<std::uint32_t>(misorder_xid + 1000000);
           for (int i = 0; i < 4; ++i) (*frame)[4 + i] = static_cast<char>((wrong >> (24 - 8 * i)) & 0xff);
@@ -191,7 +211,7 @@ void FaultProxy::relay(int client_fd) {
       while (open) {
         auto frame = from_client.next();
         if (!frame) break;
-        const bool request = from_client.past_handshake() && frame->size() >= 12;
+        const bool request = !from_client.raw() && from_client.past_handshake() && frame->size() >= 12;
         const int opcode = request ? big_endian_int(frame->data() + 8) : -1;
         const bool armed = request && opcode == drop_opcode_.load() && drops_left_.fetch_sub(1) > 0;
         if (armed && drop_before_.load()) {

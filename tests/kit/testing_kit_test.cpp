@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zookeeper/zookeeper.h>
 
+#include <sys/socket.h>
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "dlock/testing/process.hpp"
 #include "dlock/testing/server.hpp"
 #include "dlock_dependencies.hpp"
+#include "loopback.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -179,6 +181,27 @@ TEST(TestingKit, ACutOffDropsTheConnectionAndRefusesNewOnesUntilHealed) {
   EXPECT_TRUE(proxy.cut());
   proxy.heal();
   EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected; })) << "not back after heal()";
+}
+
+// A length no server accepts (as the ZooKeeper C client's single-threaded library sends when it
+// resumes, on a new connection, a request half sent on the old one) is passed on, not held back
+// waiting for a frame of that size: the server refuses it and closes, as it would without the
+// proxy, and the client sees the close at once instead of at its own time-out.
+TEST(TestingKit, AFrameLengthNoServerAcceptsReachesTheServerWhichCloses) {
+  FaultProxy proxy(zk_server().port());
+  const int fd = connect_loopback(proxy.port(), 20s);  // a receive that gets nothing fails after 20 s
+  ASSERT_GE(fd, 0);
+  const char garbage[] = {0x6b, 0x0c, static_cast<char>(0xb1), 0x18, 0, 0, 0, 8, 0, 0, 0, 1, '/', 'x', 0, 0};
+  ASSERT_TRUE(write_all(fd, garbage, sizeof garbage));
+  char reply[16];
+  const auto start = std::chrono::steady_clock::now();
+  const ssize_t n = ::recv(fd, reply, sizeof reply, 0);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  EXPECT_EQ(n, 0) << "the connection was not closed";
+  // Held back, the bytes never reach the server, which closes the idle connection only after
+  // its own limit for a handshake (about 19 s here, measured with the pass-through switched off).
+  EXPECT_LT(waited, 5s) << "the proxy held the bytes back until the server gave up on the connection";
 }
 
 TEST(TestingKit, ADelayedRequestIsAnsweredNoSoonerThanTheDelay) {

@@ -17,7 +17,9 @@
 //
 // It splits both streams into ZooKeeper frames (4-byte big-endian length; after the connect
 // handshake, a request starts with xid and opcode, a reply with the xid) and forwards whole frames
-// unchanged. One thread per connection; the destructor closes them all.
+// unchanged. A length no server accepts (over 16 MiB, or negative) ends the framing of that
+// stream: from there on its bytes are passed on as they come, for the server to refuse and close
+// as it would without the proxy. One thread per connection; the destructor closes them all.
 //
 // Thread-safety: the fault setters may be called from any thread while clients use the proxy.
 #pragma once
