@@ -24,12 +24,41 @@
 // close() and the destructor wait for dlock's threads (its ZooKeeper loop, the supervisor), so
 // do not call them while holding a mutex that one of your listeners or stop_callbacks takes.
 //
-// Threads: a Session runs three of its own. Its ZooKeeper loop (named dlock-zk) drives the C
-// client's single-threaded library: it reads the replies, sends the pings, reconnects, and runs
-// dlock's callbacks (state listeners, stop_callbacks, the steps of asynchronous acquisitions).
-// A request is written to the socket by the thread that makes it. The supervisor renews an
-// expired session; the janitor retries deletes whose reply was lost. A process that forks may
-// make a new Session in the child (the parent's is not the child's to use or destroy).
+// Threads: by default a Session runs two of its own. Its ZooKeeper loop (named dlock-zk) drives
+// the C client's single-threaded library: it reads the replies, sends the pings, reconnects,
+// retries deletes whose reply was lost, and runs dlock's callbacks (state listeners,
+// stop_callbacks, the steps of asynchronous acquisitions). The supervisor renews an expired
+// session and declares a session lost that stayed disconnected for its timeout. A request is
+// written to the socket by the thread that makes it. A process that forks may make a new Session
+// in the child (the parent's is not the child's to use or destroy).
+//
+// With `SessionOptions::io_context`, a Session creates no thread: all of the above runs in
+// handlers on the application's io_context (a renewal resolves the connect string's host names
+// there). What the application then owes:
+//   - Run the io_context while the Session lives. Its waits are outstanding work, so run()
+//     does not return before the Session is closed; close() or destroy it to let run() return.
+//   - Keep each handler short: while one runs, the session reads no reply. A handler that blocks
+//     for a third of the negotiated session timeout delays the pings (the C client then logs
+//     "Exceeded deadline by N ms" at Warning through dlock's logger, dlock/log.hpp), and for two
+//     thirds of it the connection drops (Suspended).
+//   - Never make a blocking dlock call (lock(), a blocking acquire, inspect, ...), on any
+//     Session, on a thread running that io_context: it throws dlock::WouldDeadlock, since the
+//     reply it would wait for could only be read by that thread (and, for another Session's,
+//     it would stall this one). Use the async_ forms there (dlock/async.hpp), or block
+//     on another thread.
+//   - Bind asynchronous handlers to it (boost::asio::bind_executor, or a coroutine spawned on
+//     it): a plain callback with no executor of its own runs on Asio's system_executor, a thread.
+//   - The constructor may run on a thread that is not running the io_context, before or while
+//     another thread runs it: it runs the io_context itself, a few milliseconds at a time, until
+//     connected (so handlers of the application's may run on it meanwhile). On a thread running
+//     the io_context it throws WouldDeadlock.
+//   - close() and the destructor may run on any thread, a thread running the io_context
+//     included (not from inside a dlock callback: close() there is done by a handler posted to
+//     the io_context). Neither needs the io_context to run.
+// Hand-off's lingering, time-outs and retry pauses of acquisitions then run as timers on the
+// io_context too. A LeaderSelector's terms, a BatchLock's worker, a HoldLimit's timers and
+// callbacks, and the wait watchdog's reporter still run on threads of their own (they call the
+// application's code, or wait, on them).
 //
 // States (see SessionState):
 //
@@ -69,6 +98,10 @@
 #include "dlock/security.hpp"
 #include "dlock/session_state.hpp"
 #include "dlock/wait_watchdog.hpp"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
 
 namespace dlock {
 
@@ -127,6 +160,12 @@ struct SessionOptions {
   // Logs the chain behind a blocking acquisition that waits longer than `after` (dlock/wait_watchdog.hpp).
   // Default: off.
   WaitWatchdogOptions wait_watchdog{};
+  // The application's io_context to drive the session on, instead of a thread of the Session's
+  // own (see "Threads" above). It must outlive the Session and be run by the application: the
+  // session reads replies, sends pings, renews, retries deletes and runs dlock's callbacks and
+  // the steps of asynchronous acquisitions in its handlers. Default: nullptr (a thread of the
+  // Session's own, named dlock-zk).
+  boost::asio::io_context* io_context = nullptr;
 };
 
 // Routes the ZooKeeper C client's log lines (and dlock's own) to `logger`, for the whole process,

@@ -19,7 +19,7 @@ Cohort::Cohort(std::shared_ptr<Client> client, std::string dir, const LockPolicy
       options_(client_->options().handoff) {}
 
 void Cohort::start() {
-  if (options_.linger.count() > 0) task_timer::start();  // not later, in a noexcept release
+  if (options_.linger.count() > 0) task_timer::start(client_->timer_context());  // not later, in a noexcept release
   std::weak_ptr<Cohort> weak = weak_from_this();
   child_watch_ = client_->watch_children(dir_, [weak](std::uint64_t mark) {
     if (auto self = weak.lock()) self->on_directory_changed(mark);
@@ -220,9 +220,12 @@ void Cohort::linger_locked(const std::shared_ptr<CohortNode>& node) {
   const auto ticket = next_linger_ticket_++;
   node->linger_ticket = ticket;
   std::weak_ptr<Cohort> weak = weak_from_this();
-  (void)task_timer::run_at(Clock::now() + options_.linger, [weak, ticket] {
-    if (auto self = weak.lock()) self->on_linger_expired(ticket);
-  });
+  (void)task_timer::run_at(
+      Clock::now() + options_.linger,
+      [weak, ticket] {
+        if (auto self = weak.lock()) self->on_linger_expired(ticket);
+      },
+      client_->timer_context());
 }
 
 void Cohort::end_linger_locked(CohortNode& node) {

@@ -45,6 +45,7 @@
 #include "recipes/queue/lock_core.hpp"
 #include "src/base/deadline.hpp"
 #include "src/base/mutex.hpp"
+#include "src/base/task_timer.hpp"
 #include "src/session/client.hpp"
 
 namespace dlock::detail {
@@ -231,12 +232,13 @@ class Cohort::AsyncTake final : public Taker::Take, public Waiter, public std::e
   enum class Phase { deciding, self_checking, queued, driving, done };
 
   AsyncTake(std::weak_ptr<Cohort> cohort_of, std::optional<Clock::time_point> deadline_at, std::uint64_t owner_token,
-            TakeDone on_done, StepExecutor home_executor, const LockLabels& labels)
+            TakeDone on_done, StepExecutor home_executor, const LockLabels& labels, task_timer::Context timer_context)
       : cohort(std::move(cohort_of)),
         deadline(deadline_at),
         owner(owner_token),
         done(std::move(on_done)),
-        home(std::move(home_executor)) {
+        home(std::move(home_executor)),
+        timer(timer_context) {
     if (labels.enabled()) report.emplace(labels);
   }
 
@@ -250,7 +252,8 @@ class Cohort::AsyncTake final : public Taker::Take, public Waiter, public std::e
   const std::optional<Clock::time_point> deadline;
   const std::uint64_t owner;
   TakeDone done;
-  const StepExecutor home;  // empty: steps run on the task timer or where their event arrived
+  const StepExecutor home;          // empty: steps run on the task timer or where their event arrived
+  const task_timer::Context timer;  // the session's (Client::timer_context)
   std::optional<AcquireReport> report;
 
   // Guarded by the cohort's mutex_.

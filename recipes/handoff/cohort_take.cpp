@@ -183,20 +183,24 @@ void Cohort::note_listing_locked(CohortNode& node, const std::vector<std::string
 
 std::shared_ptr<Taker::Take> Cohort::start_take(std::optional<Clock::time_point> deadline, std::uint64_t owner,
                                                 TakeDone done, StepExecutor home) {
-  task_timer::start();
-  auto take = std::make_shared<AsyncTake>(weak_from_this(), deadline, owner, std::move(done), std::move(home), labels_);
+  task_timer::start(client_->timer_context());
+  auto take = std::make_shared<AsyncTake>(weak_from_this(), deadline, owner, std::move(done), std::move(home), labels_,
+                                          client_->timer_context());
   take->member.waiter = take;
   take->keep_alive = take;
   if (deadline) {
     std::weak_ptr<Cohort> cohort = weak_from_this();
     std::weak_ptr<AsyncTake> weak = take;
-    const auto ticket = task_timer::run_at(*deadline, [cohort, weak, home = take->home] {
-      at_home(home, [cohort, weak] {
-        auto c = cohort.lock();
-        auto t = weak.lock();
-        if (c && t) c->on_take_deadline(t);
-      });
-    });
+    const auto ticket = task_timer::run_at(
+        *deadline,
+        [cohort, weak, home = take->home] {
+          at_home(home, [cohort, weak] {
+            auto c = cohort.lock();
+            auto t = weak.lock();
+            if (c && t) c->on_take_deadline(t);
+          });
+        },
+        take->timer);
     Locked lock(*this);
     take->deadline_ticket = ticket;
   }

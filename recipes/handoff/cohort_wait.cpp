@@ -19,7 +19,7 @@ void Cohort::AsyncTake::wake() {
   if (home) {
     home(std::move(resume));
   } else {
-    (void)task_timer::run_at(Clock::now(), std::move(resume));
+    (void)task_timer::run_at(Clock::now(), std::move(resume), timer);
   }
 }
 

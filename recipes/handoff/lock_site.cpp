@@ -51,7 +51,7 @@ void LockSite::keep_alive(bool on) {
       dropped = std::move(kept_);
     }
   }
-  if (dropped) (void)task_timer::run_at(Clock::now(), [dropped = std::move(dropped)] {});
+  if (dropped) task_timer::drop_on_timer(std::move(dropped), client->timer_context());
 }
 
 LockSite::~LockSite() {

@@ -20,10 +20,13 @@ SlowWaitAlarm::SlowWaitAlarm(const std::shared_ptr<Client>& client, const std::s
   const auto after = client->options().wait_watchdog.after;
   const auto reporter = installed.load();
   if (after <= std::chrono::milliseconds::zero() || reporter == nullptr) return;
-  task_timer::start();
-  ticket_ = task_timer::run_at(Clock::now() + after,
-                               [reporter, report = SlowWait{client, dir, static_cast<pid_t>(syscall(SYS_gettid)),
-                                                            after}]() mutable { reporter(std::move(report)); });
+  task_timer::start(client->timer_context());
+  ticket_ = task_timer::run_at(
+      Clock::now() + after,
+      [reporter, report = SlowWait{client, dir, static_cast<pid_t>(syscall(SYS_gettid)), after}]() mutable {
+        reporter(std::move(report));
+      },
+      client->timer_context());
 }
 
 SlowWaitAlarm::~SlowWaitAlarm() {

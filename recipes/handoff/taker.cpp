@@ -7,6 +7,7 @@
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "src/base/task_timer.hpp"
+#include "src/session/may_block.hpp"
 
 namespace dlock::detail {
 
@@ -25,6 +26,8 @@ std::optional<Grant> Taker::acquire(const Deadline& deadline, bool watched) {
     std::optional<Grant> grant;
     std::optional<Failure> failure;
   };
+  // Always, also when the lock is free: whether a call may block must not depend on timing.
+  if (client_->timer_context() != nullptr) check_may_block("a blocking acquisition of lock " + dir_);
   // An abandoned deadline is seen by the stop_callback below, registered once the take exists; one
   // abandoned already need not create a node first.
   if (deadline.abandoned()) throw lock_destroyed("lock " + dir_);
@@ -128,7 +131,8 @@ void HeldTake::cancel(Failure reason) const {
   auto alive = taker.lock();
   if (!alive) return;  // the take ended and its site went: nothing to cancel
   alive->cancel_take(take, std::move(reason));
-  task_timer::drop_on_timer(std::move(alive));
+  const auto context = alive->client().timer_context();
+  task_timer::drop_on_timer(std::move(alive), context);
 }
 
 }  // namespace dlock::detail

@@ -150,6 +150,8 @@ class Taker {
 
   // What its acquisitions and releases are reported under.
   const LockLabels& labels() const noexcept { return labels_; }
+  // The session it takes holds on.
+  Client& client() const noexcept { return *client_; }
 
  protected:
   Taker(std::shared_ptr<Client> client, std::string dir, const LockPolicy& policy, LockLabels labels)

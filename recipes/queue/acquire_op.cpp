@@ -65,9 +65,12 @@ void AcquireOp::start() {
   run([this] {
     if (deadline_) {
       std::weak_ptr<AcquireOp> weak = weak_from_this();
-      const auto ticket = task_timer::run_at(*deadline_, [weak] {
-        if (auto self = weak.lock()) self->on_deadline();
-      });
+      const auto ticket = task_timer::run_at(
+          *deadline_,
+          [weak] {
+            if (auto self = weak.lock()) self->on_deadline();
+          },
+          client_.timer_context());
       MutexLock lock(mutex_);
       deadline_ticket_ = ticket;
     }

@@ -110,10 +110,13 @@ void AcquireOp::on_adopt_found(FoundCreate found) {
 void AcquireOp::recover(void (AcquireOp::*retry)()) {
   const auto armed = arm();
   std::weak_ptr<AcquireOp> weak = weak_from_this();
-  const auto ticket = task_timer::run_at(Clock::now() + kTransientPause, [weak, armed, retry] {
-    auto self = weak.lock();
-    if (self && self->claim(armed)) self->dispatch([self, retry] { self->await_connection(retry); });
-  });
+  const auto ticket = task_timer::run_at(
+      Clock::now() + kTransientPause,
+      [weak, armed, retry] {
+        auto self = weak.lock();
+        if (self && self->claim(armed)) self->dispatch([self, retry] { self->await_connection(retry); });
+      },
+      client_.timer_context());
   {
     MutexLock lock(mutex_);
     pause_ticket_ = ticket;

@@ -40,12 +40,15 @@ void LeaseTake::begin(std::uint64_t owner) {
         tracking_.emplace(client_);
         // On the caller's thread: the lease node names the thread that asked for it.
         node_data_ = holder_info_json();
-        task_timer::start();
+        task_timer::start(client_.timer_context());
         if (deadline_) {
           const std::weak_ptr<LeaseTake> weak = weak_from_this();
-          const auto ticket = task_timer::run_at(*deadline_, [weak] {
-            if (const auto take = weak.lock()) take->on_deadline();
-          });
+          const auto ticket = task_timer::run_at(
+              *deadline_,
+              [weak] {
+                if (const auto take = weak.lock()) take->on_deadline();
+              },
+              client_.timer_context());
           MutexLock lock(mutex_);
           timer_ = ticket;
         }

@@ -29,7 +29,7 @@ bool Client::owns_nodes_of(std::uint64_t generation) const noexcept {
 clientid_t Client::client_id() const {
   ReaderLock lock(handle_mutex_);
   clientid_t id{};
-  if (zh_ != nullptr) id = loop_.peek(zh_, [](zhandle_t* zh) { return *zoo_client_id(zh); });
+  if (zh_ != nullptr) id = loop_->peek(zh_, [](zhandle_t* zh) { return *zoo_client_id(zh); });
   return id;
 }
 
@@ -37,7 +37,7 @@ Client::HandleIdentity Client::handle_identity() const {
   ReaderLock lock(handle_mutex_);
   HandleIdentity identity;
   if (zh_ != nullptr && context_ != nullptr) {
-    identity = {context_->generation, loop_.peek(zh_, [](zhandle_t* zh) { return *zoo_client_id(zh); })};
+    identity = {context_->generation, loop_->peek(zh_, [](zhandle_t* zh) { return *zoo_client_id(zh); })};
   }
   return identity;
 }

@@ -48,6 +48,7 @@
 #include "src/base/mutex.hpp"
 #include "src/session/handle_loop.hpp"
 #include "src/session/inflight.hpp"
+#include "src/session/pending.hpp"
 #include "src/session/session_metrics.hpp"
 #include "src/session/state.hpp"
 #include "src/session/waiters.hpp"
@@ -94,7 +95,7 @@ constexpr bool reply_lost(int rc) noexcept {
   return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
 }
 
-class Client {
+class Client : public std::enable_shared_from_this<Client> {
  public:
   // Connects and waits for the session (throws ConnectError, Error).
   explicit Client(SessionOptions options);
@@ -213,6 +214,10 @@ class Client {
   // deliver.
   static bool on_callback_thread() noexcept;
 
+  // Where the timer tasks of this session's locks run (task_timer.hpp): the application's
+  // io_context (SessionOptions::io_context), or nullptr for dlock's process-wide timer thread.
+  boost::asio::io_context* timer_context() const noexcept { return options_.io_context; }
+
   Session::Stats stats() const noexcept;
   // The session's metrics sink and lock-family labels (SessionOptions::metrics).
   SessionMetrics& metrics() noexcept { return metrics_; }
@@ -238,6 +243,13 @@ class Client {
   zhandle_t* open_handle(std::unique_ptr<HandleContext>& context);
   // After connecting: a chroot in the connect string must exist (ConnectError naming it if not).
   void check_chroot();
+  // The constructor's waits, for the state (`done(state, credentials_refused)`, or `until`
+  // passes: false) and for a reply. With the application's io_context, they run it meanwhile
+  // (HandleLoop::drive_until): it may not be running yet.
+  template <class Done>
+  bool await_state(const std::optional<Clock::time_point>& until, Done&& done);
+  template <class Result>
+  Result await_reply(Pending<Result>& pending);
   static void on_auth_reply(int rc, const void* data);  // defers on_auth_answer (HandleLoop::defer)
   static void on_auth_answer(int rc, const void* data);
   // Sends every credential on a new handle (the C client sends them again on each reconnect).
@@ -250,8 +262,17 @@ class Client {
   std::string schemes() const;
 
   // The supervisor (client_supervisor.cpp).
-  // The supervisor thread's loop: renewals and local expiry.
+  class SupervisorOnLoop;
+  // Starts the supervisor's driver: a thread of its own, or handlers on the application's
+  // io_context.
+  void start_supervisor();
+  // The supervisor thread's loop: supervise_step() until stopping_.
   void supervise();
+  // Does what is due (a replacement, a local expiry) and returns when to look again (nullopt:
+  // when notified). Steps run one at a time (supervisor_step_mutex_).
+  std::optional<Clock::time_point> supervise_step();
+  // Cancels the driver's timer (close_handle, once no step runs or starts).
+  static void stop_supervisor_on_loop(SupervisorOnLoop& driver);
   // Replaces the handle with one on a new session (renew) or with none (retire, so that a
   // session declared lost cannot come back). False if the new handle could not be opened.
   bool replace_handle(bool renew);
@@ -313,7 +334,10 @@ class Client {
     std::size_t index;
   };
   std::vector<AuthTag> auth_tags_;
-  mutable HandleLoop loop_;           // drives the current handle; destroyed (its thread joined) after the rest
+  // The loop's own thread and io_context, unless the application gave its own
+  // (SessionOptions::io_context). Destroyed last: its thread runs the rest's completions.
+  std::unique_ptr<LoopThread> own_loop_;
+  std::shared_ptr<HandleLoop> loop_;  // drives the current handle
   Mutex close_mutex_;                 // one closer at a time
   mutable SharedMutex handle_mutex_;  // exclusive only to swap the handle
   zhandle_t* zh_ DLOCK_GUARDED_BY(handle_mutex_) = nullptr;
@@ -321,14 +345,22 @@ class Client {
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::int64_t> negotiated_ms_{0};
 
+  // Held by a supervisor step from start to end (and by close_handle, to wait for one).
+  Mutex supervisor_step_mutex_;  // taken before supervisor_mutex_ and handle_mutex_
   Mutex supervisor_mutex_;
   CondVar supervisor_cv_;
   bool stopping_ DLOCK_GUARDED_BY(supervisor_mutex_) = false;
+  bool supervisor_woken_ DLOCK_GUARDED_BY(supervisor_mutex_) = false;  // notified since the last step began
   bool replace_requested_ DLOCK_GUARDED_BY(supervisor_mutex_) = false;
+  Clock::time_point replace_not_before_ DLOCK_GUARDED_BY(supervisor_mutex_);  // a failed renewal's backoff
+  Clock::duration renewal_retry_ DLOCK_GUARDED_BY(supervisor_mutex_) = std::chrono::milliseconds(100);
   // Started by the constructor (before close() can be reached), joined by close_handle.
   std::thread supervisor_ DLOCK_GUARDED_BY(close_mutex_);
+  // The driver instead of that thread with the application's io_context.
+  std::shared_ptr<SupervisorOnLoop> supervisor_on_loop_ DLOCK_GUARDED_BY(supervisor_mutex_);
   std::thread closer_ DLOCK_GUARDED_BY(supervisor_mutex_);
-  int failed_renewals_ = 0;  // the supervisor thread's own: no mutex
+  bool close_posted_ DLOCK_GUARDED_BY(supervisor_mutex_) = false;  // the close_in_background on the io_context
+  int failed_renewals_ = 0;  // the supervisor steps' own (one at a time): no mutex
 
   std::atomic<std::int64_t> session_id_{0};
   StateMachine states_{generation_};
@@ -339,7 +371,7 @@ class Client {
   Inflight inflight_;
   std::atomic<std::uint64_t> requests_{0};
 
-  std::unique_ptr<Janitor> janitor_;
+  std::shared_ptr<Janitor> janitor_;
 };
 
 }  // namespace dlock::detail

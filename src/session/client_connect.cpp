@@ -12,6 +12,7 @@
 #include "src/session/client_internal.hpp"
 #include "src/session/connect_string.hpp"
 #include "src/session/janitor.hpp"
+#include "src/session/may_block.hpp"
 #include "src/session/pending.hpp"
 #include "src/session/security_options.hpp"
 #include "src/session/test_hooks.hpp"
@@ -34,7 +35,10 @@ std::string_view chroot_of(std::string_view connect) {
 Client::Client(SessionOptions options)
     : options_(std::move(options)),
       metrics_(options_.metrics),
-      acl_((check_credentials(options_.auth), effective_acl(options_.acl, options_.auth))) {
+      acl_((check_credentials(options_.auth), effective_acl(options_.acl, options_.auth))),
+      own_loop_(options_.io_context != nullptr ? nullptr : std::make_unique<LoopThread>()),
+      loop_(HandleLoop::make(options_.io_context != nullptr ? *options_.io_context : own_loop_->context(),
+                             options_.io_context != nullptr)) {
   for (const auto& entry : acl_.entries()) {
     acl_entries_.push_back(ACL{static_cast<std::int32_t>(entry.perms),
                                Id{const_cast<char*>(entry.scheme.c_str()), const_cast<char*>(entry.id.c_str())}});
@@ -50,37 +54,59 @@ Client::Client(SessionOptions options)
     throw Error(make_error_code(errc::invalid_argument),
                 "connect_timeout must be positive, got " + ms(options_.connect_timeout));
   }
-  install_log_bridge();
-  janitor_ = std::make_unique<Janitor>(*this);
-  {
-    WriterLock lock(handle_mutex_);
-    zh_ = open_handle(context_);
-    loop_.install(zh_);
+  // A failure below leaves no destructor to run: the loop is stopped here (its waits may outlive
+  // this object on the application's io_context).
+  try {
+    // Its connection is read only by the io_context's handlers: waited for here, on a thread that
+    // runs them, it would never come.
+    if (loop_->external()) check_may_block("constructing a Session");
+    install_log_bridge();
+    janitor_ = std::make_shared<Janitor>(*this, loop_->context());
+    {
+      WriterLock lock(handle_mutex_);
+      zh_ = open_handle(context_);
+      loop_->install(zh_);
+    }
+    // Read without handle_mutex_: nothing swaps the handle before the constructor returns (the
+    // supervisor starts below; close() is not reachable yet).
+    if (zh_ == nullptr) {
+      throw ConnectError(make_error_code(errc::connect_failed), refused_connect_string_message(options_.connect));
+    }
+    await_state(steady_deadline_after(options_.connect_timeout),
+                [](SessionState s, bool) { return s == SessionState::Connected || s == SessionState::Lost; });
+    const bool auth_refused = states_.credentials_refused();
+    // A refused credential ends the handle (Lost): await_credentials() says so, not a time-out.
+    if (state() != SessionState::Connected && !auth_refused) {
+      close_now();  // not close(): on a callback thread that would start a closer thread
+      throw ConnectError(make_error_code(errc::connect_failed),
+                         "cannot connect to ZooKeeper at \"" + printable(options_.connect) +
+                             "\": no server answered within connect_timeout (" + ms(options_.connect_timeout) + ")");
+    }
+    await_credentials();
+    check_chroot();
+    start_supervisor();
+  } catch (...) {
+    if (janitor_) janitor_->stop();
+    loop_->stop();
+    throw;
   }
-  // Read without handle_mutex_: nothing swaps the handle before the constructor returns (the
-  // supervisor starts below; close() is not reachable yet).
-  if (zh_ == nullptr) {
-    janitor_->stop();
-    throw ConnectError(make_error_code(errc::connect_failed), refused_connect_string_message(options_.connect));
-  }
-  states_.wait(steady_deadline_after(options_.connect_timeout),
-               [](SessionState s, bool) { return s == SessionState::Connected || s == SessionState::Lost; });
-  const bool auth_refused = states_.credentials_refused();
-  // A refused credential ends the handle (Lost): await_credentials() says so, not a time-out.
-  if (state() != SessionState::Connected && !auth_refused) {
-    close_now();  // not close(): on a callback thread that would start a closer thread
-    throw ConnectError(make_error_code(errc::connect_failed),
-                       "cannot connect to ZooKeeper at \"" + printable(options_.connect) +
-                           "\": no server answered within connect_timeout (" + ms(options_.connect_timeout) + ")");
-  }
-  await_credentials();
-  check_chroot();
-  supervisor_ = std::thread([this] { supervise(); });
   if (const auto granted = negotiated_timeout(); granted != options_.session_timeout) {
     log(LogLevel::Warn, "session_timeout " + ms(options_.session_timeout) + " requested from " + options_.connect +
                             "; the server granted " + ms(granted) +
                             " (it clamps timeouts to 2..20 times its tickTime by default)");
   }
+}
+
+template <class Done>
+bool Client::await_state(const std::optional<Clock::time_point>& until, Done&& done) {
+  if (!loop_->external()) return states_.wait(until, done);
+  return loop_->drive_until([&] { return done(states_.state(), states_.credentials_refused()); }, until);
+}
+
+template <class Result>
+Result Client::await_reply(Pending<Result>& pending) {
+  if (loop_->external()) loop_->drive_until([&] { return pending.ready(); }, std::nullopt);
+  return pending.get();
 }
 
 void Client::check_chroot() {
@@ -89,7 +115,7 @@ void Client::check_chroot() {
   // With a chroot, the C client sends "/" as the chroot node itself.
   Pending<StatResult> root;
   exists("/", root.callback());
-  const int rc = root.get().rc;
+  const int rc = await_reply(root).rc;
   if (rc == ZOK) return;
   close_now();
   throw ConnectError(make_error_code(errc::connect_failed),
@@ -124,7 +150,7 @@ zhandle_t* Client::open_handle(std::unique_ptr<HandleContext>& context) {
   // Before any request: the server applies a connection's packets in order, so every create
   // this handle sends is made by the authenticated identity.
   if (zh != nullptr && !(context->generation > 1 && test_hooks::skip_auth_on_renewal.load()) && !send_credentials(zh)) {
-    loop_.close(zh);  // a handle without its identity would fail every create: as if it never opened
+    loop_->close(zh);  // a handle without its identity would fail every create: as if it never opened
     return nullptr;
   }
   return zh;
@@ -137,7 +163,7 @@ bool Client::send_credentials(zhandle_t* zh) {
     // The C client refuses (ZINVALIDSTATE) while its handle sits between two connection attempts,
     // as right after a host of the connect string refused it: a moment later it takes it.
     for (int attempt = 0; attempt < 200; ++attempt) {
-      rc = loop_.with(zh, [&](zhandle_t* handle) {
+      rc = loop_->with(zh, [&](zhandle_t* handle) {
         return zoo_add_auth(handle, credentials.scheme.c_str(), credentials.secret.data(),
                             static_cast<int>(credentials.secret.size()), &Client::on_auth_reply, &auth_tags_[i]);
       });
@@ -191,7 +217,7 @@ void Client::await_credentials() {
   for (;;) {
     Pending<StatResult> probe;
     exists("/", probe.callback());
-    const int rc = probe.get().rc;
+    const int rc = await_reply(probe).rc;
     if (rc == ZOK || rc == ZNONODE) return;  // ZNONODE: a missing chroot, check_chroot's to report
     if (states_.credentials_refused() || rc == ZAUTHFAILED) {
       throw refused_error("it refused the credentials (" + schemes() + "): " + zerror(ZAUTHFAILED) +
@@ -202,7 +228,7 @@ void Client::await_credentials() {
     if (!reply_lost(rc) && rc != ZCLOSING && rc != ZSESSIONEXPIRED && rc != ZINVALIDSTATE) {
       throw refused_error(zerror(rc));
     }
-    if (!states_.wait(until, [](SessionState s, bool refused) { return s == SessionState::Connected || refused; })) {
+    if (!await_state(until, [](SessionState s, bool refused) { return s == SessionState::Connected || refused; })) {
       throw refused_error("no server answered with the credentials (" + schemes() +
                           ") accepted within connect_timeout (" + ms(options_.connect_timeout) + ")");
     }

@@ -132,7 +132,7 @@ int Client::submit(Inflight::Request* request, RequestKind kind, Submit&& submit
   request->generation.store(context_->generation, std::memory_order_relaxed);
   requests_.fetch_add(1, std::memory_order_relaxed);
   metrics_.emit([kind](MetricsSink& sink) { sink.on_request(kind); });
-  return loop_.with(zh_, submit);
+  return loop_->with(zh_, submit);
 }
 
 void Client::create(const std::string& path, std::string_view data, int mode, CreateCallback done) {

@@ -6,8 +6,11 @@
 // So waiting without a deadline cannot hang longer than about a session timeout.
 #pragma once
 
+#include <chrono>
 #include <future>
 #include <memory>
+
+#include "src/session/may_block.hpp"
 
 namespace dlock::detail {
 
@@ -20,7 +23,12 @@ class Pending {
       promise->set_value(std::move(r));
     };
   }
-  Result get() { return future_.get(); }
+  // Blocks until the reply (not on a thread running a Session's io_context: check_may_block).
+  Result get() {
+    if (!ready()) check_may_block("a blocking dlock call");
+    return future_.get();
+  }
+  bool ready() const { return future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
 
  private:
   std::promise<Result> promise_;
