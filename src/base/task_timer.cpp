@@ -119,8 +119,13 @@ void start(Context context) {
   if (context == nullptr) timer();
 }
 
+std::atomic<std::uint64_t> thread_tasks{0};
+
+std::uint64_t thread_tasks_scheduled() noexcept { return thread_tasks.load(); }
+
 std::uint64_t run_at(Clock::time_point when, std::function<void()> task, Context context) {
   if (context != nullptr) return run_on_context(when, std::move(task), context);
+  thread_tasks.fetch_add(1);
   auto& t = timer();
   std::uint64_t ticket = 0;
   {

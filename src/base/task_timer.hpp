@@ -36,6 +36,10 @@ void start(Context context = nullptr);
 // cancel(), never 0.
 std::uint64_t run_at(Clock::time_point when, std::function<void()> task, Context context = nullptr);
 
+// How many tasks were ever given to the process-wide thread (tests check that a Session on an
+// application's io_context gives it none).
+std::uint64_t thread_tasks_scheduled() noexcept;
+
 // The task of `ticket` will not run (if it has not begun), and is destroyed on the calling
 // thread. No-op for a ticket that ran, was cancelled, or is 0. Never blocks on a running task.
 void cancel(std::uint64_t ticket) noexcept;

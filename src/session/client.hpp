@@ -216,7 +216,11 @@ class Client : public std::enable_shared_from_this<Client> {
 
   // Where the timer tasks of this session's locks run (task_timer.hpp): the application's
   // io_context (SessionOptions::io_context), or nullptr for dlock's process-wide timer thread.
-  boost::asio::io_context* timer_context() const noexcept { return options_.io_context; }
+  // Once Closed, nullptr: the application may destroy its io_context after closing the Session,
+  // while lock objects still hold this Client.
+  boost::asio::io_context* timer_context() const noexcept {
+    return state() == SessionState::Closed ? nullptr : options_.io_context;
+  }
 
   Session::Stats stats() const noexcept;
   // The session's metrics sink and lock-family labels (SessionOptions::metrics).

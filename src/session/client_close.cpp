@@ -109,6 +109,10 @@ void Client::close_handle() {
   loop_->quiesce();
   inflight_.fail_all(ZCLOSING);
   if (janitor_) janitor_->stop();
+  // Nothing waits on the io_context any more: the application may destroy it while lock objects
+  // keep this Client alive, and a blocking call on its threads is no longer refused for this
+  // Session's sake.
+  loop_->stop();
 }
 
 void Client::run_deferred_callbacks() {

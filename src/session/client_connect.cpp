@@ -86,6 +86,10 @@ Client::Client(SessionOptions options)
     check_chroot();
     start_supervisor();
   } catch (...) {
+    // Also for what left before its own clean-up (an exception of the application's handlers,
+    // run by drive_until, or out of memory): the handle closed, its completions run, the loop
+    // stopped (close_now does all three; a second time it does nothing).
+    close_now();
     if (janitor_) janitor_->stop();
     loop_->stop();
     throw;

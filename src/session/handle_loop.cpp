@@ -312,7 +312,6 @@ bool HandleLoop::enqueue(Batch& batch) {
 
 void HandleLoop::run_here(bool queued) {
   if (!queued) return;
-  if (t_running_completions) return;  // the run under way on this thread takes it
   {
     MutexLock lock(queue_mutex_);
     if (queue_state_ == QueueState::running) return;  // another loop thread runs it: it takes it

@@ -22,6 +22,7 @@
 #include "dlock/testing/expire_session.hpp"
 #include "dlock/testing/fault_proxy.hpp"
 #include "raw_zk.hpp"
+#include "src/base/task_timer.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -30,10 +31,21 @@ namespace {
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 
-std::size_t thread_count() {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
+// The ids of this process's threads.
+std::set<std::string> thread_ids() {
+  std::set<std::string> ids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    ids.insert(entry.path().filename().string());
+  }
+  return ids;
+}
+
+// How many of the threads now were not there in `before` (threads that exited meanwhile do not
+// count either way).
+std::size_t threads_added_since(const std::set<std::string>& before) {
+  std::size_t added = 0;
+  for (const auto& id : thread_ids()) added += before.count(id) == 0 ? 1 : 0;
+  return added;
 }
 
 // Runs `io` on this thread until `done()` (bounded, so that a broken test fails instead of hanging).
@@ -48,13 +60,19 @@ bool run_until(asio::io_context& io, Done done, std::chrono::seconds bound = 60s
   return true;
 }
 
-// What a lock's use on a Session adds to the process's threads while the Session lives: a Session
+// What a lock's use on a Session adds while the Session lives: threads, and tasks given to dlock's
+// process-wide timer thread (which an earlier test may have started already). The use: a Session
 // constructed, an acquisition with a time-out (a timer task), one waiting behind a hold
 // (hand-off's local queue), the releases.
-std::size_t threads_added_by_a_lock_use(asio::io_context* io) {
+struct Added {
+  std::size_t threads = 0;
+  std::uint64_t timer_thread_tasks = 0;
+};
+Added added_by_a_lock_use(asio::io_context* io) {
   asio::io_context own;
   asio::io_context& loop = io != nullptr ? *io : own;
-  const auto before = thread_count();
+  const auto before = thread_ids();
+  const auto tasks_before = detail::task_timer::thread_tasks_scheduled();
   auto options = session_options(4s);
   options.io_context = io;
   {
@@ -77,15 +95,20 @@ std::size_t threads_added_by_a_lock_use(asio::io_context* io) {
     first->release();
     EXPECT_TRUE(run_until(loop, [&] { return second.has_value(); }));
     second->release();
-    return thread_count() - before;
+    return {threads_added_since(before), detail::task_timer::thread_tasks_scheduled() - tasks_before};
   }
 }
 
 TEST(SessionOnIoContext, CreatesNoThreadOfItsOwn) {
   asio::io_context io;
-  EXPECT_EQ(threads_added_by_a_lock_use(&io), 0u);
-  // The control: the same use without an io_context counts the Session's own loop and supervisor.
-  EXPECT_GE(threads_added_by_a_lock_use(nullptr), 2u);
+  const auto on_io = added_by_a_lock_use(&io);
+  EXPECT_EQ(on_io.threads, 0u);
+  EXPECT_EQ(on_io.timer_thread_tasks, 0u) << "a task of the Session's locks went to dlock's timer thread";
+  // The control: the same use without an io_context counts the Session's own loop and supervisor,
+  // and its time-out's task on the timer thread.
+  const auto own = added_by_a_lock_use(nullptr);
+  EXPECT_GE(own.threads, 2u);
+  EXPECT_GE(own.timer_thread_tasks, 1u);
 }
 
 // 10,000 asynchronous acquisitions of one lock wait together on one thread, each is granted in
@@ -100,7 +123,7 @@ TEST(SessionOnIoContext, TenThousandAsyncWaitersOnOneThread) {
   // Held by another session (its own loop) while the waiters queue.
   Session other(session_options(10s));
   auto holder = LockHandle::acquire(other, path);
-  const auto before = thread_count();
+  const auto before = thread_ids();
   const auto this_thread = std::this_thread::get_id();
   int granted = 0;
   int holding = 0;
@@ -125,11 +148,12 @@ TEST(SessionOnIoContext, TenThousandAsyncWaitersOnOneThread) {
   io.run_for(300ms);
   EXPECT_EQ(granted, 0) << "granted while another session held the lock";
   holder.release();
-  ASSERT_TRUE(run_until(io, [&] { return granted == kWaiters && holding == 0; }, 300s))
+  ASSERT_TRUE(run_until(
+      io, [&] { return granted == kWaiters && holding == 0; }, 300s))
       << granted << " of " << kWaiters << " granted";
   EXPECT_EQ(overlaps, 0);
   EXPECT_EQ(elsewhere, 0);
-  EXPECT_EQ(thread_count(), before) << "the waiters started threads";
+  EXPECT_EQ(threads_added_since(before), 0u) << "the waiters started threads";
 }
 
 TEST(SessionOnIoContext, ABlockingCallOnItsThreadThrowsInsteadOfDeadlocking) {
@@ -235,7 +259,8 @@ TEST(SessionOnIoContext, RenewsAnExpiredSessionOnTheApplicationsThread) {
     });
     expire_session(session);
     const auto until = std::chrono::steady_clock::now() + 30s;
-    while ((session.state() != SessionState::Connected || session.id() == first_id) &&
+    // The state and id change before the listeners are told: wait for the listener too.
+    while ((session.state() != SessionState::Connected || session.id() == first_id || !renewed.load()) &&
            std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(10ms);  // polling a state, not arranging an order
     }
@@ -322,10 +347,13 @@ TEST(SessionOnIoContext, SeveralThreadsRunningTheIoContextKeepExclusion) {
                               asio::bind_executor(io, [&](boost::system::error_code ec, LockHandle h) {
                                 EXPECT_FALSE(ec) << ec.message();
                                 if (holding.fetch_add(1) > 0) ++overlaps;
-                                std::this_thread::yield();  // another runner may look meanwhile
-                                holding.fetch_sub(1);
-                                h.release();
-                                ++granted;
+                                // Released from a later handler, maybe on another runner: a
+                                // second grant meanwhile would find `holding` at 1.
+                                asio::post(io, [&, h = std::make_shared<LockHandle>(std::move(h))] {
+                                  holding.fetch_sub(1);
+                                  h->release();
+                                  ++granted;
+                                });
                               }));
   }
   const auto until = std::chrono::steady_clock::now() + 120s;
