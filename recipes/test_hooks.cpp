@@ -1,5 +1,7 @@
 #include "recipes/test_hooks.hpp"
 
+#include "recipes/jobs/job_test_hooks.hpp"
+
 // Defined only in a build with the tests (test_switch.hpp).
 #ifdef DLOCK_TEST_HOOKS
 namespace dlock::detail::test_hooks {
@@ -37,6 +39,9 @@ std::function<void()> batch_wait_abandoned;
 std::function<void()> batch_parked;
 std::function<void()> before_batch_runner_take;
 std::atomic<bool> batch_park_never_released;
+std::atomic<bool> job_blind_retry;
+std::atomic<bool> job_ignore_record;
+std::atomic<bool> job_unguarded_write;
 
 }  // namespace dlock::detail::test_hooks
 #endif

@@ -13,6 +13,7 @@
 //     async_acquire(..., token); async_try_acquire_for(..., t, token) (LockHandle, Semaphore)
 //   BatchLock:  submit(r)  submit_for(r, t)  async_submit(r, token)  async_submit_for(r, t, token)
 //   LockService guards:  lock(mode, ns, sources...)  with_timeout(t)  async_lock(..., token)
+//   PeriodicJob:  run_if_due(job) (once per period across every caller; dlock/periodic_job.hpp)
 //
 // Not granted in time (or stopped): false for the standard Lockable names; an empty holder
 // (LockHandle, Lease, LeaderTerm test false) for the rest; LockTimeout where nothing empty can be
@@ -39,6 +40,7 @@
 #include "dlock/metrics.hpp"
 #include "dlock/metrics_registry.hpp"
 #include "dlock/mutex.hpp"
+#include "dlock/periodic_job.hpp"
 #include "dlock/revocation.hpp"
 #include "dlock/scope.hpp"
 #include "dlock/security.hpp"

@@ -3,8 +3,9 @@
 // Give a Session a sink and it reports every lock acquisition (how it ended, how long it waited,
 // whether the node came from ZooKeeper or from another thread of this process), every release
 // (how long the lock was held), every hold signalled lost, every change of the session's state
-// (and how long it was disconnected), every delete handed to the background and retried, and
-// every ZooKeeper request it sends:
+// (and how long it was disconnected), every delete handed to the background and retried, every
+// periodic job's call (ran, failed, already done, skipped, retried), and every ZooKeeper request
+// it sends:
 //
 //   auto metrics = std::make_shared<dlock::MetricsRegistry>();   // built in: dlock/metrics_registry.hpp
 //   dlock::Session session({.connect = "...",
@@ -133,6 +134,20 @@ struct WaitCycleSeen {
   bool certain = false;
 };
 
+// How a periodic job's call ended (dlock/periodic_job.hpp's JobOutcome, and Failed for a job
+// that threw).
+enum class JobCallOutcome : std::uint8_t { Ran, Failed, RanLockLost, AlreadyDone, Skipped, PeriodOver };
+inline constexpr std::size_t kJobCallOutcomes = 6;
+
+// A PeriodicJob::run_if_due call ended with an outcome (not one that failed before deciding, for
+// a ZooKeeper error). Jobs are few, so the job's path is the label.
+struct JobCallEnded {
+  std::string_view job;
+  JobCallOutcome outcome = JobCallOutcome::AlreadyDone;
+  // Runs this call made that retried a period (attempt 2 or more: an earlier run died or failed).
+  int retries = 0;
+};
+
 // Receives a Session's events. Every method does nothing unless overridden.
 class MetricsSink {
  public:
@@ -152,6 +167,7 @@ class MetricsSink {
   // The background retried one (each attempt, including the one that succeeds).
   virtual void on_delete_retried();
   virtual void on_wait_cycle(const WaitCycleSeen& event);
+  virtual void on_job_call(const JobCallEnded& event);
 };
 
 struct MetricsOptions {

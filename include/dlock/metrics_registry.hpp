@@ -33,6 +33,11 @@
 //   dlock_zookeeper_requests_total{op}                  counter    requests sent, by ZooKeeper op
 //   dlock_wait_cycles_total{certain}                    counter    cycles of waits the wait watchdog
 //                                                                   found (dlock/wait_watchdog.hpp)
+//   dlock_job_calls_total{job,outcome}                  counter    periodic jobs' calls (ran, failed,
+//                                                                   ran_lock_lost, already_done,
+//                                                                   skipped, period_over); only once
+//                                                                   a job was called
+//   dlock_job_retries_total{job}                        counter    runs that retried a period
 //
 // Histogram buckets (seconds): 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 // 1, 2.5, 5, 10, 30, 60, +Inf.
@@ -91,8 +96,20 @@ class MetricsRegistry final : public MetricsSink {
     std::uint64_t granted_via(GrantSource source) const noexcept { return grants[static_cast<std::size_t>(source)]; }
   };
 
+  // The figures of one periodic job (dlock/periodic_job.hpp), by its path.
+  struct JobFigures {
+    std::string job;
+    std::array<std::uint64_t, kJobCallOutcomes> calls{};  // by JobCallOutcome
+    std::uint64_t retries = 0;                            // runs that retried a period
+
+    std::uint64_t called(JobCallOutcome outcome) const noexcept { return calls[static_cast<std::size_t>(outcome)]; }
+  };
+  // Jobs reported by path, at most this many; further ones as "(other)".
+  static constexpr std::size_t kMaxJobs = 100;
+
   struct Snapshot {
     std::vector<LockFigures> locks;                // ordered by family, then kind
+    std::vector<JobFigures> jobs;                  // ordered by path
     std::array<std::uint64_t, 4> state_changes{};  // by the SessionState entered
     double disconnected_seconds = 0;
     std::uint64_t sessions_disconnected = 0;
@@ -127,6 +144,7 @@ class MetricsRegistry final : public MetricsSink {
   void on_delete_deferred() override;
   void on_delete_retried() override;
   void on_wait_cycle(const WaitCycleSeen& event) override;
+  void on_job_call(const JobCallEnded& event) override;
 
  private:
   struct Cells;

@@ -12,9 +12,9 @@ void revoke(Session& session, const std::string& node) {
   auto& client = *detail::SessionAccess::client(session);
   const std::string what = "revoking " + node;
   detail::throw_if_session_ended(client, what);
-  detail::Pending<int> set;
+  detail::Pending<detail::StatResult> set;
   client.set(node, kRevokeMessage, -1, set.callback());
-  const int rc = set.get();
+  const int rc = set.get().rc;
   if (rc == ZOK || rc == ZNONODE) return;
   detail::fail(client, rc, what, {kWrite, node});
 }

@@ -70,5 +70,6 @@ void MetricsSink::on_request(RequestKind) {}
 void MetricsSink::on_delete_deferred() {}
 void MetricsSink::on_delete_retried() {}
 void MetricsSink::on_wait_cycle(const WaitCycleSeen&) {}
+void MetricsSink::on_job_call(const JobCallEnded&) {}
 
 }  // namespace dlock

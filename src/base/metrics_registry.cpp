@@ -77,6 +77,9 @@ struct MetricsRegistry::State {
   std::atomic<std::uint64_t> deadlocks_seen{0};
   std::atomic<std::uint64_t> possible_deadlocks_seen{0};
   std::array<std::atomic<std::uint64_t>, kRequestKinds> requests{};
+  // Periodic jobs: few, and called once a period, so a plain map under its own mutex.
+  detail::Mutex jobs_mutex;
+  std::map<std::string, JobFigures, std::less<>> jobs DLOCK_GUARDED_BY(jobs_mutex);
 };
 
 std::uint64_t MetricsRegistry::Histogram::count() const noexcept {
@@ -175,8 +178,24 @@ void MetricsRegistry::on_wait_cycle(const WaitCycleSeen& event) {
   (event.certain ? state_->deadlocks_seen : state_->possible_deadlocks_seen).fetch_add(1, kRelaxed);
 }
 
+void MetricsRegistry::on_job_call(const JobCallEnded& event) {
+  detail::MutexLock lock(state_->jobs_mutex);
+  auto it = state_->jobs.find(event.job);
+  if (it == state_->jobs.end()) {
+    const std::string key = state_->jobs.size() < kMaxJobs ? std::string(event.job) : std::string("(other)");
+    it = state_->jobs.try_emplace(key).first;
+    it->second.job = key;
+  }
+  ++it->second.calls[static_cast<std::size_t>(event.outcome)];
+  it->second.retries += static_cast<std::uint64_t>(std::max(event.retries, 0));
+}
+
 MetricsRegistry::Snapshot MetricsRegistry::snapshot() const {
   Snapshot out;
+  {
+    detail::MutexLock lock(state_->jobs_mutex);
+    for (const auto& [job, figures] : state_->jobs) out.jobs.push_back(figures);
+  }
   {
     detail::ReaderLock lock(state_->mutex);
     for (const auto& of_kind : state_->cells) {

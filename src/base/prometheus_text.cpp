@@ -163,6 +163,19 @@ std::string to_prometheus_text(const MetricsRegistry::Snapshot& s) {
            "Cycles of waits found by the wait watchdog through a thread that waited too long (certain: a deadlock).");
   w.sample("dlock_wait_cycles_total", {{"certain", "true"}}, number(s.deadlocks_seen));
   w.sample("dlock_wait_cycles_total", {{"certain", "false"}}, number(s.possible_deadlocks_seen));
+  if (!s.jobs.empty()) {
+    static constexpr std::array<const char*, kJobCallOutcomes> kOutcomes{"ran",          "failed",  "ran_lock_lost",
+                                                                         "already_done", "skipped", "period_over"};
+    w.header("dlock_job_calls_total", "counter", "Periodic jobs' calls, by how they ended.");
+    for (const auto& job : s.jobs) {
+      for (std::size_t i = 0; i < kOutcomes.size(); ++i) {
+        w.sample("dlock_job_calls_total", {{"job", job.job}, {"outcome", kOutcomes[i]}}, number(job.calls[i]));
+      }
+    }
+    w.header("dlock_job_retries_total", "counter",
+             "Periodic jobs' runs that retried a period (a run before died or failed).");
+    for (const auto& job : s.jobs) w.sample("dlock_job_retries_total", {{"job", job.job}}, number(job.retries));
+  }
   w.header("dlock_zookeeper_requests_total", "counter", "ZooKeeper requests sent, by operation.");
   for (const auto kind : {RequestKind::Create, RequestKind::Delete, RequestKind::GetChildren, RequestKind::Exists,
                           RequestKind::GetData, RequestKind::Sync, RequestKind::SetData}) {

@@ -81,11 +81,19 @@ struct DataResult {
   Stat stat{};
 };
 
+// A write applied only while a guard node exists (Client::guarded_write).
+struct GuardedWriteResult {
+  int rc = ZOK;             // ZOK, the failing operation's error, or the connection's
+  bool guard_gone = false;  // the guard node is gone: nothing was written
+  Stat stat{};              // the node's stat after a setData (zero after a create)
+};
+
 using CreateCallback = std::function<void(CreateResult)>;
 using ChildrenCallback = std::function<void(ChildrenResult)>;
 using StatCallback = std::function<void(StatResult)>;
 using DataCallback = std::function<void(DataResult)>;
 using RcCallback = std::function<void(int rc)>;
+using GuardedWriteCallback = std::function<void(GuardedWriteResult)>;
 
 // Whether a request failed because the connection that carried it was torn down before its reply
 // arrived, so the server may or may not have applied it: a connection loss, a timeout, or a reply
@@ -162,9 +170,16 @@ class Client : public std::enable_shared_from_this<Client> {
   // arms a data watch on `path`: its change or deletion wakes the Waiters registered for `path`
   // (add_waiter), as watch() does.
   void get(const std::string& path, DataCallback done, bool watch = false);
-  // setData at `version` (-1: any).
-  void set(const std::string& path, std::string_view data, int version, RcCallback done);
+  // setData at `version` (-1: any); the stat is the node's after the write (its mtime is the
+  // ensemble's clock: periodic_job.hpp names periods with it).
+  void set(const std::string& path, std::string_view data, int version, StatCallback done);
   void remove(const std::string& path, RcCallback done);
+  // Writes `data` to `path` in one transaction (a multi) with a check that `guard` exists: the
+  // write lands only while `guard` (a lock node of this session) does, so a holder whose lock
+  // went with an expired session cannot write through a renewed one. `version`: setData at that
+  // version; nullopt: create `path` (persistent).
+  void guarded_write(const std::string& guard, const std::string& path, std::string_view data,
+                     std::optional<int> version, GuardedWriteCallback done);
   // Brings the server this session talks to up to date with the leader (ZooKeeper's sync):
   // reads this session sends after it see every write committed before it, e.g. a create whose
   // reply was lost with a connection to another server.

@@ -3,6 +3,7 @@
 // claims it back; the waiting, if any, is the caller's (Pending).
 #include "src/session/client.hpp"
 
+#include <array>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -17,7 +18,7 @@ namespace {
 
 // One request's completion callback, registered in the Client's Inflight set until it runs.
 template <class Result>
-struct RequestOf final : Inflight::Request {
+struct RequestOf : Inflight::Request {
   explicit RequestOf(std::function<void(Result)> callback) : done(std::move(callback)) {}
   void fail(int rc) override {
     if constexpr (std::is_same_v<Result, int>) {
@@ -95,8 +96,29 @@ void on_data_stat(int rc, const char* value, int length, const Stat* stat, const
   complete(std::move(request), std::move(result));
 }
 
-void on_set(int rc, const Stat*, const void* data) {
-  if (auto request = claim<int>(data)) complete(std::move(request), rc);
+// A guarded write's request: the multi's operations and results live as long as it does.
+struct GuardedWriteRequest final : RequestOf<GuardedWriteResult> {
+  using RequestOf::RequestOf;
+  std::string guard;
+  std::string path;
+  std::string data;
+  std::array<zoo_op_t, 2> ops{};
+  std::array<zoo_op_result_t, 2> results{};
+  Stat stat{};
+  std::array<char, 1024> created{};  // a create's path, as the C client fills it in
+};
+
+void on_guarded_write(int rc, const void* data) {
+  auto request = claim<GuardedWriteResult>(data);
+  if (!request) return;
+  const auto& write = static_cast<const GuardedWriteRequest&>(*request);
+  GuardedWriteResult result;
+  result.rc = rc;
+  // A refused multi reports the failing operation's error in its result; a connection loss
+  // leaves the results as they were (ZOK).
+  result.guard_gone = rc != ZOK && write.results[0].err == ZNONODE;
+  if (rc == ZOK) result.stat = write.stat;
+  complete(std::move(request), result);
 }
 
 void on_data(int rc, const char*, int, const Stat*, const void* data) {
@@ -167,13 +189,38 @@ void Client::get(const std::string& path, DataCallback done, bool watch) {
   });
 }
 
-void Client::set(const std::string& path, std::string_view data, int version, RcCallback done) {
-  queue_request<int>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
+void Client::set(const std::string& path, std::string_view data, int version, StatCallback done) {
+  queue_request<StatResult>(std::move(done), [&](const void* ctx, Inflight::Request* request) {
     return submit(request, RequestKind::SetData, [&](zhandle_t* zh) {
-      return zoo_aset(zh, path.c_str(), data.empty() ? "" : data.data(), static_cast<int>(data.size()), version, on_set,
-                      ctx);
+      return zoo_aset(zh, path.c_str(), data.empty() ? "" : data.data(), static_cast<int>(data.size()), version,
+                      on_stat, ctx);
     });
   });
+}
+
+void Client::guarded_write(const std::string& guard, const std::string& path, std::string_view data,
+                           std::optional<int> version, GuardedWriteCallback done) {
+  auto* request = new GuardedWriteRequest(std::move(done));
+  request->guard = guard;
+  request->path = path;
+  request->data = std::string(data);
+  zoo_check_op_init(&request->ops[0], request->guard.c_str(), -1);
+  if (version) {
+    zoo_set_op_init(&request->ops[1], request->path.c_str(), request->data.data(),
+                    static_cast<int>(request->data.size()), *version, &request->stat);
+  } else {
+    zoo_create_op_init(&request->ops[1], request->path.c_str(), request->data.data(),
+                       static_cast<int>(request->data.size()), &acl_vector_, 0, request->created.data(),
+                       static_cast<int>(request->created.size()));
+  }
+  inflight_.add(request);
+  const int rc = submit(request, RequestKind::SetData, [&](zhandle_t* zh) {
+    return zoo_amulti(zh, 2, request->ops.data(), request->results.data(), on_guarded_write, request);
+  });
+  if (rc != ZOK && inflight_.claim(request)) {
+    std::unique_ptr<GuardedWriteRequest> owned(request);
+    owned->fail(rc);
+  }
 }
 
 void Client::remove(const std::string& path, RcCallback done) {

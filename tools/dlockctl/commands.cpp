@@ -7,11 +7,37 @@
 #include <vector>
 
 #include "dlock/inspect.hpp"
+#include "dlock/periodic_job.hpp"
 #include "dlock/revocation.hpp"
 #include "output.hpp"
 
 namespace dlockctl {
 namespace {
+
+std::string utc(std::chrono::system_clock::time_point when) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[64];
+  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return text;
+}
+
+// A periodic job's last run (dlock/periodic_job.hpp), as `show` prints it for a job's node.
+nlohmann::ordered_json job_json(const dlock::JobRecord& r) {
+  nlohmann::ordered_json doc = {{"period", r.period},
+                                {"state", dlock::to_string(r.state)},
+                                {"by", r.by},
+                                {"started", utc(r.started)},
+                                {"finished", utc(r.finished)},
+                                {"duration_ms", r.duration.count()},
+                                {"fencing_token", r.fencing_token},
+                                {"attempt", r.attempt}};
+  if (!r.error.empty()) doc["error"] = r.error;
+  return doc;
+}
 
 std::string printable(std::string_view text) { return dlock::escape_text(text); }
 
@@ -71,6 +97,22 @@ int list_locks(dlock::Session& session, const std::string& base, bool json) {
 }
 
 int show_lock(dlock::Session& session, const std::string& path, bool json) {
+  // A periodic job's node: its last run, then its lock's queue.
+  const dlock::JobRecord last = dlock::PeriodicJob(session, path).last_run();
+  if (last.period >= 0) {
+    const auto queue = dlock::inspect(session, path + "/lock");
+    if (json) {
+      print_json(std::cout, {{"job", job_json(last)}, {"lock", queue_json(queue)}});
+      return kOk;
+    }
+    std::cout << "job " << dlock::escape_text(path) << ": last run period " << last.period << ", "
+              << dlock::to_string(last.state) << ", by " << dlock::escape_text(last.by) << ", started "
+              << utc(last.started) << ", recorded " << utc(last.finished) << ", took " << last.duration.count()
+              << " ms, fencing token " << last.fencing_token << ", attempt " << last.attempt
+              << (last.error.empty() ? std::string() : ", error: " + dlock::escape_text(last.error)) << "\n";
+    print_queue(std::cout, queue);
+    return kOk;
+  }
   const auto queue = dlock::inspect(session, path);
   if (json) {
     print_json(std::cout, queue_json(queue));

@@ -29,6 +29,7 @@
 #include "lock_hold.hpp"
 #include "output.hpp"
 #include "recipe_holds.hpp"
+#include "run_once.hpp"
 #include "run_under.hpp"
 #include "signals.hpp"
 #include "spawn.hpp"
@@ -104,6 +105,22 @@ SplitArgs split_at_double_dash(int argc, char** argv) {
   std::reverse(split.own.begin(), split.own.end());
   if (i < argc) split.command.emplace(argv + i + 1, argv + argc);
   return split;
+}
+
+// run-once's --every or --daily-at (one of them given; CLI11 checked --every's range). Parsed
+// before anything is connected to, so a bad value is a usage error (exit 2) like the others.
+dlock::Schedule job_schedule(const std::optional<std::int64_t>& every_ms, const std::string& daily_at) {
+  if (every_ms) return dlock::Schedule::every(std::chrono::milliseconds(*every_ms));
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  const bool shaped = daily_at.size() == 5 && digit(daily_at[0]) && digit(daily_at[1]) && daily_at[2] == ':' &&
+                      digit(daily_at[3]) && digit(daily_at[4]);
+  const int hour = shaped ? (daily_at[0] - '0') * 10 + (daily_at[1] - '0') : -1;
+  const int minute = shaped ? (daily_at[3] - '0') * 10 + (daily_at[4] - '0') : -1;
+  if (!shaped || hour > 23 || minute > 59) {
+    throw CommandError(dlockctl::kUsage, "run-once --daily-at \"" + dlock::escape_text(daily_at) +
+                                             "\" breaks the rule: HH:MM in UTC, 00:00 to 23:59");
+  }
+  return dlock::Schedule::daily_at(hour, minute);
 }
 
 int fail(bool json, int code, const std::string& message) {
@@ -341,9 +358,43 @@ int main(int argc, char** argv) {
                    "(required)")
       ->required();
 
+  std::optional<std::int64_t> every_ms;
+  std::string daily_at;
+  bool at_least_once = false;
+  std::optional<std::int64_t> skip_late_ms;
+  auto* run_once = add_hold_command(
+      "run-once",
+      "run a command on one host per period: the same line in every host's crontab, and CMD runs once per "
+      "period, the period named by ZooKeeper's clock, not the host's (dlock::PeriodicJob)",
+      "the job's node, e.g. /jobs/reports-nightly (its record, clock and lock go below it)",
+      "give up (exit 124, nothing run) if the job's lock is not granted within this long (default: until the "
+      "period ends)",
+      0,
+      "DLOCK_FENCING_TOKEN, DLOCK_PATH, DLOCK_NODE, DLOCK_JOB_PERIOD (the period's number), "
+      "DLOCK_JOB_PERIOD_START (its start, ms since the epoch) and DLOCK_JOB_ATTEMPT",
+      "dlockctl --connect zk1:2181 run-once /jobs/reports-nightly --daily-at 02:30 -- nightly-report");
+  auto* every_option = run_once
+                           ->add_option("--every", every_ms,
+                                        "one period every DURATION, aligned to the epoch (UTC): 30s, 10m, 1h, 24h; "
+                                        "from 1s to a year")
+                           ->type_name("DURATION")
+                           ->transform(duration_in(1000, kMaxTimeoutMs));
+  run_once->add_option("--daily-at", daily_at, "one period a day, beginning at HH:MM UTC")
+      ->type_name("HH:MM")
+      ->excludes(every_option);
+  run_once->add_flag("--at-least-once", at_least_once,
+                     "record the period when CMD exits 0, so a host that dies or fails leaves it to the next call "
+                     "in the period (default: at most once: recorded before CMD starts)");
+  run_once
+      ->add_option("--skip-late", skip_late_ms,
+                   "a period no host has run yet is skipped (exit 121) when this call comes later than this after "
+                   "its start (default: run it however late)")
+      ->type_name("DURATION")
+      ->transform(duration_in(0, kMaxTimeoutMs));
+
   // The subcommand that runs a command, if one was parsed.
   const auto hold_command = [&]() -> const char* {
-    for (const auto* command : {lock, read_lock, semaphore, elect}) {
+    for (const auto* command : {lock, read_lock, semaphore, elect, run_once}) {
       if (command->parsed()) return command->get_name().c_str();
     }
     return nullptr;
@@ -387,6 +438,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::optional<dlock::Schedule> schedule;  // run-once's, checked with the other options
   const char* const hold_name = hold_command();
   const bool runs_command = hold_name != nullptr;
   // A failure before the command runs must not look like one of the command's own statuses.
@@ -394,7 +446,7 @@ int main(int argc, char** argv) {
   try {
     if (runs_command) {
       const std::string name = hold_name;
-      if (split.command && split.command->empty()) {
+      if (split.command && split.command->empty() && !run_once->parsed()) {
         throw CommandError(dlockctl::kUsage, name + " needs a command after \"--\": dlockctl " + name +
                                                  " PATH [OPTIONS] -- CMD [ARGS...] (or no \"--\": hold until "
                                                  "interrupted)");
@@ -402,6 +454,15 @@ int main(int argc, char** argv) {
       if (json) {
         throw CommandError(dlockctl::kUsage, "--json does not go with " + name + ": the command's output is on stdout");
       }
+      if (run_once->parsed() && (!split.command || split.command->empty())) {
+        throw CommandError(dlockctl::kUsage,
+                           "run-once needs a command after \"--\": dlockctl run-once PATH --every "
+                           "DURATION -- CMD [ARGS...]");
+      }
+      if (run_once->parsed() && !every_ms && daily_at.empty()) {
+        throw CommandError(dlockctl::kUsage, "run-once needs --every DURATION or --daily-at HH:MM");
+      }
+      if (run_once->parsed()) schedule = job_schedule(every_ms, daily_at);
     }
     if (connect_timeout_ms <= 0) {
       throw CommandError(dlockctl::kUsage,
@@ -475,6 +536,23 @@ int main(int argc, char** argv) {
                                : elect->parsed() ? "the leadership of " + dlock::escape_text(path)
                                : lock->parsed()  ? "the lock on " + dlock::escape_text(path)
                                                  : "the read lock on " + dlock::escape_text(path);
+      if (run_once->parsed()) {
+        dlockctl::RunOnceOptions job{
+            .path = path,
+            .job = {.schedule = *schedule,
+                    .delivery = at_least_once ? dlock::Delivery::AtLeastOnce : dlock::Delivery::AtMostOnce},
+            .run = {.command = std::move(*split.command),
+                    .inherited_fds = std::move(inherited_fds),
+                    .kill_after = std::chrono::milliseconds(kill_after_ms.value_or(10'000)),
+                    .revoked = {}},
+            .verbose = verbose};
+        if (skip_late_ms) {
+          job.job.missed = dlock::MissedRun::Skip;
+          job.job.late_limit = std::chrono::milliseconds(*skip_late_ms);
+        }
+        job.job.lock_wait = patience;
+        return dlockctl::run_once(session, std::move(job), signals, io);
+      }
       if (verbose) dlockctl::report_before_wait(session, path, what);
       const auto wait_began = std::chrono::steady_clock::now();
       std::unique_ptr<dlockctl::Hold> hold;

@@ -1,0 +1,439 @@
+// PeriodicJob: one run per period across callers, the period named by the ensemble's clock, the
+// two deliveries when a runner dies or its job throws, late first calls, a lost reply to the
+// record's write, and bad input. Each guarantee has its negative control.
+//
+// Periods are an hour long, the first test starts half-way through one (mid_hour()), and the
+// program ends long before that hour does, so no test crosses a period's end: the server runs on
+// this machine, so its clock and the test's agree.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <future>
+#include <thread>
+
+#include "dlock/lock_handle.hpp"
+#include "dlock/metrics_registry.hpp"
+#include "dlock/mutex.hpp"
+#include "dlock/periodic_job.hpp"
+#include "dlock/testing/eventually.hpp"
+#include "dlock/testing/expire_session.hpp"
+#include "dlock/testing/fault_proxy.hpp"
+#include "dlock/testing/leftovers.hpp"
+#include "raw_zk.hpp"
+#include "recipes/jobs/job_test_hooks.hpp"
+#include "test_env.hpp"
+
+namespace dlock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+// Hour-long periods, the current one begun `into` ago.
+Schedule hour_begun(milliseconds into) {
+  const auto now_ms = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  const milliseconds hour = 1h;
+  return Schedule::every(hour, ((now_ms - into) % hour + hour) % hour);
+}
+// One schedule for the whole test program, so that every PeriodicJob of a test agrees on it.
+Schedule mid_hour() {
+  static const Schedule schedule = hour_begun(30min);
+  return schedule;
+}
+
+PeriodicJobOptions options(Delivery delivery = Delivery::AtMostOnce) {
+  return {.schedule = mid_hour(), .delivery = delivery};
+}
+
+constexpr int kMulti = 14;  // ZooKeeper's opcode: the record's writes (each with its lock check)
+
+TEST(PeriodicJob, TheFirstCallerRunsAndTheOthersAreToldWhoRan) {
+  Session first(session_options()), second(session_options()), third(session_options());
+  const auto opts = options();
+  PeriodicJob a(first, test_root(), opts), b(second, test_root(), opts), c(third, test_root(), opts);
+  std::atomic<int> runs{0};
+  const auto job = [&](const JobRun& run) {
+    ++runs;
+    EXPECT_EQ(run.attempt, 1);
+    EXPECT_GT(run.fencing_token, 0);
+    EXPECT_FALSE(run.stop_token.stop_requested());
+  };
+  const JobResult ran = a.run_if_due(job);
+  EXPECT_EQ(ran.outcome, JobOutcome::Ran);
+  EXPECT_EQ(ran.period, opts.schedule.period_at(std::chrono::system_clock::now()));
+  for (PeriodicJob* other : {&b, &c}) {
+    const JobResult told = other->run_if_due(job);
+    EXPECT_EQ(told.outcome, JobOutcome::AlreadyDone);
+    EXPECT_EQ(told.period, ran.period);
+    EXPECT_EQ(told.record.by, ran.record.by);
+    EXPECT_EQ(told.record.state, JobState::Succeeded);
+    EXPECT_EQ(told.record.fencing_token, ran.record.fencing_token);
+  }
+  EXPECT_EQ(runs.load(), 1);
+
+  // What the record says, as any client reads it.
+  RawZk zk(zk_connect());
+  const auto record = parse_job_record(zk.data(test_root() + "/record").value_or(""));
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->period, ran.period);
+  EXPECT_EQ(record->state, JobState::Succeeded);
+  EXPECT_NE(record->by.find("session 0x"), std::string::npos) << record->by;
+  EXPECT_EQ(c.last_run().period, ran.period);
+  EXPECT_TRUE(wait_for_no_lock_nodes_under(zk_connect(), test_root()).empty()) << "the job's lock is released";
+}
+
+// Five callers on five sessions call at the same moment (a barrier): one runs the job. The
+// control takes the job's lock alone, with no record: every caller runs it.
+void five_at_once(const std::function<bool(Session&)>& call, int expected_runs) {
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < 5; ++i) sessions.push_back(std::make_unique<Session>(session_options()));
+  std::barrier start(5);
+  std::atomic<int> runs{0};
+  std::vector<std::thread> callers;
+  for (auto& session : sessions) {
+    callers.emplace_back([&, s = session.get()] {
+      start.arrive_and_wait();
+      if (call(*s)) ++runs;
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(runs.load(), expected_runs);
+}
+
+TEST(PeriodicJob, FiveCallersAtOnceRunItOnce) {
+  const auto opts = options();
+  five_at_once(
+      [&](Session& s) {
+        bool ran = false;
+        PeriodicJob(s, test_root(), opts).run_if_due([&](const JobRun&) { ran = true; });
+        return ran;
+      },
+      1);
+}
+
+TEST(PeriodicJob, NegativeControlWithTheRecordIgnoredTheLockAloneRunsItOncePerCaller) {
+  ScopedHook ignore(detail::test_hooks::job_ignore_record);
+  const auto opts = options();
+  five_at_once(
+      [&](Session& s) {
+        bool ran = false;
+        PeriodicJob(s, test_root(), opts).run_if_due([&](const JobRun&) { ran = true; });
+        return ran;
+      },
+      5);
+}
+
+TEST(PeriodicJob, ThePeriodIsTheEnsemblesWhateverTheHostsClocksSay) {
+  Session ahead_session(session_options()), behind_session(session_options());
+  auto opts = options();
+  PeriodicJob ahead(ahead_session, test_root(), opts), behind(behind_session, test_root(), opts);
+  int runs = 0;
+  EXPECT_EQ(ahead.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran);
+  EXPECT_EQ(behind.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::AlreadyDone);
+  EXPECT_EQ(runs, 1);
+}
+
+// By host clocks, the host behind runs its period (two hours ago) and the host ahead its own (in
+// two hours), both within this real hour: the job runs twice in one period of the real clock.
+TEST(PeriodicJob, NegativeControlHostClocksTwoPeriodsApartRunTwiceInOneRealPeriod) {
+  Session ahead_session(session_options()), behind_session(session_options());
+  auto skewed = [](std::chrono::hours by) {
+    auto opts = options();
+    opts.host_clock = [by] { return std::chrono::system_clock::now() + by; };
+    return opts;
+  };
+  PeriodicJob ahead(ahead_session, test_root(), skewed(2h)), behind(behind_session, test_root(), skewed(-2h));
+  int runs = 0;
+  EXPECT_EQ(behind.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran);
+  EXPECT_EQ(ahead.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran);
+  EXPECT_EQ(runs, 2) << "in one real hour, by two hosts' clocks";
+}
+
+// A runner whose session expires while its job runs: the job's stop token is requested, and what
+// the next caller does follows the delivery.
+struct DyingRunner {
+  explicit DyingRunner(Delivery delivery) : session(session_options()), job(session, test_root(), options(delivery)) {
+    result = std::async(std::launch::async, [this] {
+      return job.run_if_due([this](const JobRun& run) {
+        token = run.fencing_token;
+        started.set_value();
+        while (!run.stop_token.stop_requested()) std::this_thread::sleep_for(5ms);
+        stopped = true;
+        finish.get_future().wait();
+      });
+    });
+    started_future.wait();
+    expire_session(session);
+    EXPECT_TRUE(eventually([&] { return stopped.load(); }, 10s)) << "the job is told that its lock is gone";
+  }
+  ~DyingRunner() {
+    if (!finished) finish.set_value();  // a failed assertion must not leave the job waiting
+  }
+  JobResult end() {
+    finished = true;
+    finish.set_value();
+    return result.get();
+  }
+  bool finished = false;
+  Session session;
+  PeriodicJob job;
+  std::promise<void> started;
+  std::shared_future<void> started_future = started.get_future().share();
+  std::promise<void> finish;
+  std::atomic<bool> stopped{false};
+  std::int64_t token = 0;
+  std::future<JobResult> result;
+};
+
+TEST(PeriodicJob, AtMostOnceARunnerThatDiesLosesItsPeriod) {
+  DyingRunner dying(Delivery::AtMostOnce);
+  Session other_session(session_options());
+  PeriodicJob other(other_session, test_root(), options(Delivery::AtMostOnce));
+  int runs = 0;
+  const JobResult told = other.run_if_due([&](const JobRun&) { ++runs; });
+  EXPECT_EQ(told.outcome, JobOutcome::AlreadyDone);
+  EXPECT_EQ(told.record.state, JobState::Running) << "taken by the runner that died";
+  EXPECT_EQ(told.record.fencing_token, dying.token);
+  EXPECT_EQ(runs, 0);
+  EXPECT_EQ(dying.end().outcome, JobOutcome::RanLockLost)
+      << "its lock went with its session: its write through the renewed session is refused";
+  EXPECT_EQ(other.last_run().state, JobState::Running);
+}
+
+TEST(PeriodicJob, NegativeControlAnUnguardedWriteLandsThroughTheRenewedSession) {
+  ScopedHook unguarded(detail::test_hooks::job_unguarded_write);
+  DyingRunner dying(Delivery::AtMostOnce);
+  EXPECT_EQ(dying.end().outcome, JobOutcome::Ran) << "recorded by a runner that no longer holds the lock";
+}
+
+TEST(PeriodicJob, AtLeastOnceARunnerThatDiesIsReplacedAndItsLateRecordRefused) {
+  DyingRunner dying(Delivery::AtLeastOnce);
+  Session other_session(session_options());
+  PeriodicJob other(other_session, test_root(), options(Delivery::AtLeastOnce));
+  std::int64_t token = 0;
+  const JobResult rerun = other.run_if_due([&](const JobRun& run) {
+    token = run.fencing_token;
+    EXPECT_EQ(run.attempt, 2);
+  });
+  EXPECT_EQ(rerun.outcome, JobOutcome::Ran);
+  EXPECT_GT(token, dying.token) << "the dead runner's writes carry the older token";
+  EXPECT_EQ(dying.end().outcome, JobOutcome::RanLockLost) << "its record write is refused";
+  const JobRecord record = other.last_run();
+  EXPECT_EQ(record.state, JobState::Succeeded);
+  EXPECT_EQ(record.fencing_token, token);
+  EXPECT_EQ(record.attempt, 2);
+}
+
+// The previous period's record says Running: its runner died after that period ended (written
+// here as a dead runner would have left it). At least once runs that period again before the
+// current one; at most once runs only the current one.
+TEST(PeriodicJob, ThePreviousPeriodsDeadRunIsFinishedFirstAtLeastOnceOnly) {
+  for (const auto delivery : {Delivery::AtMostOnce, Delivery::AtLeastOnce}) {
+    const bool least = delivery == Delivery::AtLeastOnce;
+    SCOPED_TRACE(least ? "AtLeastOnce" : "AtMostOnce");
+    const std::string path = test_root() + (least ? "/least" : "/most");
+    const auto opts = options(delivery);
+    const std::int64_t now = opts.schedule.period_at(std::chrono::system_clock::now());
+    RawZk zk(zk_connect());
+    const int root = zk.create(test_root(), "", 0);
+    ASSERT_TRUE(root == ZOK || root == ZNODEEXISTS);
+    ASSERT_EQ(zk.create(path, "", 0), ZOK);
+    ASSERT_EQ(
+        zk.create(path + "/record",
+                  R"({"period":)" + std::to_string(now - 1) + R"(,"state":"running","by":"dead","attempt":1})", 0),
+        ZOK);
+    Session session(session_options());
+    std::vector<std::pair<std::int64_t, int>> runs;  // period, attempt
+    const JobResult result = PeriodicJob(session, path, opts).run_if_due([&](const JobRun& run) {
+      runs.emplace_back(run.period, run.attempt);
+    });
+    EXPECT_EQ(result.outcome, JobOutcome::Ran);
+    EXPECT_EQ(result.period, now);
+    if (least) {
+      EXPECT_EQ(result.retried, now - 1);
+      EXPECT_EQ(runs, (std::vector<std::pair<std::int64_t, int>>{{now - 1, 2}, {now, 1}}));
+    } else {
+      EXPECT_EQ(result.retried, -1);
+      EXPECT_EQ(runs, (std::vector<std::pair<std::int64_t, int>>{{now, 1}}));
+    }
+  }
+}
+
+TEST(PeriodicJob, AJobThatThrowsIsRecordedFailedAndTheDeliveryDecidesWhatFollows) {
+  for (const auto delivery : {Delivery::AtMostOnce, Delivery::AtLeastOnce}) {
+    SCOPED_TRACE(delivery == Delivery::AtMostOnce ? "AtMostOnce" : "AtLeastOnce");
+    Session session(session_options());
+    const std::string path = test_root() + (delivery == Delivery::AtMostOnce ? "/most" : "/least");
+    PeriodicJob job(session, path, options(delivery));
+    EXPECT_THROW(job.run_if_due([](const JobRun&) { throw std::runtime_error("disk full"); }), std::runtime_error);
+    const JobRecord failed = job.last_run();
+    EXPECT_EQ(failed.state, JobState::Failed);
+    EXPECT_EQ(failed.error, "disk full");
+    int runs = 0;
+    const JobResult next = job.run_if_due([&](const JobRun&) { ++runs; });
+    if (delivery == Delivery::AtMostOnce) {
+      EXPECT_EQ(next.outcome, JobOutcome::AlreadyDone);
+      EXPECT_EQ(runs, 0);
+    } else {
+      EXPECT_EQ(next.outcome, JobOutcome::Ran);
+      EXPECT_EQ(next.record.attempt, 2);
+      EXPECT_EQ(runs, 1);
+    }
+  }
+  EXPECT_TRUE(wait_for_no_lock_nodes_under(zk_connect(), test_root()).empty());
+}
+
+TEST(PeriodicJob, ALateFirstCallIsSkippedUnderSkipAndRunUnderRunLate) {
+  Session session(session_options());
+  PeriodicJobOptions skip{.schedule = hour_begun(30min), .missed = MissedRun::Skip, .late_limit = 1min};
+  PeriodicJob skipping(session, test_root() + "/skip", skip);
+  int runs = 0;
+  EXPECT_EQ(skipping.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Skipped);
+  EXPECT_EQ(skipping.last_run().state, JobState::Skipped);
+  EXPECT_EQ(skipping.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Skipped) << "found so";
+  EXPECT_EQ(runs, 0);
+
+  PeriodicJobOptions early = skip;
+  early.schedule = hour_begun(10s);
+  PeriodicJob in_time(session, test_root() + "/in-time", early);
+  EXPECT_EQ(in_time.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran);
+
+  PeriodicJob late(session, test_root() + "/late", {.schedule = hour_begun(30min), .missed = MissedRun::RunLate});
+  EXPECT_EQ(late.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran);
+  EXPECT_EQ(runs, 2);
+}
+
+TEST(PeriodicJob, ACallThatCannotGetTheLockBeforeItsWaitEndsRunsNothing) {
+  Session holder(session_options()), caller(session_options());
+  auto opts = options(Delivery::AtLeastOnce);
+  opts.lock_wait = 300ms;
+  auto held = LockHandle::acquire(holder, test_root() + "/lock");
+  int runs = 0;
+  const JobResult result = PeriodicJob(caller, test_root(), opts).run_if_due([&](const JobRun&) { ++runs; });
+  EXPECT_EQ(result.outcome, JobOutcome::PeriodOver);
+  EXPECT_EQ(runs, 0);
+}
+
+// The reply to the job's final record write is lost (the proxy closes the connection instead of
+// passing it on; the server applied the write). Reading the record back tells the run it landed.
+JobOutcome outcome_with_lost_final_reply() {
+  FaultProxy proxy(zk_server().port());
+  Session session(session_options_via(proxy));
+  PeriodicJob job(session, test_root(), options(Delivery::AtLeastOnce));
+  const JobResult result = job.run_if_due([&](const JobRun&) { proxy.drop_reply_to_request(kMulti); });
+  EXPECT_EQ(proxy.drops(), 1);
+  return result.outcome;
+}
+
+TEST(PeriodicJob, ALostReplyToTheFinalRecordWriteIsSettledByReadingItBack) {
+  EXPECT_EQ(outcome_with_lost_final_reply(), JobOutcome::Ran);
+  RawZk zk(zk_connect());
+  EXPECT_EQ(parse_job_record(zk.data(test_root() + "/record").value_or(""))->state, JobState::Succeeded);
+}
+
+TEST(PeriodicJob, NegativeControlABlindRetryTakesItsOwnLandedWriteForAnothersAndCallsTheLockLost) {
+  ScopedHook blind(detail::test_hooks::job_blind_retry);
+  EXPECT_EQ(outcome_with_lost_final_reply(), JobOutcome::RanLockLost);
+}
+
+// The reply to the Running write is lost: at most once, the run still happens (a blind retry
+// would find its own write, take the period as done elsewhere, and lose it).
+JobOutcome outcome_with_lost_running_reply(int& runs) {
+  FaultProxy proxy(zk_server().port());
+  Session session(session_options_via(proxy));
+  PeriodicJob job(session, test_root(), options(Delivery::AtMostOnce));
+  proxy.drop_reply_to_request(kMulti);
+  const JobResult result = job.run_if_due([&](const JobRun&) { ++runs; });
+  EXPECT_EQ(proxy.drops(), 1);
+  return result.outcome;
+}
+
+TEST(PeriodicJob, ALostReplyToTheRunningWriteStillRunsThePeriodOnce) {
+  int runs = 0;
+  EXPECT_EQ(outcome_with_lost_running_reply(runs), JobOutcome::Ran);
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(PeriodicJob, NegativeControlABlindRetryOfTheRunningWriteLosesThePeriod) {
+  ScopedHook blind(detail::test_hooks::job_blind_retry);
+  int runs = 0;
+  EXPECT_EQ(outcome_with_lost_running_reply(runs), JobOutcome::AlreadyDone);
+  EXPECT_EQ(runs, 0);
+}
+
+// The job's period length changed. A record's period counts in the period of the new schedule in
+// which it began: an old ten-minute run does not block the hourly schedule (by raw numbers, ten-
+// minute periods are six times larger than hourly ones: it would block for years), and a
+// ten-minute run in the current hour counts for that hour.
+TEST(PeriodicJob, ARecordOfAnotherScheduleCountsForThePeriodItBeganIn) {
+  Session session(session_options());
+  const auto ten_minutes = Schedule::every(10min);
+  const std::int64_t two_hours_ago = ten_minutes.period_at(std::chrono::system_clock::now() - 2h);
+  RawZk zk(zk_connect());
+  ASSERT_EQ(zk.create(test_root(), "", 0), ZOK);
+  ASSERT_EQ(zk.create(test_root() + "/record",
+                      R"({"period":)" + std::to_string(two_hours_ago) +
+                          R"(,"state":"succeeded","by":"old","attempt":1,"length_ms":600000,"offset_ms":0})",
+                      0),
+            ZOK);
+  int runs = 0;
+  PeriodicJob hourly(session, test_root(), {.schedule = mid_hour()});
+  EXPECT_EQ(hourly.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran)
+      << "the ten-minute run of two hours ago is of an earlier hour";
+  PeriodicJob every_ten(session, test_root(), {.schedule = ten_minutes});
+  EXPECT_EQ(every_ten.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran)
+      << "the hour's run began before this ten-minute period";
+  EXPECT_EQ(hourly.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::AlreadyDone)
+      << "the ten-minute run began in this hour";
+  EXPECT_EQ(runs, 2);
+}
+
+TEST(PeriodicJob, MetricsCountCallsByOutcomeAndRetries) {
+  auto metrics = std::make_shared<MetricsRegistry>();
+  auto with_metrics = session_options();
+  with_metrics.metrics.sink = metrics;
+  Session session(with_metrics);
+  PeriodicJob job(session, test_root(), options(Delivery::AtLeastOnce));
+  EXPECT_THROW(job.run_if_due([](const JobRun&) { throw std::runtime_error("once"); }), std::runtime_error);
+  EXPECT_EQ(job.run_if_due([](const JobRun&) {}).outcome, JobOutcome::Ran);
+  EXPECT_EQ(job.run_if_due([](const JobRun&) {}).outcome, JobOutcome::AlreadyDone);
+  const auto snapshot = metrics->snapshot();
+  ASSERT_EQ(snapshot.jobs.size(), 1u);
+  const auto& figures = snapshot.jobs[0];
+  EXPECT_EQ(figures.job, test_root());
+  EXPECT_EQ(figures.called(JobCallOutcome::Failed), 1u);
+  EXPECT_EQ(figures.called(JobCallOutcome::Ran), 1u);
+  EXPECT_EQ(figures.called(JobCallOutcome::AlreadyDone), 1u);
+  EXPECT_EQ(figures.retries, 1u) << "the run after the failure was attempt 2";
+  const std::string text = metrics->prometheus_text();
+  EXPECT_NE(text.find("dlock_job_calls_total{job=\"" + test_root() + "\",outcome=\"ran\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("dlock_job_retries_total{job=\"" + test_root() + "\"} 1"), std::string::npos);
+}
+
+TEST(PeriodicJob, BadInputIsRefusedNamingTheValueAndTheRule) {
+  const auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([] { (void)Schedule::every(500ms); }).find("500 ms breaks the rule: a period is from 1 s"),
+            std::string::npos);
+  EXPECT_NE(message([] { (void)Schedule::daily_at(24, 0); }).find("daily_at(24, 0) breaks the rule"),
+            std::string::npos);
+  EXPECT_NE(message([] { (void)Schedule::every(1min, 1min); }).find("0 <= offset < the period"), std::string::npos);
+  Session session(session_options());
+  EXPECT_NE(message([&] { PeriodicJob(session, test_root(), {.late_limit = -1ms}); }).find("late_limit of -1 ms"),
+            std::string::npos);
+  EXPECT_THROW(PeriodicJob(session, "relative/path"), InvalidPath);
+  EXPECT_EQ(Schedule::daily_at(2, 30).describe(), "daily at 02:30 UTC");
+  EXPECT_EQ(Schedule::every(10min).describe(), "every 10m");
+}
+
+}  // namespace
+}  // namespace dlock::testing
