@@ -66,8 +66,8 @@
 // before the job starts (nothing run), and `Error` for ZooKeeper failures before the job starts
 // (a refused ACL names the node and the permission); whatever it throws, the lock's node has been
 // handed to its delete. Once the job ran, nothing but the job's own exception is thrown: a
-// failure to record its end is RanLockLost (and logged). An exception from the job is recorded
-// (state Failed, its what()) and then rethrown to the caller, after the lock is released.
+// failure to record its end is RanLockLost (and logged, as a warning or an error). An exception from the job is
+// recorded (state Failed, its what()) and then rethrown to the caller, after the lock is released.
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
@@ -166,6 +166,8 @@ struct JobRecord {
 struct JobRun {
   std::string path;
   std::int64_t period = 0;
+  // The period's start. A call up to a tenth of the period (at most 1 s) before it counts for it:
+  // a tick fired by a host clock a little ahead of the leader's still runs its own period.
   std::chrono::system_clock::time_point period_start;
   int attempt = 1;
   // Larger than every earlier run's (dlock/fencing.hpp): give it to what the job writes.
@@ -189,8 +191,7 @@ struct JobResult {
   std::int64_t period = 0;  // the current period, by the ensemble's clock
   JobRecord record;         // the record as this call left or found it
   // AtLeastOnce: the previous period, run again (and recorded) by this call before the current
-  // one, because its runner died or its job failed too late for another caller to take over in
-  // that period. -1: none.
+  // one, because its runner died too late in it for another caller to take over. -1: none.
   std::int64_t retried = -1;
 };
 

@@ -52,8 +52,8 @@ Seen in_our_terms(const std::optional<JobRecord>& record, const Schedule& ours) 
 // came (lateness is the caller's, not the lock's).
 enum class Decision { Run, RetryPrevious, Done, FoundSkipped, Skip, NeedLock };
 
-Decision decide(const Seen& seen, std::int64_t period, system_time called_at, const PeriodicJobOptions& options,
-                bool under_lock) {
+Decision decide(const Seen& seen, std::int64_t period, system_time called_at, system_time now,
+                const PeriodicJobOptions& options, bool under_lock) {
   const auto& record = detail::test_hooks::job_ignore_record.load() ? std::nullopt : seen.record;
   if (record && record->period > period) return Decision::Done;  // the ensemble's clock stepped back
   // AtLeastOnce: the previous period's runner died, and the period ended before another caller
@@ -68,7 +68,9 @@ Decision decide(const Seen& seen, std::int64_t period, system_time called_at, co
     // AtLeastOnce, Running or Failed: under the lock, Running means its runner lost the lock.
     return under_lock ? Decision::Run : Decision::NeedLock;
   }
-  const auto late = called_at - options.schedule.start_of(period);
+  // Lateness is the caller's (not the lock wait's), unless the wait ran into a later period.
+  const auto from = options.schedule.period_at(called_at) == period ? called_at : std::max(called_at, now);
+  const auto late = from - options.schedule.start_of(period);
   const auto limit = std::min(options.late_limit, options.schedule.length());
   const Decision first = options.missed == MissedRun::Skip && late > limit ? Decision::Skip : Decision::Run;
   return under_lock ? first : Decision::NeedLock;
@@ -85,6 +87,15 @@ std::string runner_name(std::int64_t session_id) {
 
 milliseconds ceil_ms(std::chrono::system_clock::duration d) {
   return d <= d.zero() ? milliseconds(0) : std::chrono::ceil<milliseconds>(d);
+}
+
+// The period a moment belongs to, with a tick's margin: a call up to `margin` before a period's
+// start counts for that period. A crontab or timer fires at the period's start by its host's
+// clock; when the leader's clock is a little behind the host's, the clock write would otherwise
+// name the period just ended, done already, and this period would wait for the next tick.
+std::int64_t period_for(const Schedule& schedule, system_time when) {
+  const auto margin = std::min<std::chrono::milliseconds>(std::chrono::seconds(1), schedule.length() / 10);
+  return schedule.period_at(when + margin);
 }
 
 // A record written by another writer between this call's read and its write (a runner that lost
@@ -131,7 +142,7 @@ struct PeriodicJob::State {
   JobResult run_if_due(const std::function<void(const JobRun&)>& job);
   JobResult under_lock(Call& call);
   // Runs `period` over the record `seen`; nullopt when another writer changed the record first.
-  std::optional<JobResult> run(Call& call, std::int64_t period, const detail::RecordRead& seen);
+  std::optional<JobResult> run(Call& call, std::int64_t period, const detail::RecordRead& seen, int attempt);
   JobRecord record_for(std::int64_t period, JobState state, const LockHandle& lock, system_time started) const;
   // The lock's node lives as long as the session it was granted in: a renewed session (another
   // id) no longer holds it. (A connection lost and regained within the session keeps it; the
@@ -169,10 +180,10 @@ JobResult PeriodicJob::State::run_if_due(const std::function<void(const JobRun&)
   detail::throw_if_session_ended(*client, "running job " + path);
   const Now now = read_now();
   const system_time called_at = now();
-  const std::int64_t period = options.schedule.period_at(called_at);
+  const std::int64_t period = period_for(options.schedule, called_at);
   const detail::RecordRead seen = store.read_record();
   const JobRecord found = seen.record.value_or(JobRecord{});
-  switch (decide(in_our_terms(seen.record, options.schedule), period, called_at, options, false)) {
+  switch (decide(in_our_terms(seen.record, options.schedule), period, called_at, called_at, options, false)) {
     case Decision::Done:
       return {JobOutcome::AlreadyDone, period, found};
     case Decision::FoundSkipped:
@@ -181,9 +192,11 @@ JobResult PeriodicJob::State::run_if_due(const std::function<void(const JobRun&)
       break;
   }
   const auto wait = options.lock_wait ? *options.lock_wait : ceil_ms(options.schedule.start_of(period + 1) - now());
+  // Taken before the wait: a session renewed while waiting fails the check (conservatively).
+  const std::int64_t session_id = client->session_id();
   LockHandle lock = LockHandle::try_acquire_for(session, path + "/lock", LockMode::Exclusive, wait);
   if (!lock) return {JobOutcome::PeriodOver, period, found};
-  Call call{job, lock, now, called_at, client->session_id()};
+  Call call{job, lock, now, called_at, session_id};
   JobResult result = under_lock(call);
   result.retried = call.retried;
   return result;
@@ -192,19 +205,24 @@ JobResult PeriodicJob::State::run_if_due(const std::function<void(const JobRun&)
 JobResult PeriodicJob::State::under_lock(Call& call) {
   for (int reads = 1;; ++reads) {
     check_still_held(call, "before the record was read");
-    const std::int64_t period = options.schedule.period_at(call.now());
+    const std::int64_t period = period_for(options.schedule, call.now());
     const detail::RecordRead seen = store.read_record();
     const JobRecord found = seen.record.value_or(JobRecord{});
-    switch (decide(in_our_terms(seen.record, options.schedule), period, call.called_at, options, true)) {
+    const Seen ours = in_our_terms(seen.record, options.schedule);
+    // The attempt of a run of `p`: one more than the record's if it is of `p` (in our terms).
+    const auto attempt_of = [&](std::int64_t p) {
+      return ours.record && ours.record->period == p ? ours.record->attempt + 1 : 1;
+    };
+    switch (decide(ours, period, call.called_at, call.now(), options, true)) {
       case Decision::Done:
         return {JobOutcome::AlreadyDone, period, found};
       case Decision::FoundSkipped:
         return {JobOutcome::Skipped, period, found};
       case Decision::Run:
-        if (auto result = run(call, period, seen)) return *result;
+        if (auto result = run(call, period, seen, attempt_of(period))) return *result;
         break;  // Moved: read again
       case Decision::RetryPrevious:
-        if (auto result = run(call, period - 1, seen)) {
+        if (auto result = run(call, period - 1, seen, attempt_of(period - 1))) {
           if (result->outcome != JobOutcome::Ran) {
             result->period = period;  // the current period, as JobResult promises
             return *result;
@@ -237,9 +255,10 @@ JobResult PeriodicJob::State::under_lock(Call& call) {
   }
 }
 
-std::optional<JobResult> PeriodicJob::State::run(Call& call, std::int64_t period, const detail::RecordRead& seen) {
+std::optional<JobResult> PeriodicJob::State::run(Call& call, std::int64_t period, const detail::RecordRead& seen,
+                                                 int attempt) {
   JobRecord record = record_for(period, JobState::Running, call.lock, call.now());
-  record.attempt = seen.record && seen.record->period == period ? seen.record->attempt + 1 : 1;
+  record.attempt = attempt;
   const std::string running = detail::job_record_json(record);
   const auto taken = store.write_record(running, seen, call.lock.node());
   if (taken.outcome == detail::WriteOutcome::Moved) return std::nullopt;
@@ -283,6 +302,9 @@ std::optional<JobResult> PeriodicJob::State::run(Call& call, std::int64_t period
     if (done.outcome == detail::WriteOutcome::Written) {
       outcome = JobOutcome::Ran;
       record.finished = done.mtime;
+    } else {
+      detail::log(LogLevel::Warn, "job " + path + ": period " + std::to_string(period) +
+                                      " ran, but its end was not recorded: the job's lock was lost meanwhile");
     }
   } catch (const Error& e) {
     detail::log(LogLevel::Error, "job " + path + ": period " + std::to_string(period) +

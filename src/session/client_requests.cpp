@@ -114,8 +114,8 @@ void on_guarded_write(int rc, const void* data) {
   const auto& write = static_cast<const GuardedWriteRequest&>(*request);
   GuardedWriteResult result;
   result.rc = rc;
-  // A refused multi reports the failing operation's error in its result; a connection loss
-  // leaves the results as they were (ZOK).
+  // A refused multi reports the failing operation's error in its result (the others: ZOK before
+  // it, ZRUNTIMEINCONSISTENCY after); a connection loss marks them all ZCONNECTIONLOSS.
   result.guard_gone = rc != ZOK && write.results[0].err == ZNONODE;
   if (rc == ZOK) result.stat = write.stat;
   complete(std::move(request), result);
@@ -215,7 +215,9 @@ void Client::guarded_write(const std::string& guard, const std::string& path, st
   }
   inflight_.add(request);
   const int rc = submit(request, RequestKind::SetData, [&](zhandle_t* zh) {
-    return zoo_amulti(zh, 2, request->ops.data(), request->results.data(), on_guarded_write, request);
+    // The context is the base the trampoline's claim() expects.
+    return zoo_amulti(zh, 2, request->ops.data(), request->results.data(), on_guarded_write,
+                      static_cast<RequestOf<GuardedWriteResult>*>(request));
   });
   if (rc != ZOK && inflight_.claim(request)) {
     std::unique_ptr<GuardedWriteRequest> owned(request);

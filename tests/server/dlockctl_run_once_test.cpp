@@ -29,8 +29,15 @@ std::vector<std::string> words(const std::string& text) {
   return out;
 }
 
+// Computed once for the program: a minute passing between two calls must not change the job's
+// schedule (a record of another schedule counts only where its period began).
+const std::string& mid_day() {
+  static const std::string at = daily_at_begun(12);
+  return at;
+}
+
 DlockctlRun run_once(const std::string& path, std::vector<std::string> options, const std::string& script) {
-  std::vector<std::string> args{"run-once", path, "--daily-at", daily_at_begun(12)};
+  std::vector<std::string> args{"run-once", path, "--daily-at", mid_day()};
   args.insert(args.end(), options.begin(), options.end());
   args.insert(args.end(), {"--", "sh", "-c", script});
   return dlockctl(args);
@@ -80,7 +87,7 @@ TEST(DlockctlRunOnce, ALateFirstCallUnderSkipLateExits121AndRunsNothing) {
 
 TEST(DlockctlRunOnce, ACommandThatIsNotFoundExits127AndLeavesThePeriodToTheOthers) {
   const auto missing =
-      dlockctl({"run-once", test_root(), "--daily-at", daily_at_begun(12), "--", "dlock-no-such-command-anywhere"});
+      dlockctl({"run-once", test_root(), "--daily-at", mid_day(), "--", "dlock-no-such-command-anywhere"});
   EXPECT_EQ(missing.status, 127) << missing.err;
   EXPECT_NE(missing.err.find("command not found; nothing run"), std::string::npos) << missing.err;
   EXPECT_EQ(run_once(test_root(), {}, "echo ran").out, "ran\n") << "the period was not taken";

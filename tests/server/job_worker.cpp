@@ -8,7 +8,11 @@
 // (and "end <previous period> <pid> ran" first when it ran the previous period again).
 //
 //   dlock_job_worker <connect> <path> <log> <period-ms> <job-ms> <until-real-ms>
-//                    ensemble|host|lock most|least <session-timeout-ms>
+//                    ensemble|host|lock most|least <session-timeout-ms> <fault-every>
+//
+// In a period the harness faults (every <fault-every>-th; 0: none), a first run's job waits,
+// once it has logged its start, until the harness creates "<log>.release.<period>": the kill or
+// the pause then always lands while the job runs, however slow the machine.
 //
 // ensemble: the recipe as shipped; host: the period named by the host clock (the negative
 // control for clocks); lock: the job's Mutex alone, no record (the control for the record).
@@ -39,7 +43,7 @@ void append(int fd, const std::string& line) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 10) {
+  if (argc != 11) {
     std::fprintf(stderr, "usage: see the header of tests/server/job_worker.cpp\n");
     return 2;
   }
@@ -47,6 +51,15 @@ int main(int argc, char** argv) {
   const std::int64_t period_ms = std::atoll(argv[4]), job_ms = std::atoll(argv[5]), until_ms = std::atoll(argv[6]);
   const std::string mode = argv[7], delivery = argv[8];
   const int session_timeout_ms = std::atoi(argv[9]);
+  const std::int64_t fault_every = std::atoll(argv[10]);
+  // The job: its start logged, then its work (or, in a fault period, the harness's release).
+  const auto work = [&](std::int64_t period, int attempt) {
+    if (fault_every > 0 && period % fault_every == 0 && attempt == 1) {
+      const std::string release = log + ".release." + std::to_string(period);
+      while (::access(release.c_str(), F_OK) != 0) std::this_thread::sleep_for(milliseconds(2));
+    }
+    std::this_thread::sleep_for(milliseconds(job_ms));
+  };
   const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return 3;
   const auto pid = std::to_string(::getpid());
@@ -81,14 +94,14 @@ int main(int argc, char** argv) {
         const auto period = floor_div(real_ms(), period_ms);
         append(fd, "start " + std::to_string(period) + " " + pid + " " + std::to_string(lock_only.fencing_token()) +
                        " " + std::to_string(real_ms()) + " 1");
-        std::this_thread::sleep_for(milliseconds(job_ms));
+        work(period, 1);
         append(fd, "end " + std::to_string(period) + " " + pid + " ran");
         continue;
       }
       const auto result = job.run_if_due([&](const dlock::JobRun& run) {
         append(fd, "start " + std::to_string(run.period) + " " + pid + " " + std::to_string(run.fencing_token) + " " +
                        std::to_string(real_ms()) + " " + std::to_string(run.attempt));
-        std::this_thread::sleep_for(milliseconds(job_ms));
+        work(run.period, run.attempt);
       });
       if (result.retried >= 0) append(fd, "end " + std::to_string(result.retried) + " " + pid + " ran");
       if (result.outcome == dlock::JobOutcome::Ran || result.outcome == dlock::JobOutcome::RanLockLost) {

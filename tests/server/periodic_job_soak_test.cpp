@@ -36,6 +36,7 @@ using namespace std::chrono_literals;
 constexpr std::int64_t kPeriodMs = 1000;
 constexpr std::int64_t kJobMs = 150;
 constexpr auto kPause = 1500ms;  // longer than a session: the paused runner's session expires
+constexpr int kFaultEvery = 3;   // the periods whose runner is faulted: every third
 // Each worker's skew: whole periods from -2 to +2, plus a phase, so the five fire at five moments
 // of each period.
 constexpr std::int64_t kSkewsMs[] = {-2 * kPeriodMs + 50, -kPeriodMs + 250, 450, kPeriodMs + 650, 2 * kPeriodMs - 150};
@@ -86,7 +87,8 @@ Periods run_soak(const Soak& soak) {
         "/usr/bin/env", "LD_PRELOAD=" + executable_dir() + "/libdlock_skew_clock.so",
         "DLOCK_TEST_CLOCK_SKEW_MS=" + std::to_string(skew), executable_dir() + "/dlock_job_worker",
         server.connect_string(), "/jobs/soak", log, std::to_string(kPeriodMs), std::to_string(kJobMs),
-        std::to_string(until), soak.mode, soak.delivery, std::to_string(soak.session_timeout_ms)});
+        std::to_string(until), soak.mode, soak.delivery, std::to_string(soak.session_timeout_ms),
+        std::to_string(soak.faults ? kFaultEvery : 0)});
   };
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (const auto skew : kSkewsMs) workers.push_back(start_worker(skew));
@@ -112,9 +114,12 @@ Periods run_soak(const Soak& soak) {
         // by the host's steady clock: near a period's end it may lag by a reply's time.
         // A retry (attempt 2 on) may finish a dead runner's period in the next one.
         const auto late_limit = (period + (attempt > 1 ? 2 : 1)) * kPeriodMs + 100;
-        if (at_ms < period * kPeriodMs || at_ms >= late_limit) ++seen.off_period;
-        // The runner of every third period is killed or paused while its job runs.
-        if (soak.faults && period % 3 == 0 && !seen.faulted.contains(period) && !paused) {
+        // A call up to a tenth of a period before the period's start counts for it (a tick's margin).
+        if (at_ms < period * kPeriodMs - kPeriodMs / 10 || at_ms >= late_limit) ++seen.off_period;
+        // The runner of every third period is killed or paused while its job runs (its job
+        // waits for the release below, so the fault cannot come after the job's end).
+        const bool fault_period = soak.faults && period % kFaultEvery == 0 && attempt == 1;
+        if (fault_period && !seen.faulted.contains(period) && !paused) {
           for (std::size_t i = 0; i < workers.size(); ++i) {
             if (std::to_string(workers[i]->pid()) != pid) continue;
             seen.faulted.insert(period);
@@ -130,6 +135,7 @@ Periods run_soak(const Soak& soak) {
             }
           }
         }
+        if (fault_period) std::ofstream(log + ".release." + std::to_string(period)).flush();
       } else if (kind == "end") {
         ended[period].insert(pid);
         ++(rest == "ran" ? seen.ran : seen.lost)[period];

@@ -124,16 +124,6 @@ TEST(PeriodicJob, NegativeControlWithTheRecordIgnoredTheLockAloneRunsItOncePerCa
       5);
 }
 
-TEST(PeriodicJob, ThePeriodIsTheEnsemblesWhateverTheHostsClocksSay) {
-  Session ahead_session(session_options()), behind_session(session_options());
-  auto opts = options();
-  PeriodicJob ahead(ahead_session, test_root(), opts), behind(behind_session, test_root(), opts);
-  int runs = 0;
-  EXPECT_EQ(ahead.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::Ran);
-  EXPECT_EQ(behind.run_if_due([&](const JobRun&) { ++runs; }).outcome, JobOutcome::AlreadyDone);
-  EXPECT_EQ(runs, 1);
-}
-
 // By host clocks, the host behind runs its period (two hours ago) and the host ahead its own (in
 // two hours), both within this real hour: the job runs twice in one period of the real clock.
 TEST(PeriodicJob, NegativeControlHostClocksTwoPeriodsApartRunTwiceInOneRealPeriod) {

@@ -61,6 +61,7 @@ inline constexpr const char* kExitCodesHelp =
     "  126  the command was found but could not be executed (no permission, not an executable)\n"
     "  127  the command was not found\n"
     "  128+N  SIGINT (130), SIGTERM (143) or SIGHUP (129) stopped the wait: nothing run, no\n"
-    "       node left; or the command died of signal N (dlockctl passes those signals on)\n";
+    "       node left (run-once: such a signal is acted on only once its job's lock is granted);\n"
+    "       or the command died of signal N (dlockctl passes those signals on)\n";
 
 }  // namespace dlockctl

@@ -290,10 +290,14 @@ int main(int argc, char** argv) {
     command->footer(
         "The command follows \"--\": dlockctl ... " + std::string(name) +
         " PATH [OPTIONS] -- CMD [ARGS...]. It runs with " + variables +
-        " set; its exit status is dlockctl's (see dlockctl --help for dlockctl's own).\nWithout a command the hold "
-        "is kept until dlockctl is interrupted (Ctrl-C, SIGTERM, SIGHUP: exit 0), as etcdctl lock does; those "
-        "variables are printed on stdout once it is granted.\nExample: " +
-        example);
+        " set; its exit status is dlockctl's (see dlockctl --help for dlockctl's own).\n" +
+        (std::string(name) == "run-once"
+             ? std::string("A command is required. While the job's lock is waited for, signals are not acted on; "
+                           "they reach CMD once it runs.\n")
+             : std::string("Without a command the hold is kept until dlockctl is interrupted (Ctrl-C, SIGTERM, "
+                           "SIGHUP: exit 0), as etcdctl lock does; those variables are printed on stdout once it is "
+                           "granted.\n")) +
+        "Example: " + example);
     return command;
   };
   const auto add_revocable = [&](CLI::App* command) {

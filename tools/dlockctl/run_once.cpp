@@ -1,5 +1,6 @@
 #include "run_once.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -56,17 +57,22 @@ std::string when(const dlock::JobRecord& record) {
 
 }  // namespace
 
+bool regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 // Where execvp would find `name` (a name with a '/' is taken as it is), or "" when nowhere.
 std::string find_command(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), F_OK) == 0 ? name : std::string();
   const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::string dirs = path ? path : "/bin:/usr/bin";  // execvp's default
   for (std::size_t begin = 0;;) {
     const auto end = dirs.find(':', begin);
     std::string dir = dirs.substr(begin, end - begin);
     if (dir.empty()) dir = ".";
     const std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (regular_file(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
     if (end == std::string::npos) return {};
     begin = end + 1;
   }
@@ -81,7 +87,7 @@ int run_once(dlock::Session& session, RunOnceOptions options, SignalWatch& signa
     std::cerr << "dlockctl run-once: " << dlock::escape_text(name) << ": command not found; nothing run\n";
     return kCommandNotFound;
   }
-  if (::access(found.c_str(), X_OK) != 0) {
+  if (!regular_file(found) || ::access(found.c_str(), X_OK) != 0) {
     std::cerr << "dlockctl run-once: " << dlock::escape_text(found) << ": not executable; nothing run\n";
     return kCannotExecute;
   }
