@@ -136,8 +136,8 @@ struct WaitCycleSeen {
 
 // How a periodic job's call ended (dlock/periodic_job.hpp's JobOutcome, and Failed for a job
 // that threw).
-enum class JobCallOutcome : std::uint8_t { Ran, Failed, RanLockLost, AlreadyDone, Skipped, PeriodOver };
-inline constexpr std::size_t kJobCallOutcomes = 6;
+enum class JobCallOutcome : std::uint8_t { Ran, Failed, RanLockLost, AlreadyDone, Skipped, PeriodOver, Stopped };
+inline constexpr std::size_t kJobCallOutcomes = 7;
 
 // A PeriodicJob::run_if_due call ended with an outcome (not one that failed before deciding, for
 // a ZooKeeper error). Jobs are few, so the job's path is the label.

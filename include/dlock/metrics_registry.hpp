@@ -35,8 +35,8 @@
 //                                                                   found (dlock/wait_watchdog.hpp)
 //   dlock_job_calls_total{job,outcome}                  counter    periodic jobs' calls (ran, failed,
 //                                                                   ran_lock_lost, already_done,
-//                                                                   skipped, period_over); only once
-//                                                                   a job was called
+//                                                                   skipped, period_over, stopped);
+//                                                                   only once a job was called
 //   dlock_job_retries_total{job}                        counter    runs that retried a period
 //
 // Histogram buckets (seconds): 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,

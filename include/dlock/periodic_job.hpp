@@ -172,7 +172,8 @@ struct JobRun {
   int attempt = 1;
   // Larger than every earlier run's (dlock/fencing.hpp): give it to what the job writes.
   std::int64_t fencing_token = 0;
-  // Requested when the lock can no longer be trusted (session expired or connection lost): stop.
+  // Requested when the lock can no longer be trusted (session expired or connection lost), or
+  // when the caller's stop token (run_if_due's second form) is requested: stop.
   std::stop_token stop_token;
   // The job's lock node this run holds (under `<path>/lock`).
   std::string lock_node;
@@ -180,10 +181,12 @@ struct JobRun {
 
 enum class JobOutcome {
   Ran,          // the job ran here and returned
-  RanLockLost,  // it ran and returned, but its end could not be recorded (lock lost, or the write failed)
+  RanLockLost,  // it ran and returned, but its end could not be recorded (lock lost, or the write failed),
+                // or may have been: a write whose reply was lost as the session ended (last_run() tells)
   AlreadyDone,  // the period was done (or, AtMostOnce, taken) elsewhere or earlier: `record` says by whom
   Skipped,      // MissedRun::Skip: too late in the period; recorded Skipped (or found so)
   PeriodOver,   // the lock was not granted before the period (or lock_wait) ended; nothing run
+  Stopped,      // the caller's stop token was requested before the job started; nothing run or recorded
 };
 
 struct JobResult {
@@ -209,6 +212,12 @@ class PeriodicJob {
 
   // Runs `job` if the current period is due by the table above; blocks while the job runs.
   JobResult run_if_due(const std::function<void(const JobRun&)>& job);
+  // The same, called off by `stop` (std::jthread's token, a signal handler's stop_source): a stop
+  // requested before the job starts returns Stopped at once, also from the wait for the lock,
+  // whose node is then handed to its delete; nothing is recorded. Requested once the period is
+  // recorded Running, the job still runs, with its JobRun::stop_token requested (at most once,
+  // the period is taken either way). `retried` keeps a previous period run before the stop.
+  JobResult run_if_due(const std::function<void(const JobRun&)>& job, std::stop_token stop);
 
   // Reads the record (no lock; one request). A record of period -1 when none exists yet.
   JobRecord last_run() const;

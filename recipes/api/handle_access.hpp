@@ -19,9 +19,10 @@ struct HandleAccess {
   // node_still_owned (taker.hpp) for a held handle's node; empty for an empty handle.
   static std::function<bool()> still_owned(const LockHandle& handle);
   // LockHandle::acquire with a deadline (which may carry a cancellation): empty once it passed
-  // or was abandoned.
+  // or was abandoned. `try_form`: try_acquire_for's (empty at once where the wait would be on a
+  // node the calling thread holds).
   static LockHandle take(Session& session, std::string path, LockMode mode, const Deadline& deadline,
-                         const HoldLimit& limit = {});
+                         const HoldLimit& limit = {}, bool try_form = false);
   // Taker::pass_to_self for a held handle: true when it now holds the next pass of its node (a
   // new hold, with the next fencing token), false when it still holds the old one.
   static bool pass_to_self(LockHandle& handle) noexcept;

@@ -35,8 +35,8 @@ std::shared_ptr<LockSite> HandleAccess::site(const LockHandle& handle) {
 }
 
 LockHandle HandleAccess::take(Session& session, std::string path, LockMode mode, const Deadline& deadline,
-                              const HoldLimit& limit) {
-  return LockHandle::take(session, std::move(path), mode, deadline, {}, false, limit);
+                              const HoldLimit& limit, bool try_form) {
+  return LockHandle::take(session, std::move(path), mode, deadline, {}, try_form, limit);
 }
 
 bool HandleAccess::park(const LockHandle& handle, std::function<void()> when_waited) noexcept {

@@ -12,10 +12,12 @@
 
 #include "dlock/lock_handle.hpp"
 #include "dlock/metrics.hpp"
+#include "recipes/api/handle_access.hpp"
 #include "recipes/jobs/job_record.hpp"
 #include "recipes/jobs/job_store.hpp"
 #include "recipes/jobs/job_test_hooks.hpp"
 #include "recipes/queue/lock_errors.hpp"
+#include "src/base/deadline.hpp"
 #include "src/base/log_bridge.hpp"
 #include "src/base/path.hpp"
 #include "src/session/session_access.hpp"
@@ -135,11 +137,12 @@ struct PeriodicJob::State {
     LockHandle& lock;
     const Now& now;
     system_time called_at;
-    std::int64_t session_id;  // the session the lock was granted in
+    std::int64_t session_id;      // the session the lock was granted in
+    const std::stop_token& stop;  // the caller's
     std::int64_t retried = -1;
   };
 
-  JobResult run_if_due(const std::function<void(const JobRun&)>& job);
+  JobResult run_if_due(const std::function<void(const JobRun&)>& job, const std::stop_token& stop);
   JobResult under_lock(Call& call);
   // Runs `period` over the record `seen`; nullopt when another writer changed the record first.
   std::optional<JobResult> run(Call& call, std::int64_t period, const detail::RecordRead& seen, int attempt);
@@ -176,7 +179,7 @@ JobRecord PeriodicJob::State::record_for(std::int64_t period, JobState state, co
   return record;
 }
 
-JobResult PeriodicJob::State::run_if_due(const std::function<void(const JobRun&)>& job) {
+JobResult PeriodicJob::State::run_if_due(const std::function<void(const JobRun&)>& job, const std::stop_token& stop) {
   detail::throw_if_session_ended(*client, "running job " + path);
   const Now now = read_now();
   const system_time called_at = now();
@@ -191,12 +194,15 @@ JobResult PeriodicJob::State::run_if_due(const std::function<void(const JobRun&)
     default:
       break;
   }
+  if (stop.stop_requested()) return {JobOutcome::Stopped, period, found};
   const auto wait = options.lock_wait ? *options.lock_wait : ceil_ms(options.schedule.start_of(period + 1) - now());
   // Taken before the wait: a session renewed while waiting fails the check (conservatively).
   const std::int64_t session_id = client->session_id();
-  LockHandle lock = LockHandle::try_acquire_for(session, path + "/lock", LockMode::Exclusive, wait);
-  if (!lock) return {JobOutcome::PeriodOver, period, found};
-  Call call{job, lock, now, called_at, session_id};
+  // A try form: a wait on a node of the calling thread's own (a job calling itself) times out.
+  LockHandle lock = detail::HandleAccess::take(session, path + "/lock", LockMode::Exclusive,
+                                               detail::Deadline::in(wait).stopped_by(stop), {}, /*try_form=*/true);
+  if (!lock) return {stop.stop_requested() ? JobOutcome::Stopped : JobOutcome::PeriodOver, period, found};
+  Call call{job, lock, now, called_at, session_id, stop};
   JobResult result = under_lock(call);
   result.retried = call.retried;
   return result;
@@ -208,6 +214,8 @@ JobResult PeriodicJob::State::under_lock(Call& call) {
     const std::int64_t period = period_for(options.schedule, call.now());
     const detail::RecordRead seen = store.read_record();
     const JobRecord found = seen.record.value_or(JobRecord{});
+    // Before anything is recorded (a Running or Skipped record): after it, the job runs.
+    if (call.stop.stop_requested()) return {JobOutcome::Stopped, period, found};
     const Seen ours = in_our_terms(seen.record, options.schedule);
     // The attempt of a run of `p`: one more than the record's if it is of `p` (in our terms).
     const auto attempt_of = [&](std::int64_t p) {
@@ -270,12 +278,16 @@ std::optional<JobResult> PeriodicJob::State::run(Call& call, std::int64_t period
   // the lock is gone now. Not run (at most once: this period is lost, as after a crash here).
   check_still_held(call, "after period " + std::to_string(period) + " was recorded as running; not run");
 
+  // The job's stop token: the lock's loss signal, or the caller's stop.
+  std::stop_source stop_job;
+  const std::stop_callback on_lost(call.lock.stop_token(), [&stop_job] { stop_job.request_stop(); });
+  const std::stop_callback on_stop(call.stop, [&stop_job] { stop_job.request_stop(); });
   const JobRun run{path,
                    period,
                    options.schedule.start_of(period),
                    record.attempt,
                    record.fencing_token,
-                   call.lock.stop_token(),
+                   stop_job.get_token(),
                    call.lock.node()};
   const auto began = std::chrono::steady_clock::now();
   std::exception_ptr failure;
@@ -334,13 +346,17 @@ PeriodicJob::PeriodicJob(Session& session, std::string path, PeriodicJobOptions 
 PeriodicJob::~PeriodicJob() = default;
 
 JobResult PeriodicJob::run_if_due(const std::function<void(const JobRun&)>& job) {
+  return run_if_due(job, std::stop_token());
+}
+
+JobResult PeriodicJob::run_if_due(const std::function<void(const JobRun&)>& job, std::stop_token stop) {
   if (!job) invalid("PeriodicJob " + state_->path + ": run_if_due was given an empty job");
-  JobResult result = state_->run_if_due(job);
+  JobResult result = state_->run_if_due(job, stop);
   const bool ran = result.outcome == JobOutcome::Ran || result.outcome == JobOutcome::RanLockLost;
   const int retries = (result.retried >= 0 ? 1 : 0) + (ran && result.record.attempt > 1 ? 1 : 0);
-  static constexpr JobCallOutcome kAs[] = {JobCallOutcome::Ran, JobCallOutcome::RanLockLost,
+  static constexpr JobCallOutcome kAs[] = {JobCallOutcome::Ran,         JobCallOutcome::RanLockLost,
                                            JobCallOutcome::AlreadyDone, JobCallOutcome::Skipped,
-                                           JobCallOutcome::PeriodOver};
+                                           JobCallOutcome::PeriodOver,  JobCallOutcome::Stopped};
   state_->report(kAs[static_cast<std::size_t>(result.outcome)], retries);
   return result;
 }

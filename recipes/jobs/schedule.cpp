@@ -101,6 +101,8 @@ const char* to_string(JobOutcome outcome) noexcept {
       return "skipped";
     case JobOutcome::PeriodOver:
       return "period over";
+    case JobOutcome::Stopped:
+      return "stopped";
   }
   return "unknown";
 }

@@ -164,8 +164,8 @@ std::string to_prometheus_text(const MetricsRegistry::Snapshot& s) {
   w.sample("dlock_wait_cycles_total", {{"certain", "true"}}, number(s.deadlocks_seen));
   w.sample("dlock_wait_cycles_total", {{"certain", "false"}}, number(s.possible_deadlocks_seen));
   if (!s.jobs.empty()) {
-    static constexpr std::array<const char*, kJobCallOutcomes> kOutcomes{"ran",          "failed",  "ran_lock_lost",
-                                                                         "already_done", "skipped", "period_over"};
+    static constexpr std::array<const char*, kJobCallOutcomes> kOutcomes{
+        "ran", "failed", "ran_lock_lost", "already_done", "skipped", "period_over", "stopped"};
     w.header("dlock_job_calls_total", "counter", "Periodic jobs' calls, by how they ended.");
     for (const auto& job : s.jobs) {
       for (std::size_t i = 0; i < kOutcomes.size(); ++i) {

@@ -215,6 +215,12 @@ void Client::guarded_write(const std::string& guard, const std::string& path, st
   }
   inflight_.add(request);
   const int rc = submit(request, RequestKind::SetData, [&](zhandle_t* zh) {
+    // zoo_amulti on a handle whose session expired (ZooKeeper 3.8's C client) does not return at
+    // the first refused operation: it frees the next operation's path from a stale local, which
+    // is the previous operation's path, the caller's memory (here `guard`): a double free when
+    // the request goes. Its single-request calls check first; so does this one.
+    // (ZSESSIONEXPIRED, not ZINVALIDSTATE: the Lost state may still be on its way to the loop.)
+    if (is_unrecoverable(zh) != ZOK) return static_cast<int>(ZSESSIONEXPIRED);
     // The context is the base the trampoline's claim() expects.
     return zoo_amulti(zh, 2, request->ops.data(), request->results.data(), on_guarded_write,
                       static_cast<RequestOf<GuardedWriteResult>*>(request));

@@ -3,14 +3,23 @@
 // unreachable, bad options); `show` on the job's path prints its last run.
 #include <gtest/gtest.h>
 
-#include <cstdio>
+#include <signal.h>
 
+#include <cstdio>
+#include <filesystem>
+
+#include "dlock/inspect.hpp"
 #include "dlock/lock_handle.hpp"
+#include "dlock/periodic_job.hpp"
+#include "dlock/testing/eventually.hpp"
 #include "dlock/testing/leftovers.hpp"
+#include "dlock/testing/temp_dir.hpp"
 #include "dlockctl_run.hpp"
 
 namespace dlock::testing {
 namespace {
+
+using namespace std::chrono_literals;
 
 // --daily-at for a period that began `hours_ago` hours ago (UTC), so no test crosses its end.
 std::string daily_at_begun(int hours_ago) {
@@ -100,6 +109,34 @@ TEST(DlockctlRunOnce, AJobLockHeldPastTimeoutExits124AndRunsNothing) {
   EXPECT_EQ(run.status, 124) << run.err;
   EXPECT_EQ(run.out, "");
   EXPECT_NE(run.err.find("not granted within --timeout"), std::string::npos) << run.err;
+}
+
+// SIGINT, SIGTERM or SIGHUP while run-once waits for the job's lock stops it at once: exit
+// 128 + N, nothing run or recorded, no node left. Control: once the holder lets go, the same line
+// runs CMD (the period was left to the others).
+TEST(DlockctlRunOnce, ASignalWhileWaitingForTheJobsLockStopsItAndLeavesNothing) {
+  Session holder(session_options());
+  const std::string lock = test_root() + "/lock";
+  auto held = LockHandle::acquire(holder, lock);
+  TempDir dir("dlockctl-run-once-signal");
+  const auto marker = dir.path() + "/ran";
+  const auto err = dir.path() + "/stderr";
+  const auto queued = [&] { return inspect(holder, lock).contenders.size(); };
+  for (const int signo : {SIGINT, SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(::strsignal(signo));
+    auto waiting = start_dlockctl({"run-once", test_root(), "--daily-at", mid_day(), "--", "touch", marker}, err);
+    ASSERT_TRUE(eventually([&] { return queued() == 2; }, 10s)) << "run-once never queued: " << read_file(err);
+    waiting.kill(signo);
+    EXPECT_EQ(exit_within(waiting, 10s), 128 + signo) << read_file(err);
+    EXPECT_NE(read_file(err).find("nothing run or recorded"), std::string::npos) << read_file(err);
+    EXPECT_EQ(queued(), 1u) << "run-once's node outlived it";
+    EXPECT_FALSE(std::filesystem::exists(marker));
+    EXPECT_EQ(PeriodicJob(holder, test_root()).last_run().period, -1) << "nothing recorded";
+  }
+  held.release();
+  const auto ran = dlockctl({"run-once", test_root(), "--daily-at", mid_day(), "--", "touch", marker});
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_TRUE(std::filesystem::exists(marker));
 }
 
 TEST(DlockctlRunOnce, AnUnreachableZooKeeperExits125AndRunsNothing) {

@@ -22,6 +22,7 @@
 #include "dlock/testing/leftovers.hpp"
 #include "raw_zk.hpp"
 #include "recipes/jobs/job_test_hooks.hpp"
+#include "src/session/test_hooks.hpp"
 #include "test_env.hpp"
 
 namespace dlock::testing {
@@ -153,14 +154,28 @@ struct DyingRunner {
         finish.get_future().wait();
       });
     });
-    started_future.wait();
+    // A job that does not run (its period already done) must fail the test, not hang it.
+    while (started_future.wait_for(10ms) != std::future_status::ready) {
+      if (result.wait_for(0s) == std::future_status::ready) {
+        ADD_FAILURE() << "the runner's job did not run";
+        return;
+      }
+    }
+    expired_id = session.id();
     expire_session(session);
     EXPECT_TRUE(eventually([&] { return stopped.load(); }, 10s)) << "the job is told that its lock is gone";
   }
   ~DyingRunner() {
     if (!finished) finish.set_value();  // a failed assertion must not leave the job waiting
   }
+  // Lets the job return, once the Session has renewed itself: its record write then goes through
+  // the renewed session, as the tests' names say. (Sent before that session is established, it
+  // finds no session at all and is refused whatever the guard: the negative control failed so
+  // once in five runs.)
   JobResult end() {
+    EXPECT_TRUE(
+        eventually([&] { return session.state() == SessionState::Connected && session.id() != expired_id; }, 10s))
+        << "the Session renews itself";
     finished = true;
     finish.set_value();
     return result.get();
@@ -173,6 +188,7 @@ struct DyingRunner {
   std::promise<void> finish;
   std::atomic<bool> stopped{false};
   std::int64_t token = 0;
+  std::int64_t expired_id = 0;  // the session expire_session() ended
   std::future<JobResult> result;
 };
 
@@ -195,6 +211,41 @@ TEST(PeriodicJob, NegativeControlAnUnguardedWriteLandsThroughTheRenewedSession) 
   ScopedHook unguarded(detail::test_hooks::job_unguarded_write);
   DyingRunner dying(Delivery::AtMostOnce);
   EXPECT_EQ(dying.end().outcome, JobOutcome::Ran) << "recorded by a runner that no longer holds the lock";
+}
+
+// The record's final write sent after the session expired and before the Session renewed itself
+// (held back 400 ms by a test switch) has no session to go through: the run is reported
+// RanLockLost, at once, not retried into the renewed session. (The job waits for the Lost state,
+// not its stop token: that is requested at the first lost connection already, while the session
+// lives, and a write sent then may land although its reply is lost: RanLockLost too, with the
+// record Succeeded.)
+TEST(PeriodicJob, AFinalWriteBetweenExpiryAndRenewalIsReportedLockLost) {
+  struct SlowRenewal {
+    SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 400; }
+    ~SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 0; }
+  } slow;
+  Session session(session_options());
+  PeriodicJob job(session, test_root(), options(Delivery::AtMostOnce));
+  std::promise<void> started;
+  std::atomic<bool> give_up{false};  // a failed expiry must not leave the job spinning
+  auto running = std::async(std::launch::async, [&] {
+    return job.run_if_due([&](const JobRun& run) {
+      started.set_value();
+      while (session.state() != SessionState::Lost && !give_up) std::this_thread::sleep_for(1ms);
+      EXPECT_TRUE(run.stop_token.stop_requested());
+    });
+  });
+  ASSERT_EQ(started.get_future().wait_for(30s), std::future_status::ready);
+  const std::int64_t expired = session.id();
+  try {
+    expire_session(session);
+  } catch (...) {
+    give_up = true;
+    throw;
+  }
+  EXPECT_EQ(running.get().outcome, JobOutcome::RanLockLost);
+  EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected && session.id() != expired; }, 10s));
+  EXPECT_EQ(job.last_run().state, JobState::Running) << "the period stays taken (at most once)";
 }
 
 TEST(PeriodicJob, AtLeastOnceARunnerThatDiesIsReplacedAndItsLateRecordRefused) {
@@ -248,6 +299,72 @@ TEST(PeriodicJob, ThePreviousPeriodsDeadRunIsFinishedFirstAtLeastOnceOnly) {
       EXPECT_EQ(runs, (std::vector<std::pair<std::int64_t, int>>{{now, 1}}));
     }
   }
+}
+
+// A stop requested while the call waits for the job's lock: Stopped at once, nothing run or
+// recorded, the waiter's node deleted. Control: the same wait, not stopped, runs the job once the
+// holder lets go (so Stopped came from the stop, and the call did wait).
+TEST(PeriodicJob, AStopWhileWaitingForTheLockReturnsStoppedAndLeavesNothing) {
+  for (const bool stopped : {true, false}) {
+    SCOPED_TRACE(stopped ? "stopped" : "control: not stopped");
+    const std::string path = test_root() + (stopped ? "/stopped" : "/control");
+    Session holder_session(session_options()), session(session_options());
+    LockHandle holder = LockHandle::acquire(holder_session, path + "/lock");
+    PeriodicJob job(session, path, options());
+    std::stop_source stop;
+    std::atomic<int> runs{0};
+    auto call = std::async(std::launch::async,
+                           [&] { return job.run_if_due([&](const JobRun&) { ++runs; }, stop.get_token()); });
+    // Whatever fails below, the call must not wait out its period.
+    struct Unblock {
+      std::stop_source& stop;
+      ~Unblock() { stop.request_stop(); }
+    } unblock{stop};
+    RawZk zk(zk_connect());
+    ASSERT_TRUE(eventually([&] { return zk.children(path + "/lock").size() == 2; }, 30s))
+        << "the call queues behind the holder";
+    if (stopped) {
+      stop.request_stop();
+    } else {
+      holder.release();
+    }
+    const JobResult result = call.get();
+    EXPECT_EQ(result.outcome, stopped ? JobOutcome::Stopped : JobOutcome::Ran);
+    EXPECT_EQ(runs.load(), stopped ? 0 : 1);
+    EXPECT_EQ(job.last_run().period, stopped ? -1 : result.period) << "nothing recorded when stopped";
+    if (stopped) {
+      EXPECT_TRUE(eventually([&] { return zk.children(path + "/lock").size() == 1; }, 10s))
+          << "the waiter's node is deleted";
+    }
+  }
+}
+
+// A stop already requested returns Stopped before the lock is queued for; one requested while the
+// job runs reaches the job's stop token (the job decides), and the run is recorded.
+TEST(PeriodicJob, AStopBeforeTheCallIsStoppedAndOneDuringTheJobReachesIt) {
+  Session session(session_options());
+  PeriodicJob job(session, test_root(), options());
+  std::stop_source before;
+  before.request_stop();
+  int runs = 0;
+  EXPECT_EQ(job.run_if_due([&](const JobRun&) { ++runs; }, before.get_token()).outcome, JobOutcome::Stopped);
+  EXPECT_EQ(runs, 0);
+  RawZk zk(zk_connect());
+  EXPECT_TRUE(zk.children(test_root() + "/lock").empty()) << "no lock node for a stopped call";
+
+  std::stop_source during;
+  bool seen_before = true, seen_after = false;
+  const JobResult result = job.run_if_due(
+      [&](const JobRun& run) {
+        seen_before = run.stop_token.stop_requested();
+        during.request_stop();
+        seen_after = run.stop_token.stop_requested();
+      },
+      during.get_token());
+  EXPECT_FALSE(seen_before);
+  EXPECT_TRUE(seen_after) << "the caller's stop reaches the job";
+  EXPECT_EQ(result.outcome, JobOutcome::Ran);
+  EXPECT_EQ(job.last_run().state, JobState::Succeeded);
 }
 
 TEST(PeriodicJob, AJobThatThrowsIsRecordedFailedAndTheDeliveryDecidesWhatFollows) {

@@ -3,8 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <optional>
+#include <stop_token>
+#include <thread>
 
 #include "dlock/inspect.hpp"
 #include "durations.hpp"
@@ -43,6 +50,44 @@ class JobHold final : public Hold {
 struct CommandStatus : std::runtime_error {
   explicit CommandStatus(int s) : std::runtime_error("exit status " + std::to_string(s)), status(s) {}
   int status;
+};
+
+// Reads the signals on a thread of its own while run_if_due blocks this one (deciding, waiting
+// for the job's lock): a SIGINT, SIGTERM or SIGHUP then calls the call off through `stop`.
+// Finished before CMD starts, from when run_under reads the signals on this thread.
+class SignalPump {
+ public:
+  SignalPump(SignalWatch& signals, boost::asio::io_context& io, std::stop_source& stop)
+      : signals_(signals), io_(io), work_(io.get_executor()) {
+    signals_.set_handler([this, &stop](const SignalWatch::Signal& s) {
+      if (s.number == SIGCHLD || interrupted_ != 0) return;  // no command yet: no child of ours
+      interrupted_ = s.number;
+      stop.request_stop();
+    });
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~SignalPump() { finish(); }
+  SignalPump(const SignalPump&) = delete;
+  SignalPump& operator=(const SignalPump&) = delete;
+
+  // Stops the thread (this thread runs the io_context from now on); the signal that came, or 0.
+  int finish() {
+    if (thread_.joinable()) {
+      work_.reset();
+      io_.stop();
+      thread_.join();
+      io_.restart();
+      signals_.set_handler(nullptr);  // a signal from now on waits in the kernel for run_under
+    }
+    return interrupted_;
+  }
+
+ private:
+  SignalWatch& signals_;
+  boost::asio::io_context& io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::atomic<int> interrupted_{0};
+  std::thread thread_;
 };
 
 std::string when(const dlock::JobRecord& record) {
@@ -94,15 +139,26 @@ int run_once(dlock::Session& session, RunOnceOptions options, SignalWatch& signa
   dlock::PeriodicJob job(session, options.path, options.job);
   int status = kOk;
   dlock::JobResult result;
+  std::stop_source stop;
+  SignalPump pump(signals, io, stop);
   try {
-    result = job.run_if_due([&](const dlock::JobRun& run) {
-      JobHold hold(run);
-      status = run_under(hold, options.run, signals, io);
-      if (status != kOk) throw CommandStatus(status);
-    });
+    result = job.run_if_due(
+        [&](const dlock::JobRun& run) {
+          if (const int signal = pump.finish()) {
+            // Came after the period was recorded as running (a stop before that returns Stopped).
+            std::cerr << "dlockctl run-once: " << ::strsignal(signal) << " as " << dlock::escape_text(options.path)
+                      << " period " << run.period << " was recorded as running: CMD was not run\n";
+            throw CommandStatus(kSignalBase + signal);
+          }
+          JobHold hold(run);
+          status = run_under(hold, options.run, signals, io);
+          if (status != kOk) throw CommandStatus(status);
+        },
+        stop.get_token());
   } catch (const CommandStatus& failed) {
     return failed.status;
   }
+  const int signal = pump.finish();
   const auto& record = result.record;
   switch (result.outcome) {
     case dlock::JobOutcome::Ran:
@@ -133,6 +189,10 @@ int run_once(dlock::Session& session, RunOnceOptions options, SignalWatch& signa
       std::cerr << "dlockctl run-once: " << dlock::escape_text(options.path) << ": the job's lock was not granted "
                 << (options.job.lock_wait ? "within --timeout" : "before the period ended") << "; nothing run\n";
       return kWaitTimedOut;
+    case dlock::JobOutcome::Stopped:
+      std::cerr << "dlockctl run-once: " << ::strsignal(signal) << " while deciding or waiting for the job's lock on "
+                << dlock::escape_text(options.path) << ": stopped, nothing run or recorded\n";
+      return kSignalBase + signal;
   }
   return kNotStarted;
 }

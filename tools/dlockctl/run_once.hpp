@@ -22,7 +22,10 @@ struct RunOnceOptions {
 // DLOCK_PATH, DLOCK_NODE, DLOCK_JOB_PERIOD, DLOCK_JOB_PERIOD_START and DLOCK_JOB_ATTEMPT set).
 // Returns CMD's status when it ran (as run_under does: kHoldLost if the lock was lost while it ran,
 // or if its record could not be written after it); kAlreadyDone or kSkipped when it did not run,
-// kWaitTimedOut when the job's lock was not granted before the period (or --timeout) ended.
+// kWaitTimedOut when the job's lock was not granted before the period (or --timeout) ended, and
+// kSignalBase + N when signal N (SIGINT, SIGTERM, SIGHUP) came before CMD started: before the
+// period was recorded, nothing is recorded and the lock's node is deleted; after it, the run is
+// recorded Failed.
 // ZooKeeper failures throw, as the other commands' do.
 int run_once(dlock::Session& session, RunOnceOptions options, SignalWatch& signals, boost::asio::io_context& io);
 
