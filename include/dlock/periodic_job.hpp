@@ -186,7 +186,8 @@ enum class JobOutcome {
   AlreadyDone,  // the period was done (or, AtMostOnce, taken) elsewhere or earlier: `record` says by whom
   Skipped,      // MissedRun::Skip: too late in the period; recorded Skipped (or found so)
   PeriodOver,   // the lock was not granted before the period (or lock_wait) ended; nothing run
-  Stopped,      // the caller's stop token was requested before the job started; nothing run or recorded
+  Stopped,      // the caller's stop token was requested before the period was recorded: the current
+                // period not run or recorded (`retried` tells of a previous period run first)
 };
 
 struct JobResult {
@@ -213,10 +214,11 @@ class PeriodicJob {
   // Runs `job` if the current period is due by the table above; blocks while the job runs.
   JobResult run_if_due(const std::function<void(const JobRun&)>& job);
   // The same, called off by `stop` (std::jthread's token, a signal handler's stop_source): a stop
-  // requested before the job starts returns Stopped at once, also from the wait for the lock,
-  // whose node is then handed to its delete; nothing is recorded. Requested once the period is
-  // recorded Running, the job still runs, with its JobRun::stop_token requested (at most once,
-  // the period is taken either way). `retried` keeps a previous period run before the stop.
+  // requested before the period is recorded returns Stopped; it is seen between requests (one
+  // under way is answered first) and at once in the wait for the lock, whose node is then handed
+  // to its delete. A period found done still returns AlreadyDone (or Skipped). Requested once the
+  // period is recorded Running, the job still runs, with its JobRun::stop_token requested (at
+  // most once, the period is taken either way). `retried` keeps a previous period run first.
   JobResult run_if_due(const std::function<void(const JobRun&)>& job, std::stop_token stop);
 
   // Reads the record (no lock; one request). A record of period -1 when none exists yet.

@@ -9,6 +9,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 
 #include "dlock/lock_handle.hpp"
 #include "dlock/metrics.hpp"
@@ -357,6 +358,7 @@ JobResult PeriodicJob::run_if_due(const std::function<void(const JobRun&)>& job,
   static constexpr JobCallOutcome kAs[] = {JobCallOutcome::Ran,         JobCallOutcome::RanLockLost,
                                            JobCallOutcome::AlreadyDone, JobCallOutcome::Skipped,
                                            JobCallOutcome::PeriodOver,  JobCallOutcome::Stopped};
+  static_assert(std::size(kAs) == static_cast<std::size_t>(JobOutcome::Stopped) + 1, "one per JobOutcome");
   state_->report(kAs[static_cast<std::size_t>(result.outcome)], retries);
   return result;
 }

@@ -149,7 +149,7 @@ struct DyingRunner {
       return job.run_if_due([this](const JobRun& run) {
         token = run.fencing_token;
         started.set_value();
-        while (!run.stop_token.stop_requested()) std::this_thread::sleep_for(5ms);
+        while (!run.stop_token.stop_requested() && !give_up) std::this_thread::sleep_for(5ms);
         stopped = true;
         finish.get_future().wait();
       });
@@ -162,7 +162,16 @@ struct DyingRunner {
       }
     }
     expired_id = session.id();
-    expire_session(session);
+    try {
+      expire_session(session);
+    } catch (...) {
+      // No destructor runs for a constructor that throws: the members' go, the job's future's
+      // first, which waits for the job. So the job must end first.
+      give_up = true;
+      finished = true;
+      finish.set_value();
+      throw;
+    }
     EXPECT_TRUE(eventually([&] { return stopped.load(); }, 10s)) << "the job is told that its lock is gone";
   }
   ~DyingRunner() {
@@ -187,6 +196,7 @@ struct DyingRunner {
   std::shared_future<void> started_future = started.get_future().share();
   std::promise<void> finish;
   std::atomic<bool> stopped{false};
+  std::atomic<bool> give_up{false};  // the expiry failed: the job stops waiting for it
   std::int64_t token = 0;
   std::int64_t expired_id = 0;  // the session expire_session() ended
   std::future<JobResult> result;
@@ -214,36 +224,38 @@ TEST(PeriodicJob, NegativeControlAnUnguardedWriteLandsThroughTheRenewedSession) 
 }
 
 // The record's final write sent after the session expired and before the Session renewed itself
-// (held back 400 ms by a test switch) has no session to go through: the run is reported
-// RanLockLost, at once, not retried into the renewed session. (The job waits for the Lost state,
-// not its stop token: that is requested at the first lost connection already, while the session
-// lives, and a write sent then may land although its reply is lost: RanLockLost too, with the
-// record Succeeded.)
+// (the C client saw the expiry itself, and the renewal is held back 2 s by a test switch) meets
+// the expired handle: the run is reported RanLockLost at once, not retried into the renewed
+// session, and the period stays Running. (Before ca757cb this aborted: zoo_amulti on an expired
+// handle freed the guard's path.) The job waits for the Lost state, not its stop token: that is
+// requested at the first lost connection already, while the session lives, and a write sent then
+// may land although its reply is lost (RanLockLost too, with the record Succeeded).
 TEST(PeriodicJob, AFinalWriteBetweenExpiryAndRenewalIsReportedLockLost) {
   struct SlowRenewal {
-    SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 400; }
+    SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 2000; }
     ~SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 0; }
   } slow;
   Session session(session_options());
   PeriodicJob job(session, test_root(), options(Delivery::AtMostOnce));
+  const std::int64_t expired = session.id();
   std::promise<void> started;
   std::atomic<bool> give_up{false};  // a failed expiry must not leave the job spinning
   auto running = std::async(std::launch::async, [&] {
     return job.run_if_due([&](const JobRun& run) {
       started.set_value();
-      while (session.state() != SessionState::Lost && !give_up) std::this_thread::sleep_for(1ms);
+      // Lost lasts while the renewal is held back; a renewal seen instead ends the wait too.
+      while (session.state() != SessionState::Lost && session.id() == expired && !give_up) {
+        std::this_thread::sleep_for(1ms);
+      }
       EXPECT_TRUE(run.stop_token.stop_requested());
     });
   });
   ASSERT_EQ(started.get_future().wait_for(30s), std::future_status::ready);
-  const std::int64_t expired = session.id();
-  try {
-    expire_session(session);
-  } catch (...) {
-    give_up = true;
-    throw;
-  }
+  const bool lost = expire_until_lost(session);
+  give_up = !lost;
+  ASSERT_TRUE(lost) << "the session did not expire";
   EXPECT_EQ(running.get().outcome, JobOutcome::RanLockLost);
+  EXPECT_EQ(session.id(), expired) << "the call returned only once the session was renewed";
   EXPECT_TRUE(eventually([&] { return session.state() == SessionState::Connected && session.id() != expired; }, 10s));
   EXPECT_EQ(job.last_run().state, JobState::Running) << "the period stays taken (at most once)";
 }
@@ -315,11 +327,16 @@ TEST(PeriodicJob, AStopWhileWaitingForTheLockReturnsStoppedAndLeavesNothing) {
     std::atomic<int> runs{0};
     auto call = std::async(std::launch::async,
                            [&] { return job.run_if_due([&](const JobRun&) { ++runs; }, stop.get_token()); });
-    // Whatever fails below, the call must not wait out its period.
+    // Whatever fails below, the call must not wait out its period (also if the stop were not
+    // wired to the wait: the holder lets go).
     struct Unblock {
       std::stop_source& stop;
-      ~Unblock() { stop.request_stop(); }
-    } unblock{stop};
+      LockHandle& holder;
+      ~Unblock() {
+        stop.request_stop();
+        if (holder) holder.release();
+      }
+    } unblock{stop, holder};
     RawZk zk(zk_connect());
     ASSERT_TRUE(eventually([&] { return zk.children(path + "/lock").size() == 2; }, 30s))
         << "the call queues behind the holder";
@@ -328,6 +345,7 @@ TEST(PeriodicJob, AStopWhileWaitingForTheLockReturnsStoppedAndLeavesNothing) {
     } else {
       holder.release();
     }
+    ASSERT_EQ(call.wait_for(30s), std::future_status::ready) << "the call went on waiting";
     const JobResult result = call.get();
     EXPECT_EQ(result.outcome, stopped ? JobOutcome::Stopped : JobOutcome::Ran);
     EXPECT_EQ(runs.load(), stopped ? 0 : 1);
