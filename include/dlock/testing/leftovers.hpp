@@ -15,7 +15,7 @@
 namespace dlock::testing {
 
 // The ephemeral nodes at or under `path` on the server at `connect` (full paths), through a
-// connection of its own. Throws std::runtime_error if the server cannot be reached within 10 s.
+// connection of its own. Throws std::runtime_error if the server cannot be reached within 30 s.
 std::vector<std::string> lock_nodes_under(const std::string& connect, const std::string& path);
 
 // Polls lock_nodes_under until none is left or `timeout` passes, and returns what is left: a
