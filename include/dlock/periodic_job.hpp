@@ -56,9 +56,27 @@
 // The schedule must be the same for every caller of a path. A record written under another one
 // (the period was changed) counts for the period of this schedule in which its own began.
 //
+// Three ways to call, one algorithm (each call is the same steps, the same requests):
+//   run_if_due(job)       blocks; runs the job on the calling thread.
+//   claim()               blocks until the job is due here (or not): a JobClaim, whose finish()
+//                         records the job's end. For a job that runs elsewhere (a thread pool,
+//                         another request), as a LockHandle is a lock that belongs to no thread.
+//   async_claim(token)    the same without blocking a thread (dlock/async_recipes.hpp):
+//
+//     dlock::JobClaim claim = co_await job.async_claim(boost::asio::use_awaitable);
+//     while (claim.due()) {  // due again only after a previous period was run first
+//       std::exception_ptr failure;
+//       try { co_await rebuild_cache(claim.run().fencing_token); } catch (...) { failure = std::current_exception(); }
+//       claim = co_await claim.async_finish(failure, boost::asio::use_awaitable);
+//     }
+//     log(claim.result());
+//
 // Thread-safety: a PeriodicJob may be used by several threads at once (each call takes the
 // job's lock); several PeriodicJob objects, in one process or many, on one path share its record.
-// The job runs on the calling thread.
+// run_if_due() runs the job on the calling thread. A JobClaim is used as a LockHandle is (one
+// thread at a time, moved freely). Calls in flight keep what they need of the PeriodicJob, which
+// may be destroyed before they end; the Session must outlive them, as for every asynchronous
+// operation (dlock/async.hpp).
 //
 // Errors: the constructor throws `InvalidPath` for a bad path and `Error`
 // (errc::invalid_argument) for an option breaking its rule, naming the value and the rule.
@@ -68,12 +86,16 @@
 // handed to its delete. Once the job ran, nothing but the job's own exception is thrown: a
 // failure to record its end is RanLockLost (and logged, as a warning or an error). An exception from the job is
 // recorded (state Failed, its what()) and then rethrown to the caller, after the lock is released.
+// claim() throws as run_if_due() does before the job; a claim's finish() throws nothing for its
+// own run (RanLockLost) and, after a previous period run first, what claim() throws. The
+// asynchronous forms hand the same errors to the handler as codes (dlock/async_recipes.hpp).
 #pragma once
 
 #include "dlock/config.hpp"  // first: a clear error below C++20
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -83,7 +105,16 @@
 #include "dlock/error.hpp"
 #include "dlock/session.hpp"
 
+// The asynchronous forms' default completion token, Asio's deferred (declared without Asio).
+#include "dlock/detail/deferred_fwd.hpp"
+
 namespace dlock {
+
+namespace detail {
+class JobCall;
+struct JobClaimAccess;
+struct JobContext;
+}  // namespace detail
 
 // When periods begin: every `length`, aligned to `offset` past the Unix epoch (UTC).
 class Schedule {
@@ -202,6 +233,53 @@ struct JobResult {
 const char* to_string(JobState state) noexcept;
 const char* to_string(JobOutcome outcome) noexcept;
 
+// A call's answer at the job's turn: either the job is due here (due(); run() says which period,
+// with the fencing token and stop token), or it is not (result() says why: AlreadyDone, Skipped,
+// PeriodOver, Stopped, or the Ran... of the call's last run). A due claim holds the job's lock
+// and the period's Running record; finish() records the job's end and releases the lock.
+//
+// States:
+//   due           finish() / async_finish()  -> the call's next answer (not due, or due again
+//                 for the current period after a previous one run first; AtLeastOnce only)
+//   due           destroyed or assigned over -> abandoned: the lock released, nothing recorded;
+//                 the period stays Running with its lock free, as after the runner's crash
+//                 (AtMostOnce: lost; AtLeastOnce: the next call runs it again)
+//   not due       finish() throws Error(errc::invalid_argument); result() is the answer
+//   empty (moved) due() false, result() a default JobResult
+//
+// Thread-safety: as a LockHandle (one thread at a time; moved between threads freely).
+class JobClaim {
+ public:
+  JobClaim() = default;
+  JobClaim(JobClaim&& other) noexcept;
+  JobClaim& operator=(JobClaim&& other) noexcept;  // abandons a due claim first
+  ~JobClaim();
+
+  // True while the job is this claim's to run (its period recorded Running, its lock held).
+  bool due() const noexcept;
+  // The run to do. Throws Error (errc::invalid_argument) when not due.
+  const JobRun& run() const;
+  // The call's answer, when not due.
+  const JobResult& result() const noexcept { return result_; }
+
+  // Records the job's end (`failure`: its exception, null when it returned; a Failed record
+  // keeps its what()) and returns the call's next answer: not due, with result() Ran (or
+  // RanLockLost when the end could not be recorded), unless a previous period was run first
+  // (JobResult::retried), when the current period is decided next. Blocks; leaves *this empty.
+  // Throws Error (errc::invalid_argument) when not due.
+  JobClaim finish(std::exception_ptr failure = nullptr);
+  // finish() without blocking a thread: completion `void(boost::system::error_code, JobClaim)`.
+  // Defined in dlock/async_recipes.hpp (include it to call it). Leaves *this empty at once.
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_finish(std::exception_ptr failure, CompletionToken&& token = CompletionToken());
+
+ private:
+  friend struct detail::JobClaimAccess;
+  std::shared_ptr<detail::JobCall> call_;  // while due
+  JobRun run_;
+  JobResult result_;
+};
+
 class PeriodicJob {
  public:
   // `path`: the job's node (its record, clock and lock go below it). Nothing is sent to
@@ -221,6 +299,16 @@ class PeriodicJob {
   // most once, the period is taken either way). `retried` keeps a previous period run first.
   JobResult run_if_due(const std::function<void(const JobRun&)>& job, std::stop_token stop);
 
+  // The call up to the job's turn: a due claim (run the job, then finish() the claim), or the
+  // answer. Blocks; `stop` as for run_if_due (Stopped in result()).
+  [[nodiscard]] JobClaim claim(std::stop_token stop = {});
+  // claim() without blocking a thread: completion `void(boost::system::error_code, JobClaim)`.
+  // Cancellation (the handler's slot) acts as claim()'s stop: before the period is recorded, the
+  // handler gets operation_aborted (nothing run or recorded, the lock's node deleted); after,
+  // a due claim whose JobRun::stop_token is requested. Defined in dlock/async_recipes.hpp.
+  template <class CompletionToken = boost::asio::deferred_t>
+  auto async_claim(CompletionToken&& token = CompletionToken());
+
   // Reads the record (no lock; one request). A record of period -1 when none exists yet.
   JobRecord last_run() const;
 
@@ -228,8 +316,8 @@ class PeriodicJob {
   const PeriodicJobOptions& options() const noexcept;
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  friend struct detail::JobClaimAccess;
+  std::shared_ptr<const detail::JobContext> context_;
 };
 
 // Decodes a record's JSON (as `<path>/record` holds it); nullopt if it is not one.

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include "recipes/api/lease_access.hpp"
+#include "recipes/jobs/job_claim_access.hpp"
 #include "recipes/queue/held_nodes.hpp"
 #include "recipes/semaphore/lease_take.hpp"
 #include "src/base/alike_lines.hpp"
@@ -239,7 +240,65 @@ class AsyncLease final : public AsyncAcquisition<Lease>, public std::enable_shar
   bool cancelled_ DLOCK_GUARDED_BY(mutex_) = false;
 };
 
+// One step of a periodic job's call (job_call.hpp): its start, up to the job's turn, or its
+// finish, up to the next turn or the end. Cancellation is the call's stop.
+class AsyncJobStep final : public AsyncAcquisition<JobClaim>, public std::enable_shared_from_this<AsyncJobStep> {
+ public:
+  AsyncJobStep(std::shared_ptr<JobCall> call, bool finishing, std::exception_ptr failure)
+      : call_(std::move(call)), finishing_(finishing), failure_(std::move(failure)) {}
+
+  void start(std::unique_ptr<AsyncSink<JobClaim>> sink) override {
+    std::shared_ptr<AsyncSink<JobClaim>> answer(std::move(sink));
+    if (!call_) {
+      return answer->complete(make_error_code(errc::invalid_argument), JobClaim());  // async_finish, not due
+    }
+    // `self`: the step lives until it completes, for a cancellation slot to reach it.
+    auto on_step = [self = shared_from_this(), call = call_, answer](JobStep step) {
+      (void)self;
+      if (step.failure) {
+        const auto& code = step.failure->code();
+        // Quiet as dlock/async.hpp says: a dropped connection and running out of memory.
+        if (code != make_error_code(errc::disconnected) && step.failure->kind() != Failure::Kind::OutOfMemory) {
+          try {
+            log(LogLevel::Warn, "asynchronous job call: " + step.failure->message());
+          } catch (...) {  // out of memory for the line: the handler still gets the code
+          }
+        }
+        return answer->complete(code, JobClaim());
+      }
+      const bool stopped = !step.run && step.result.outcome == JobOutcome::Stopped;
+      JobClaim claim = JobClaimAccess::make(call, std::move(step));
+      answer->complete(stopped ? make_error_code(errc::cancelled) : std::error_code(), std::move(claim));
+    };
+    if (finishing_) return call_->finish(failure_, std::move(on_step));
+    call_->start(std::move(on_step));
+  }
+
+  void cancel() noexcept override {
+    if (call_ && !finishing_) call_->cancel();
+  }
+
+ private:
+  const std::shared_ptr<JobCall> call_;
+  const bool finishing_;
+  const std::exception_ptr failure_;
+};
+
 }  // namespace
+
+std::shared_ptr<AsyncAcquisition<JobClaim>> async_job_claim(const PeriodicJob& job) {
+  return std::make_shared<AsyncJobStep>(std::make_shared<JobCall>(JobClaimAccess::context(job), std::stop_token()),
+                                        false, nullptr);
+}
+
+std::shared_ptr<JobCall> due_call_of(JobClaim& claim) noexcept {
+  return claim.due() ? JobClaimAccess::take_due(claim, "async_finish") : nullptr;
+}
+
+std::shared_ptr<AsyncAcquisition<JobClaim>> async_job_finish(std::shared_ptr<JobCall> call,
+                                                             std::exception_ptr failure) {
+  return std::make_shared<AsyncJobStep>(std::move(call), true, std::move(failure));
+}
 
 std::shared_ptr<AsyncAcquisition<LeaderTerm>> async_leadership(LeaderLatch& latch) {
   return std::make_shared<AsyncLeadership>(RecipeAccess::candidacy(latch));

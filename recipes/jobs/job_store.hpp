@@ -1,14 +1,18 @@
 // Internal: what a periodic job asks of its nodes (periodic_job.hpp): the ensemble's clock, the
-// record, and the record's conditional writes, each a blocking request. A reply lost with a
-// connection is resolved here, so the recipe above sees only "written", "moved on" or "ended".
+// record, and the record's conditional writes. Each request answers through a callback (on a
+// ZooKeeper thread, or the thread that saw the connection come back), so one call's steps
+// (job_call.hpp) hold no thread between requests. A reply lost with a connection is resolved
+// here, so the recipe above sees only "written", "moved on" or "ended".
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "dlock/periodic_job.hpp"
+#include "src/base/failure.hpp"
 #include "src/session/client.hpp"
 
 namespace dlock::detail {
@@ -33,30 +37,51 @@ struct RecordWrite {
   std::chrono::system_clock::time_point mtime;  // the ensemble's time of a setData (the epoch after a create)
 };
 
+// A request's answer: its value, or the failure the blocking call would have thrown (LockLost
+// once the session ended, Error naming the node and the permission for a refusal, ...).
+template <class T>
+struct StoreReply {
+  std::optional<T> value;
+  std::optional<Failure> failure;  // set when value is not
+};
+template <class T>
+using StoreDone = std::function<void(StoreReply<T>)>;
+using StepDone = std::function<void(std::optional<Failure>)>;
+
+// Thread-safety: every member may be called from any thread, and again from inside a callback;
+// the store keeps no state between requests. The callbacks must not block.
 class JobStore {
  public:
   JobStore(std::shared_ptr<Client> client, std::string path);
 
-  // Writes an empty value to <path>/clock and returns the write's mtime: the ensemble leader's
-  // clock at that moment. Creates <path> and the clock node on first use. Throws LockLost once
-  // the session ended, Error for other failures.
-  std::chrono::system_clock::time_point ensemble_now();
-  // Reads <path>/record (no node: exists false). Throws as ensemble_now does.
-  RecordRead read_record();
+  // Writes an empty value to <path>/clock and answers the write's mtime: the ensemble leader's
+  // clock at that moment. Creates <path> and the clock node on first use.
+  void ensemble_now(StoreDone<std::chrono::system_clock::time_point> done) const;
+  // Reads <path>/record (no node: exists false).
+  void read_record(StoreDone<RecordRead> done) const;
   // Writes `data` if the record is still as `seen` (its version; created if it did not exist)
   // and `guard` (the caller's lock node) still exists, in one transaction. A lost reply is
   // settled by reading the record back, after a sync (the new connection's server may lag).
-  RecordWrite write_record(const std::string& data, const RecordRead& seen, const std::string& guard);
+  void write_record(std::string data, RecordRead seen, std::string guard, StoreDone<RecordWrite> done) const;
+
+  // read_record, blocking the calling thread (PeriodicJob::last_run); throws the failure.
+  RecordRead read_record_now() const;
 
   const std::string& record_path() const noexcept { return record_; }
 
  private:
+  struct Write;
   // Creates `node` and its missing ancestors as persistent nodes (existing ones are left).
-  void ensure_path(const std::string& node);
-  // After a lost reply: false once the session has ended.
-  bool reconnected();
+  void ensure_path(std::string node, StepDone done) const;
+  // Answers true once the connection is back, false once the session has ended.
+  void after_reconnect(std::function<void(bool)> then) const;
   // Brings this session's server up to date with the leader (after a reconnection).
-  void sync_record();
+  void sync_record(StepDone done, int tries = 1) const;
+  void try_write(std::shared_ptr<Write> write) const;
+  void settle_lost_write(std::shared_ptr<Write> write) const;
+  // The failure `rc` stands for (lock_errors.hpp's fail()).
+  Failure failure(int rc, const std::string& what, std::uint32_t permission = 0, const std::string& node = {}) const;
+
   std::shared_ptr<Client> client_;
   std::string clock_;
   std::string record_;

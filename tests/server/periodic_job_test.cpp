@@ -20,6 +20,7 @@
 #include "dlock/testing/expire_session.hpp"
 #include "dlock/testing/fault_proxy.hpp"
 #include "dlock/testing/leftovers.hpp"
+#include "job_schedule.hpp"
 #include "raw_zk.hpp"
 #include "recipes/jobs/job_test_hooks.hpp"
 #include "src/session/test_hooks.hpp"
@@ -31,21 +32,7 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-// Hour-long periods, the current one begun `into` ago.
-Schedule hour_begun(milliseconds into) {
-  const auto now_ms = std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-  const milliseconds hour = 1h;
-  return Schedule::every(hour, ((now_ms - into) % hour + hour) % hour);
-}
-// One schedule for the whole test program, so that every PeriodicJob of a test agrees on it.
-Schedule mid_hour() {
-  static const Schedule schedule = hour_begun(30min);
-  return schedule;
-}
-
-PeriodicJobOptions options(Delivery delivery = Delivery::AtMostOnce) {
-  return {.schedule = mid_hour(), .delivery = delivery};
-}
+PeriodicJobOptions options(Delivery delivery = Delivery::AtMostOnce) { return mid_hour_options(delivery); }
 
 constexpr int kMulti = 14;  // ZooKeeper's opcode: the record's writes (each with its lock check)
 

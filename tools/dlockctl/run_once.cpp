@@ -3,16 +3,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
 #include <stop_token>
-#include <thread>
 
+#include "dlock/async_recipes.hpp"
 #include "dlock/inspect.hpp"
 #include "durations.hpp"
 #include "exit_codes.hpp"
@@ -52,43 +53,37 @@ struct CommandStatus : std::runtime_error {
   int status;
 };
 
-// Reads the signals on a thread of its own while run_if_due blocks this one (deciding, waiting
-// for the job's lock): a SIGINT, SIGTERM or SIGHUP then calls the call off through `stop`.
-// Finished before CMD starts, from when run_under reads the signals on this thread.
-class SignalPump {
- public:
-  SignalPump(SignalWatch& signals, boost::asio::io_context& io, std::stop_source& stop)
-      : signals_(signals), io_(io), work_(io.get_executor()) {
-    signals_.set_handler([this, &stop](const SignalWatch::Signal& s) {
-      if (s.number == SIGCHLD || interrupted_ != 0) return;  // no command yet: no child of ours
-      interrupted_ = s.number;
-      stop.request_stop();
-    });
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~SignalPump() { finish(); }
-  SignalPump(const SignalPump&) = delete;
-  SignalPump& operator=(const SignalPump&) = delete;
-
-  // Stops the thread (this thread runs the io_context from now on); the signal that came, or 0.
-  int finish() {
-    if (thread_.joinable()) {
-      work_.reset();
-      io_.stop();
-      thread_.join();
-      io_.restart();
-      signals_.set_handler(nullptr);  // a signal from now on waits in the kernel for run_under
+// One step of the job's call (its claim, or a claim's finish, given a handler), awaited on this
+// thread's io_context while the signals are read there: a SIGINT, SIGTERM or SIGHUP cancels it.
+// The call holds no thread, so nothing runs beside this one. `interrupted`: the first signal.
+template <class Step>
+dlock::JobClaim await_step(Step&& step, const std::string& path, SignalWatch& signals, boost::asio::io_context& io,
+                           int& interrupted) {
+  boost::asio::cancellation_signal cancel;
+  std::optional<boost::system::error_code> result;
+  dlock::JobClaim claim;
+  step(boost::asio::bind_executor(
+      io, boost::asio::bind_cancellation_slot(cancel.slot(), [&](boost::system::error_code ec, dlock::JobClaim c) {
+        result = ec;
+        claim = std::move(c);
+      })));
+  signals.set_handler([&](const SignalWatch::Signal& s) {
+    if (s.number == SIGCHLD || interrupted != 0) return;  // no command yet: no child of ours
+    interrupted = s.number;
+    cancel.emit(boost::asio::cancellation_type::terminal);
+  });
+  while (!result) io.run_one();
+  signals.set_handler(nullptr);  // a signal from now on waits in the kernel for run_under
+  // Cancelled before the period was recorded: the call's Stopped (nothing run or recorded).
+  if (*result == boost::asio::error::operation_aborted) return claim;
+  if (*result) {
+    if (*result == dlock::make_error_code(dlock::errc::lock_lost)) {
+      throw dlock::LockLost(*result, "job " + path + ": " + result->message());
     }
-    return interrupted_;
+    throw dlock::Error(*result, "job " + path + ": " + result->message());
   }
-
- private:
-  SignalWatch& signals_;
-  boost::asio::io_context& io_;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  std::atomic<int> interrupted_{0};
-  std::thread thread_;
-};
+  return claim;
+}
 
 std::string when(const dlock::JobRecord& record) {
   const auto ms = epoch_ms(record.finished);
@@ -138,27 +133,28 @@ int run_once(dlock::Session& session, RunOnceOptions options, SignalWatch& signa
   }
   dlock::PeriodicJob job(session, options.path, options.job);
   int status = kOk;
-  dlock::JobResult result;
-  std::stop_source stop;
-  SignalPump pump(signals, io, stop);
-  try {
-    result = job.run_if_due(
-        [&](const dlock::JobRun& run) {
-          if (const int signal = pump.finish()) {
-            // Came after the period was recorded as running (a stop before that returns Stopped).
-            std::cerr << "dlockctl run-once: " << ::strsignal(signal) << " as " << dlock::escape_text(options.path)
-                      << " period " << run.period << " was recorded as running: CMD was not run\n";
-            throw CommandStatus(kSignalBase + signal);
-          }
-          JobHold hold(run);
-          status = run_under(hold, options.run, signals, io);
-          if (status != kOk) throw CommandStatus(status);
-        },
-        stop.get_token());
-  } catch (const CommandStatus& failed) {
-    return failed.status;
+  int signal = 0;
+  dlock::JobClaim claim =
+      await_step([&](auto handler) { job.async_claim(std::move(handler)); }, options.path, signals, io, signal);
+  // Due more than once only at least once, after a previous period run again first.
+  while (claim.due()) {
+    const dlock::JobRun& run = claim.run();
+    std::exception_ptr failure;
+    if (signal != 0) {
+      // Came after the period was recorded as running (a cancellation before that is Stopped).
+      std::cerr << "dlockctl run-once: " << ::strsignal(signal) << " as " << dlock::escape_text(options.path)
+                << " period " << run.period << " was recorded as running: CMD was not run\n";
+      status = kSignalBase + signal;
+    } else {
+      JobHold hold(run);
+      status = run_under(hold, options.run, signals, io);
+    }
+    if (status != kOk) failure = std::make_exception_ptr(CommandStatus(status));
+    claim = await_step([&](auto handler) { claim.async_finish(failure, std::move(handler)); }, options.path, signals,
+                       io, signal);
+    if (status != kOk) return status;  // recorded Failed; the call ends there
   }
-  const int signal = pump.finish();
+  const dlock::JobResult& result = claim.result();
   const auto& record = result.record;
   switch (result.outcome) {
     case dlock::JobOutcome::Ran:
