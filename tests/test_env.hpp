@@ -40,17 +40,20 @@ bool expire_until_lost(Session& session);
 // Whether a Mutex on a new session (on another thread) gets `path` within `wait`; released at once.
 bool another_session_locks(const std::string& path, std::chrono::milliseconds wait);
 
-// Sets a test hook for the lifetime of this object.
+// Sets a test hook for the lifetime of this object: a switch on, or a value (a delay in ms),
+// then back to what it was.
 template <class Flag>
 class ScopedHook {
  public:
-  explicit ScopedHook(Flag& flag) : flag_(flag) { flag_.store(true); }
-  ~ScopedHook() { flag_.store(false); }
+  explicit ScopedHook(Flag& flag) : ScopedHook(flag, true) {}
+  ScopedHook(Flag& flag, typename Flag::value_type value) : flag_(flag), before_(flag.load()) { flag_.store(value); }
+  ~ScopedHook() { flag_.store(before_); }
   ScopedHook(const ScopedHook&) = delete;
   ScopedHook& operator=(const ScopedHook&) = delete;
 
  private:
   Flag& flag_;
+  const typename Flag::value_type before_;
 };
 
 }  // namespace dlock::testing

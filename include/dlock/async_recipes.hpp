@@ -20,7 +20,8 @@
 // A job's claim fails as PeriodicJob::claim() throws (errc::lock_lost, a ZooKeeper code, ...);
 // its cancellation before the period is recorded completes with operation_aborted (the call's
 // Stopped: nothing run or recorded, a waiting lock node deleted), after it with the due claim.
-// async_finish of a claim that is not due completes with errc::invalid_argument.
+// async_finish of a claim that is not due completes with errc::invalid_argument; it is not
+// cancellable (periodic_job.hpp).
 //
 // Threads: a latch waits on its own background thread already (one per candidacy, not per
 // await); a waiting semaphore request holds no thread: it is a node queued for the semaphore's
@@ -45,7 +46,10 @@ namespace detail {
 std::shared_ptr<AsyncAcquisition<LeaderTerm>> async_leadership(LeaderLatch& latch);
 std::shared_ptr<AsyncAcquisition<Lease>> async_lease(Semaphore& semaphore,
                                                      std::optional<std::chrono::milliseconds> timeout);
-std::shared_ptr<AsyncAcquisition<JobClaim>> async_job_claim(const PeriodicJob& job);
+// The job's shared part, taken when the operation is made: a deferred operation may start after
+// the PeriodicJob is gone.
+std::shared_ptr<const JobContext> job_context(const PeriodicJob& job);
+std::shared_ptr<AsyncAcquisition<JobClaim>> async_job_claim(std::shared_ptr<const JobContext> context);
 // A due claim's call, taken out of it (null when not due), and the step that finishes it.
 std::shared_ptr<JobCall> due_call_of(JobClaim& claim) noexcept;
 std::shared_ptr<AsyncAcquisition<JobClaim>> async_job_finish(std::shared_ptr<JobCall> call, std::exception_ptr failure);
@@ -73,7 +77,8 @@ auto Semaphore::async_try_acquire_for(std::chrono::milliseconds timeout, Complet
 template <class CompletionToken>
 auto PeriodicJob::async_claim(CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, JobClaim)>(
-      detail::AsyncInitiation<JobClaim, JobClaim>{}, token, [this] { return detail::async_job_claim(*this); });
+      detail::AsyncInitiation<JobClaim, JobClaim>{}, token,
+      [context = detail::job_context(*this)]() mutable { return detail::async_job_claim(std::move(context)); });
 }
 
 template <class CompletionToken>

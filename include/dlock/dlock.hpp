@@ -13,7 +13,8 @@
 //     async_acquire(..., token); async_try_acquire_for(..., t, token) (LockHandle, Semaphore)
 //   BatchLock:  submit(r)  submit_for(r, t)  async_submit(r, token)  async_submit_for(r, t, token)
 //   LockService guards:  lock(mode, ns, sources...)  with_timeout(t)  async_lock(..., token)
-//   PeriodicJob:  run_if_due(job) (once per period across every caller; dlock/periodic_job.hpp)
+//   PeriodicJob:  run_if_due(job)  run_if_due(job, stop)  claim(stop)  async_claim(token)
+//     (once per period across every caller; a JobClaim's finish / async_finish(failure, token))
 //
 // Not granted in time (or stopped): false for the standard Lockable names; an empty holder
 // (LockHandle, Lease, LeaderTerm test false) for the rest; LockTimeout where nothing empty can be

@@ -269,7 +269,9 @@ class JobClaim {
   // Throws Error (errc::invalid_argument) when not due.
   JobClaim finish(std::exception_ptr failure = nullptr);
   // finish() without blocking a thread: completion `void(boost::system::error_code, JobClaim)`.
-  // Defined in dlock/async_recipes.hpp (include it to call it). Leaves *this empty at once.
+  // Defined in dlock/async_recipes.hpp (include it to call it). Leaves *this empty at once. Not
+  // cancellable: the end is recorded, and after a previous period run first, the current one is
+  // decided (Stopped in result() if async_claim's cancellation had come meanwhile).
   template <class CompletionToken = boost::asio::deferred_t>
   auto async_finish(std::exception_ptr failure, CompletionToken&& token = CompletionToken());
 
@@ -305,7 +307,9 @@ class PeriodicJob {
   // claim() without blocking a thread: completion `void(boost::system::error_code, JobClaim)`.
   // Cancellation (the handler's slot) acts as claim()'s stop: before the period is recorded, the
   // handler gets operation_aborted (nothing run or recorded, the lock's node deleted); after,
-  // a due claim whose JobRun::stop_token is requested. Defined in dlock/async_recipes.hpp.
+  // the due claim (its JobRun::stop_token requested if the call had not yet reached the job's
+  // turn; once the handler is on its way, a cancellation does nothing, as for any Asio
+  // operation). Defined in dlock/async_recipes.hpp.
   template <class CompletionToken = boost::asio::deferred_t>
   auto async_claim(CompletionToken&& token = CompletionToken());
 
@@ -318,6 +322,8 @@ class PeriodicJob {
  private:
   friend struct detail::JobClaimAccess;
   std::shared_ptr<const detail::JobContext> context_;
+  // The session's client, kept as long as this object (calls in flight hold the context only).
+  std::shared_ptr<void> client_;
 };
 
 // Decodes a record's JSON (as `<path>/record` holds it); nullopt if it is not one.

@@ -254,7 +254,6 @@ class AsyncJobStep final : public AsyncAcquisition<JobClaim>, public std::enable
     }
     // `self`: the step lives until it completes, for a cancellation slot to reach it.
     auto on_step = [self = shared_from_this(), call = call_, answer](JobStep step) {
-      (void)self;
       if (step.failure) {
         const auto& code = step.failure->code();
         // Quiet as dlock/async.hpp says: a dropped connection and running out of memory.
@@ -266,7 +265,8 @@ class AsyncJobStep final : public AsyncAcquisition<JobClaim>, public std::enable
         }
         return answer->complete(code, JobClaim());
       }
-      const bool stopped = !step.run && step.result.outcome == JobOutcome::Stopped;
+      // The claim's cancellation (a finish is not cancellable: its answer says what it did).
+      const bool stopped = !self->finishing_ && !step.run && step.result.outcome == JobOutcome::Stopped;
       JobClaim claim = JobClaimAccess::make(call, std::move(step));
       answer->complete(stopped ? make_error_code(errc::cancelled) : std::error_code(), std::move(claim));
     };
@@ -286,9 +286,12 @@ class AsyncJobStep final : public AsyncAcquisition<JobClaim>, public std::enable
 
 }  // namespace
 
-std::shared_ptr<AsyncAcquisition<JobClaim>> async_job_claim(const PeriodicJob& job) {
-  return std::make_shared<AsyncJobStep>(std::make_shared<JobCall>(JobClaimAccess::context(job), std::stop_token()),
-                                        false, nullptr);
+std::shared_ptr<const JobContext> job_context(const PeriodicJob& job) { return JobClaimAccess::context(job); }
+
+std::shared_ptr<AsyncAcquisition<JobClaim>> async_job_claim(std::shared_ptr<const JobContext> context) {
+  // Owned by no thread (a coroutine moves between threads): a wait is never its own.
+  return std::make_shared<AsyncJobStep>(std::make_shared<JobCall>(std::move(context), std::stop_token(), 0), false,
+                                        nullptr);
 }
 
 std::shared_ptr<JobCall> due_call_of(JobClaim& claim) noexcept {

@@ -12,10 +12,12 @@
 #include <cstdio>
 
 #include "dlock/metrics.hpp"
+#include "recipes/api/handle_access.hpp"
 #include "recipes/jobs/job_record.hpp"
 #include "recipes/jobs/job_test_hooks.hpp"
 #include "recipes/queue/lock_errors.hpp"
 #include "src/base/log_bridge.hpp"
+#include "src/base/task_timer.hpp"
 #include "src/session/session_access.hpp"
 
 namespace dlock::detail {
@@ -102,22 +104,13 @@ Failure lock_lost(const std::string& what) {
   return *failure_of([&] { throw_lock_lost(what); });
 }
 
-// The handler of the job's lock's asynchronous take: hands its answer back to the call.
-class LockAnswer final : public AsyncSink<LockHandle> {
- public:
-  explicit LockAnswer(std::function<void(std::error_code, LockHandle)> on) : on_(std::move(on)) {}
-  void complete(std::error_code ec, LockHandle handle) override { on_(ec, std::move(handle)); }
-
- private:
-  std::function<void(std::error_code, LockHandle)> on_;
-};
-
 }  // namespace
 
 JobContext::JobContext(Session& s, std::string p, PeriodicJobOptions o)
-    : session(s), client(SessionAccess::client(s)), path(std::move(p)), options(std::move(o)), store(client, path) {}
+    : session(s), client(*SessionAccess::client(s)), path(std::move(p)), options(std::move(o)), store(client, path) {}
 
-JobCall::JobCall(std::shared_ptr<const JobContext> context, std::stop_token stop) : context_(std::move(context)) {
+JobCall::JobCall(std::shared_ptr<const JobContext> context, std::stop_token stop, std::uint64_t owner)
+    : context_(std::move(context)), owner_(owner) {
   caller_stop_.emplace(std::move(stop), [this] { own_stop_.request_stop(); });
 }
 
@@ -130,14 +123,25 @@ SystemTime JobCall::now() const {
                            std::chrono::steady_clock::now() - clock_read_at_);
 }
 
-void JobCall::tell(JobStep step) {
+template <class Body>
+void JobCall::step(Body&& body) noexcept {
+  try {
+    body();
+  } catch (...) {
+    // Out of memory in a step: the call ends there, its lock handed to its delete. (A failure
+    // once the step has told its driver is that driver's: then_ is empty then.)
+    if (then_) fail(Failure::current());
+  }
+}
+
+void JobCall::tell(JobStep answer) {
   auto then = std::move(then_);
   then_ = nullptr;
-  then(std::move(step));
+  then(std::move(answer));
 }
 
 void JobCall::report(JobCallOutcome outcome, int retries) const {
-  context_->client->metrics().emit([&](MetricsSink& sink) { sink.on_job_call({context_->path, outcome, retries}); });
+  context_->client.metrics().emit([&](MetricsSink& sink) { sink.on_job_call({context_->path, outcome, retries}); });
 }
 
 void JobCall::end(JobResult result) {
@@ -163,7 +167,7 @@ std::optional<Failure> JobCall::lock_gone(const std::string& doing) const {
   // The lock's node lives as long as the session it was granted in: a renewed session (another
   // id) no longer holds it. (A connection lost and regained within the session keeps it; the
   // lock's stop token, which the job sees, is requested for that too, as dlock's default.)
-  if (context_->client->session_id() == session_id_) return std::nullopt;
+  if (context_->client.session_id() == session_id_) return std::nullopt;
   return lock_lost("job " + context_->path + ": the job's lock went with its session " + doing);
 }
 
@@ -171,7 +175,7 @@ JobRecord JobCall::record_for(std::int64_t period, JobState state, SystemTime st
   JobRecord record;
   record.period = period;
   record.state = state;
-  record.by = runner_name(context_->client->session_id());
+  record.by = runner_name(context_->client.session_id());
   record.started = started;
   record.fencing_token = lock_.fencing_token();
   record.period_length = context_->options.schedule.length();
@@ -181,13 +185,19 @@ JobRecord JobCall::record_for(std::int64_t period, JobState state, SystemTime st
 
 void JobCall::start(Then then) {
   then_ = std::move(then);
-  if (auto ended = failure_of([&] { throw_if_session_ended(*context_->client, "running job " + context_->path); })) {
+  step([&] { begin(); });
+}
+
+void JobCall::begin() {
+  if (auto ended = failure_of([&] { throw_if_session_ended(context_->client, "running job " + context_->path); })) {
     return fail(*ended);
   }
   if (context_->options.host_clock) return on_clock({});
   context_->store.ensemble_now([self = shared_from_this()](StoreReply<SystemTime> clock) {
-    if (clock.failure) return self->fail(*clock.failure);
-    self->on_clock(*clock.value);
+    self->step([&] {
+      if (clock.failure) return self->fail(*clock.failure);
+      self->on_clock(*clock.value);
+    });
   });
 }
 
@@ -197,8 +207,10 @@ void JobCall::on_clock(SystemTime base) {
   called_at_ = now();
   period_ = period_for(context_->options.schedule, called_at_);
   context_->store.read_record([self = shared_from_this()](StoreReply<RecordRead> read) {
-    if (read.failure) return self->fail(*read.failure);
-    self->on_first_read(std::move(*read.value));
+    self->step([&] {
+      if (read.failure) return self->fail(*read.failure);
+      self->on_first_read(std::move(*read.value));
+    });
   });
 }
 
@@ -221,42 +233,54 @@ void JobCall::take_lock() {
   const auto& options = context_->options;
   const auto wait = options.lock_wait ? *options.lock_wait : ceil_ms(options.schedule.start_of(period_ + 1) - now());
   // Taken before the wait: a session renewed while waiting fails the check (conservatively).
-  session_id_ = context_->client->session_id();
-  // A wait behind a hold of the caller's own (a job calling itself) ends with the wait: holds
-  // taken this way belong to no thread.
-  try {
-    take_ = async_handle(context_->session, context_->path + "/lock", LockMode::Exclusive, wait);
-  } catch (...) {
-    return fail(Failure::current());
-  }
-  auto take = take_;
-  take->start(std::make_unique<LockAnswer>(
-      [self = shared_from_this()](std::error_code ec, LockHandle handle) { self->on_lock(ec, std::move(handle)); }));
+  session_id_ = context_->client.session_id();
+  const std::string path = context_->path + "/lock";
+  std::shared_ptr<LockSite> site = site_of(SessionAccess::client(context_->session), path, {});
+  LockSite& taking = *site;
+  const HeldTake take = taking.taker(LockMode::Exclusive)
+                            .start_held(taking.weak_taker(LockMode::Exclusive), steady_deadline_after(wait), owner_,
+                                        [self = shared_from_this(), site = std::move(site)](
+                                            std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
+                                          self->on_lock(std::move(site), std::move(held), std::move(failure));
+                                        });
   // A stop while waiting gives the waiter's node to its delete at once.
-  cancel_take_.emplace(own_stop_.get_token(), [take] { take->cancel(); });
+  cancel_take_.emplace(own_stop_.get_token(), [take, path] {
+    try {
+      take.cancel(Failure(Failure::Kind::Error, make_error_code(errc::cancelled), "lock " + path + ": cancelled"));
+    } catch (...) {  // an allocation: the wait goes on, as if the stop came too late
+    }
+  });
 }
 
-void JobCall::on_lock(std::error_code ec, LockHandle handle) {
-  take_.reset();
-  if (ec == make_error_code(errc::cancelled)) return end({JobOutcome::Stopped, period_, found_});
-  if (ec) {
-    const std::string what = "job " + context_->path + ": taking the job's lock failed: " + ec.message();
-    return fail(ec == make_error_code(errc::lock_lost) ? lock_lost(what) : Failure(Failure::Kind::Error, ec, what));
-  }
-  if (!handle) {
-    return end({own_stop_.stop_requested() ? JobOutcome::Stopped : JobOutcome::PeriodOver, period_, found_});
-  }
-  lock_ = std::move(handle);
-  reads_ = 1;
-  read_under_lock();
+void JobCall::on_lock(std::shared_ptr<LockSite> site, std::optional<HeldLock> held, std::optional<Failure> failure) {
+  // The site's last reference (and perhaps its Client's) is not dropped on a ZooKeeper thread.
+  const auto drop_site = [&] { task_timer::drop_on_timer(std::move(site)); };
+  step([&] {
+    if (held) {
+      lock_ = HandleAccess::make(site, std::move(*held), LockMode::Exclusive);
+      drop_site();
+      reads_ = 1;
+      return read_under_lock();
+    }
+    drop_site();
+    if (failure && failure->code() == make_error_code(errc::cancelled)) {
+      return end({JobOutcome::Stopped, period_, found_});
+    }
+    // The wait would be on a node the calling thread holds itself: it would never end.
+    const bool on_itself = failure && failure->kind() == Failure::Kind::WouldDeadlock;
+    if (failure && !on_itself) return fail(*failure);
+    end({own_stop_.stop_requested() ? JobOutcome::Stopped : JobOutcome::PeriodOver, period_, found_});
+  });
 }
 
 void JobCall::read_under_lock() {
   if (auto gone = lock_gone("before the record was read")) return fail(*gone);
   const std::int64_t period = period_for(context_->options.schedule, now());
   context_->store.read_record([self = shared_from_this(), period](StoreReply<RecordRead> read) {
-    if (read.failure) return self->fail(*read.failure);
-    self->on_read_under_lock(period, std::move(*read.value));
+    self->step([&] {
+      if (read.failure) return self->fail(*read.failure);
+      self->on_read_under_lock(period, std::move(*read.value));
+    });
   });
 }
 
@@ -302,16 +326,18 @@ void JobCall::write_skipped(std::int64_t period, RecordRead seen) {
   context_->store.write_record(
       job_record_json(skipped), std::move(seen), lock_.node(),
       [self = shared_from_this(), skipped, period](StoreReply<RecordWrite> written) mutable {
-        if (written.failure) return self->fail(*written.failure);
-        if (written.value->outcome == WriteOutcome::Written) {
-          skipped.finished = written.value->mtime == SystemTime() ? skipped.started : written.value->mtime;
-          return self->end({JobOutcome::Skipped, period, skipped});
-        }
-        if (written.value->outcome != WriteOutcome::Moved) {
-          return self->fail(
-              lock_lost("job " + self->context_->path + ": the job's lock was lost before the skip was recorded"));
-        }
-        self->read_again();
+        self->step([&] {
+          if (written.failure) return self->fail(*written.failure);
+          if (written.value->outcome == WriteOutcome::Written) {
+            skipped.finished = written.value->mtime == SystemTime() ? skipped.started : written.value->mtime;
+            return self->end({JobOutcome::Skipped, period, skipped});
+          }
+          if (written.value->outcome != WriteOutcome::Moved) {
+            return self->fail(
+                lock_lost("job " + self->context_->path + ": the job's lock was lost before the skip was recorded"));
+          }
+          self->read_again();
+        });
       });
 }
 
@@ -322,23 +348,25 @@ void JobCall::write_running(std::int64_t period, RecordRead seen, int attempt, b
   context_->store.write_record(
       running, std::move(seen), lock_.node(),
       [self = shared_from_this(), record, running, previous](StoreReply<RecordWrite> taken) {
-        const auto& path = self->context_->path;
-        if (taken.failure) return self->fail(*taken.failure);
-        if (taken.value->outcome == WriteOutcome::Moved) return self->read_again();
-        const std::string p = std::to_string(record.period);
-        if (taken.value->outcome != WriteOutcome::Written) {
-          return self->fail(lock_lost("job " + path + ": the job's lock was lost before period " + p +
-                                      " was recorded as running; the job was not run"));
-        }
-        // A lost reply settled after the session was renewed: written while the lock was held,
-        // but the lock is gone now. Not run (at most once: this period is lost, as after a crash).
-        if (auto gone = self->lock_gone("after period " + p + " was recorded as running; not run")) {
-          return self->fail(*gone);
-        }
-        self->running_ = record;
-        self->running_read_ = RecordRead{true, taken.value->version, running, std::nullopt, {}};
-        self->running_previous_ = previous;
-        self->pause();
+        self->step([&] {
+          const auto& path = self->context_->path;
+          if (taken.failure) return self->fail(*taken.failure);
+          if (taken.value->outcome == WriteOutcome::Moved) return self->read_again();
+          const std::string p = std::to_string(record.period);
+          if (taken.value->outcome != WriteOutcome::Written) {
+            return self->fail(lock_lost("job " + path + ": the job's lock was lost before period " + p +
+                                        " was recorded as running; the job was not run"));
+          }
+          // A lost reply settled after the session was renewed: written while the lock was held,
+          // but the lock is gone now. Not run (at most once: this period is lost, as after a crash).
+          if (auto gone = self->lock_gone("after period " + p + " was recorded as running; not run")) {
+            return self->fail(*gone);
+          }
+          self->running_ = record;
+          self->running_read_ = RecordRead{true, taken.value->version, running, std::nullopt, {}};
+          self->running_previous_ = previous;
+          self->pause();
+        });
       });
 }
 
@@ -356,6 +384,10 @@ void JobCall::pause() {
 
 void JobCall::finish(std::exception_ptr failure, Then then) {
   then_ = std::move(then);
+  step([&] { record_end(failure); });
+}
+
+void JobCall::record_end(const std::exception_ptr& failure) {
   on_lost_.reset();
   on_stop_.reset();
   JobRecord record = running_;
@@ -374,8 +406,10 @@ void JobCall::finish(std::exception_ptr failure, Then then) {
   const std::string json = job_record_json(record);
   context_->store.write_record(json, running_read_, lock_.node(),
                                [self = shared_from_this(), record](StoreReply<RecordWrite> done) mutable {
-                                 self->running_ = std::move(record);
-                                 self->on_final_write(std::move(done));
+                                 self->step([&] {
+                                   self->running_ = std::move(record);
+                                   self->on_final_write(std::move(done));
+                                 });
                                });
 }
 

@@ -21,19 +21,22 @@
 #include <stop_token>
 #include <string>
 
-#include "dlock/detail/async_impl.hpp"
 #include "dlock/lock_handle.hpp"
 #include "dlock/periodic_job.hpp"
+#include "recipes/handoff/lock_site.hpp"
+#include "recipes/handoff/taker.hpp"
 #include "recipes/jobs/job_store.hpp"
 #include "src/base/failure.hpp"
 
 namespace dlock::detail {
 
-// What a PeriodicJob and its calls in flight share.
+// What a PeriodicJob and its calls in flight share. The Client is not owned (the PeriodicJob
+// keeps it): a call's last reference may be dropped on a ZooKeeper thread, where the Client's end
+// would join that thread. The Session outlives every call.
 struct JobContext {
   JobContext(Session& s, std::string p, PeriodicJobOptions o);
   Session& session;
-  std::shared_ptr<Client> client;
+  Client& client;
   std::string path;
   PeriodicJobOptions options;
   JobStore store;
@@ -51,7 +54,10 @@ class JobCall : public std::enable_shared_from_this<JobCall> {
   using Then = std::function<void(JobStep)>;
   using SystemTime = std::chrono::system_clock::time_point;
 
-  JobCall(std::shared_ptr<const JobContext> context, std::stop_token stop);
+  // `owner`: the holder the job's lock is taken for (held_nodes.hpp): the blocking driver's
+  // thread, so that a wait on a node that thread holds (a job calling itself under a Mutex of
+  // the job's lock) ends as PeriodOver at once instead of waiting on itself; 0 for none.
+  JobCall(std::shared_ptr<const JobContext> context, std::stop_token stop, std::uint64_t owner);
   ~JobCall();
   JobCall(const JobCall&) = delete;
   JobCall& operator=(const JobCall&) = delete;
@@ -70,14 +76,19 @@ class JobCall : public std::enable_shared_from_this<JobCall> {
   const JobContext& context() const noexcept { return *context_; }
 
  private:
+  void begin();
   void on_clock(SystemTime base);
   void on_first_read(RecordRead seen);
   void take_lock();
-  void on_lock(std::error_code ec, LockHandle handle);
+  void on_lock(std::shared_ptr<LockSite> site, std::optional<HeldLock> held, std::optional<Failure> failure);
+  // Runs one step's body; a failure it throws (out of memory) ends the call as that failure.
+  template <class Body>
+  void step(Body&& body) noexcept;
   void read_under_lock();
   void on_read_under_lock(std::int64_t period, RecordRead seen);
   void write_running(std::int64_t period, RecordRead seen, int attempt, bool previous);
   void write_skipped(std::int64_t period, RecordRead seen);
+  void record_end(const std::exception_ptr& failure);
   void on_final_write(StoreReply<RecordWrite> done);
   void read_again();
   SystemTime now() const;
@@ -102,9 +113,9 @@ class JobCall : public std::enable_shared_from_this<JobCall> {
   std::int64_t period_ = 0;  // the current period, as of the call's start
   JobRecord found_;          // the record read before the lock
 
-  std::shared_ptr<AsyncAcquisition<LockHandle>> take_;  // the lock's acquisition while it is awaited
-  std::optional<std::stop_callback<std::function<void()>>> cancel_take_;
-  std::int64_t session_id_ = 0;  // the session the lock was asked for in
+  const std::uint64_t owner_;
+  std::optional<std::stop_callback<std::function<void()>>> cancel_take_;  // a stop while the lock is awaited
+  std::int64_t session_id_ = 0;                                           // the session the lock was asked for in
   LockHandle lock_;
   int reads_ = 0;  // record reads under the lock since the last decision that wrote
   std::int64_t retried_ = -1;

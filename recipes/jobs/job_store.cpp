@@ -33,17 +33,17 @@ struct JobStore::Write {
   int tries = 1;
 };
 
-JobStore::JobStore(std::shared_ptr<Client> client, std::string path)
-    : client_(std::move(client)), clock_(path + "/clock"), record_(path + "/record") {}
+JobStore::JobStore(Client& client, std::string path)
+    : client_(client), clock_(path + "/clock"), record_(path + "/record") {}
 
 Failure JobStore::failure(int rc, const std::string& what, std::uint32_t permission, const std::string& node) const {
-  return *failure_of([&] { fail(*client_, rc, what, {permission, node}); });
+  return *failure_of([&] { fail(client_, rc, what, {permission, node}); });
 }
 
 void JobStore::after_reconnect(std::function<void(bool)> then) const {
   // Woken by the next change of state; the continuation runs on the timer (not under the
   // closing thread's mutex, not on the supervisor), where it may send the next request.
-  auto client = client_;
+  Client* client = &client_;
   auto check = std::make_shared<std::function<void()>>();
   *check = [client, then = std::move(then), weak = std::weak_ptr<std::function<void()>>(check)] {
     if (client->ended()) return then(false);
@@ -51,8 +51,12 @@ void JobStore::after_reconnect(std::function<void(bool)> then) const {
     auto again = weak.lock();
     if (!again) return;
     auto waiter = std::make_shared<CallbackWaiter>([client, again] {
-      (void)task_timer::run_at(
-          Clock::now(), [again] { (*again)(); }, client->timer_context());
+      try {
+        (void)task_timer::run_at(
+            Clock::now(), [again] { (*again)(); }, client->timer_context());
+      } catch (...) {  // no memory for the task: look here, rather than never
+        (*again)();
+      }
     });
     client->add_state_waiter(waiter);
     // The state may have moved between the check and the registration: look once more.
@@ -95,11 +99,11 @@ void JobStore::ensure_path(std::string node, StepDone done) const {
       }
       walk->done(failure(rc, "creating " + prefix, kCreate, prefix));
     };
-    client_->create(prefix, {}, 0, [this, next, prefix](CreateResult created) {
+    client_.create(prefix, {}, 0, [this, next, prefix](CreateResult created) {
       if (created.rc != ZNOAUTH) return next(created.rc);
       // The server checks CREATE on the parent before it looks for the node: an existing
       // ancestor under a parent this identity may not create in answers NoAuth too.
-      client_->exists(prefix, [next](StatResult found) { next(found.rc == ZOK ? ZOK : ZNOAUTH); });
+      client_.exists(prefix, [next](StatResult found) { next(found.rc == ZOK ? ZOK : ZNOAUTH); });
     });
   };
   (*step)();
@@ -109,7 +113,7 @@ void JobStore::ensemble_now(StoreDone<std::chrono::system_clock::time_point> don
   auto attempt = std::make_shared<std::function<void(int)>>();
   *attempt = [this, done = std::move(done), weak = std::weak_ptr<std::function<void(int)>>(attempt)](int tries) {
     auto self = weak.lock();
-    client_->set(clock_, {}, -1, [this, done, self, tries](StatResult result) {
+    client_.set(clock_, {}, -1, [this, done, self, tries](StatResult result) {
       if (result.rc == ZOK) return done(value(at_ms(result.stat.mtime)));
       const auto failed = [this, done, rc = result.rc] {
         done({std::nullopt, failure(rc, "reading the ensemble's clock at " + clock_, kWrite, clock_)});
@@ -134,7 +138,7 @@ void JobStore::read_record(StoreDone<RecordRead> done) const {
   auto attempt = std::make_shared<std::function<void(int)>>();
   *attempt = [this, done = std::move(done), weak = std::weak_ptr<std::function<void(int)>>(attempt)](int tries) {
     auto self = weak.lock();
-    client_->get(record_, [this, done, self, tries](DataResult result) {
+    client_.get(record_, [this, done, self, tries](DataResult result) {
       RecordRead read;
       if (result.rc == ZNONODE) return done(value(std::move(read)));
       if (result.rc == ZOK) {
@@ -167,7 +171,7 @@ RecordRead JobStore::read_record_now() const {
 }
 
 void JobStore::sync_record(StepDone done, int tries) const {
-  client_->sync(record_, [this, done = std::move(done), tries](int rc) {
+  client_.sync(record_, [this, done = std::move(done), tries](int rc) {
     if (rc == ZOK || rc == ZNONODE) return done(std::nullopt);
     if (reply_lost(rc) && tries < kMaxTries) {
       return after_reconnect([this, done, tries, rc](bool back) {
@@ -187,7 +191,7 @@ void JobStore::try_write(std::shared_ptr<Write> write) const {
   // The negative control's plain write guards with the record itself, which always exists.
   const std::string& checked = test_hooks::job_unguarded_write.load() && write->seen.exists ? record_ : write->guard;
   const auto version = write->seen.exists ? std::optional<int>(write->seen.version) : std::nullopt;
-  client_->guarded_write(checked, record_, write->data, version, [this, write](GuardedWriteResult result) {
+  client_.guarded_write(checked, record_, write->data, version, [this, write](GuardedWriteResult result) {
     const auto& seen = write->seen;
     const int rc = result.rc;
     if (rc == ZOK) {
@@ -206,7 +210,7 @@ void JobStore::try_write(std::shared_ptr<Write> write) const {
     }
     if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE) return write->done(value(RecordWrite{}));  // Moved
     const RecordWrite ended{WriteOutcome::SessionEnded, -1, {}};
-    if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || client_->ended()) return write->done(value(ended));
+    if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || client_.ended()) return write->done(value(ended));
     if (!reply_lost(rc)) {
       return write->done({std::nullopt, failure(rc, "writing " + record_, seen.exists ? kWrite : kCreate, record_)});
     }

@@ -50,9 +50,12 @@ using StepDone = std::function<void(std::optional<Failure>)>;
 
 // Thread-safety: every member may be called from any thread, and again from inside a callback;
 // the store keeps no state between requests. The callbacks must not block.
+//
+// The Client is not owned: the Session outlives every call (dlock/periodic_job.hpp), and a
+// callback that held the last reference would destroy the Client on its own ZooKeeper thread.
 class JobStore {
  public:
-  JobStore(std::shared_ptr<Client> client, std::string path);
+  JobStore(Client& client, std::string path);
 
   // Writes an empty value to <path>/clock and answers the write's mtime: the ensemble leader's
   // clock at that moment. Creates <path> and the clock node on first use.
@@ -82,7 +85,7 @@ class JobStore {
   // The failure `rc` stands for (lock_errors.hpp's fail()).
   Failure failure(int rc, const std::string& what, std::uint32_t permission = 0, const std::string& node = {}) const;
 
-  std::shared_ptr<Client> client_;
+  Client& client_;
   std::string clock_;
   std::string record_;
 };

@@ -3,8 +3,10 @@
 #include "dlock/periodic_job.hpp"
 
 #include "recipes/jobs/job_claim_access.hpp"
+#include "recipes/queue/held_nodes.hpp"
 #include "src/base/path.hpp"
 #include "src/session/pending.hpp"
+#include "src/session/session_access.hpp"
 
 namespace dlock {
 namespace {
@@ -29,7 +31,7 @@ namespace detail {
 
 std::shared_ptr<JobCall> JobClaimAccess::take_due(JobClaim& claim, const char* doing) {
   if (!claim.call_) {
-    invalid(std::string("JobClaim::") + doing + " of a claim that is not due (outcome " +
+    invalid(std::string("JobClaim::") + doing + " of a claim that is not due (finished already, or outcome " +
             to_string(claim.result_.outcome) + ")");
   }
   claim.run_ = JobRun{};
@@ -77,13 +79,15 @@ PeriodicJob::PeriodicJob(Session& session, std::string path, PeriodicJobOptions 
     invalid("PeriodicJob " + path + ": lock_wait of " + std::to_string(options.lock_wait->count()) +
             " ms breaks the rule: not negative");
   }
+  client_ = detail::SessionAccess::client(session);
   context_ = std::make_shared<detail::JobContext>(session, std::move(path), std::move(options));
 }
 
 PeriodicJob::~PeriodicJob() = default;
 
 JobClaim PeriodicJob::claim(std::stop_token stop) {
-  auto call = std::make_shared<detail::JobCall>(context_, std::move(stop));
+  // Owned by this thread: a wait on a node it holds itself (a Mutex of the job's lock) ends at once.
+  auto call = std::make_shared<detail::JobCall>(context_, std::move(stop), detail::held_nodes::this_thread_token());
   return wait_for(call, [&](detail::JobCall::Then then) { call->start(std::move(then)); });
 }
 

@@ -80,10 +80,7 @@ bool server_tracks_session(std::int64_t id) {
 TEST(ExpireSession, DuringARenewalItEndsTheNewSession) {
   Session session(session_options());  // renew_expired_session: on (the default)
   const std::int64_t first = session.id();
-  struct SlowSwap {
-    SlowSwap() { detail::test_hooks::slow_handle_swap_ms = 1500; }
-    ~SlowSwap() { detail::test_hooks::slow_handle_swap_ms = 0; }
-  } slow_swap;
+  ScopedHook slow_swap(detail::test_hooks::slow_handle_swap_ms, 1500);
   expire_session(session);
   ASSERT_TRUE(eventually([&] { return session.state() == SessionState::Connected && session.id() != first; }, 10s));
   const std::int64_t second = session.id();

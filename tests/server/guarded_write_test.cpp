@@ -21,10 +21,7 @@ namespace {
 TEST(GuardedWrite, OnAnExpiredHandleIsRefusedWithoutFreeingTheCallersPaths) {
   // The expired handle stays installed for 2 s after the session is Lost: the write below
   // reaches it (on this machine, the C client's own expiry event made the state Lost).
-  struct SlowRenewal {
-    SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 2000; }
-    ~SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 0; }
-  } slow;
+  ScopedHook slow(detail::test_hooks::slow_handle_swap_ms, 2000);
   Session session(session_options());
   const auto& client = detail::SessionAccess::client(session);
   const std::int64_t expired = session.id();

@@ -18,9 +18,11 @@
 
 #include "dlock/async_recipes.hpp"
 #include "dlock/lock_handle.hpp"
+#include "dlock/mutex.hpp"
 #include "dlock/testing/eventually.hpp"
 #include "dlock/testing/leftovers.hpp"
 #include "job_schedule.hpp"
+#include "process_threads.hpp"
 #include "raw_zk.hpp"
 #include "test_env.hpp"
 
@@ -253,7 +255,7 @@ TEST(PeriodicJobClaim, AFailureIsRecordedAndAClaimNotDueCannotBeFinished) {
     ADD_FAILURE() << "finish of a claim that is not due";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), make_error_code(errc::invalid_argument));
-    EXPECT_NE(std::string(e.what()).find("not due (outcome ran)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not due (finished already, or outcome ran)"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)after.run(), Error);
 
@@ -262,6 +264,135 @@ TEST(PeriodicJobClaim, AFailureIsRecordedAndAClaimNotDueCannotBeFinished) {
   after.async_finish(nullptr, asio::bind_executor(io, [&](boost::system::error_code ec, JobClaim) { error = ec; }));
   io.run_for(10s);
   EXPECT_EQ(error, boost::system::error_code(make_error_code(errc::invalid_argument))) << error.message();
+}
+
+// At least once, callers that find the period Running queue for the job's lock. Four async claims
+// waiting behind a due one add no thread to the process; once it is finished, each is told the
+// period is done.
+TEST(PeriodicJobClaim, AsyncClaimsWaitingForTheLockHoldNoThread) {
+  const auto opts = mid_hour_options(Delivery::AtLeastOnce);
+  const std::string path = test_root() + "/job";
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<PeriodicJob>> jobs;
+  for (int i = 0; i < 5; ++i) {
+    sessions.push_back(std::make_unique<Session>(session_options()));
+    jobs.push_back(std::make_unique<PeriodicJob>(*sessions.back(), path, opts));
+  }
+  // Warm-up: every lazily started thread of the library (task timer, janitor) runs from here on.
+  EXPECT_EQ(PeriodicJob(*sessions[4], test_root() + "/warm-up", opts).run_if_due([](const JobRun&) {}).outcome,
+            JobOutcome::Ran);
+  asio::io_context io;
+  RawZk zk(zk_connect());
+  int threads_before = 0, threads_waiting = 0;
+  std::vector<JobResult> told;
+  std::optional<JobResult> ran;
+  std::string failed;
+  auto other = [&](PeriodicJob& job) -> asio::awaitable<void> {
+    JobClaim claim = co_await job.async_claim(asio::use_awaitable);
+    EXPECT_FALSE(claim.due()) << "a second caller was given the period";
+    told.push_back(claim.result());
+  };
+  auto runner = [&]() -> asio::awaitable<void> {
+    JobClaim claim = co_await jobs[0]->async_claim(asio::use_awaitable);
+    if (!claim.due()) {
+      failed = "the first caller was not given the period";
+      co_return;
+    }
+    threads_before = thread_count();
+    for (int i = 1; i < 5; ++i) asio::co_spawn(io, other(*jobs[i]), asio::detached);
+    // The job's turn: the four queue behind this claim's node.
+    asio::steady_timer tick(io);
+    const auto give_up = std::chrono::steady_clock::now() + 30s;
+    while (zk.children(path + "/lock").size() < 5 && std::chrono::steady_clock::now() < give_up) {
+      tick.expires_after(10ms);
+      co_await tick.async_wait(asio::use_awaitable);
+    }
+    threads_waiting = thread_count();
+    EXPECT_TRUE(told.empty()) << "a caller was answered while the period was Running (at least once)";
+    claim = co_await claim.async_finish(nullptr, asio::use_awaitable);
+    ran = claim.result();
+  };
+  asio::co_spawn(io, runner(), [&](std::exception_ptr e) {
+    if (e) failed = "the runner threw";
+  });
+  io.run_for(60s);
+  ASSERT_EQ(failed, "");
+  ASSERT_TRUE(ran.has_value());
+  EXPECT_EQ(ran->outcome, JobOutcome::Ran);
+  EXPECT_EQ(threads_waiting, threads_before) << "four waiting claims, and the process's threads";
+  ASSERT_EQ(told.size(), 4u);
+  for (const auto& result : told) {
+    EXPECT_EQ(result.outcome, JobOutcome::AlreadyDone);
+    EXPECT_EQ(result.record.state, JobState::Succeeded);
+  }
+  EXPECT_TRUE(wait_for_no_lock_nodes_under(zk_connect(), test_root()).empty());
+}
+
+// A cancellation that comes once the period is recorded Running is too late to stop the call: the
+// handler gets the due claim, no error (its JobRun::stop_token is requested if the call had not
+// reached the job's turn yet; here it may have: the job decides either way).
+TEST(PeriodicJobClaim, ACancellationAfterThePeriodIsRecordedStillGivesTheDueClaim) {
+  Session session(session_options());
+  PeriodicJob job(session, test_root(), mid_hour_options());
+  asio::io_context io;  // not run until the cancellation was emitted: the handler waits
+  asio::cancellation_signal cancel;
+  std::optional<std::pair<boost::system::error_code, JobClaim>> answer;
+  job.async_claim(asio::bind_cancellation_slot(
+      cancel.slot(), asio::bind_executor(io, [&](boost::system::error_code ec, JobClaim claim) {
+        answer.emplace(ec, std::move(claim));
+      })));
+  RawZk zk(zk_connect());
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto record = parse_job_record(zk.data(test_root() + "/record").value_or(""));
+        return record && record->state == JobState::Running;
+      },
+      30s))
+      << "the period is recorded Running";
+  cancel.emit(asio::cancellation_type::terminal);
+  io.run_for(30s);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_FALSE(answer->first) << answer->first.message();
+  ASSERT_TRUE(answer->second.due()) << "a period recorded Running is this claim's: never aborted";
+  EXPECT_EQ(answer->second.finish().result().outcome, JobOutcome::Ran);
+}
+
+// A deferred claim (no token) keeps what it needs: it may start after its PeriodicJob is gone.
+TEST(PeriodicJobClaim, ADeferredClaimStartsAfterItsPeriodicJobIsGone) {
+  Session session(session_options());
+  auto job = std::make_unique<PeriodicJob>(session, test_root(), mid_hour_options());
+  auto deferred = job->async_claim();
+  job.reset();
+  asio::io_context io;
+  std::optional<JobClaim> claim;
+  std::move(deferred)(asio::bind_executor(io, [&](boost::system::error_code ec, JobClaim c) {
+    EXPECT_FALSE(ec) << ec.message();
+    claim = std::move(c);
+  }));
+  io.run_for(30s);
+  ASSERT_TRUE(claim.has_value());
+  ASSERT_TRUE(claim->due());
+  EXPECT_EQ(claim->finish().result().outcome, JobOutcome::Ran);
+}
+
+// A blocking call on a thread that holds the job's lock itself (a Mutex) would wait on itself:
+// it ends as PeriodOver at once, as a try_lock would, rather than at the end of its lock_wait.
+TEST(PeriodicJobClaim, ABlockingCallUnderItsOwnThreadsHoldOfTheLockDoesNotWaitOnItself) {
+  Session session(session_options());
+  PeriodicJobOptions opts = mid_hour_options();
+  opts.lock_wait = 90s;  // a regression waits this long (then fails below)
+  PeriodicJob job(session, test_root(), opts);
+  int runs = 0;
+  auto call = std::async(std::launch::async, [&] {
+    Mutex held(session, test_root() + "/lock");
+    held.lock();
+    const JobResult result = job.run_if_due([&](const JobRun&) { ++runs; });
+    held.unlock();
+    return result;
+  });
+  ASSERT_EQ(call.wait_for(60s), std::future_status::ready) << "the call waited on its own thread's hold";
+  EXPECT_EQ(call.get().outcome, JobOutcome::PeriodOver);
+  EXPECT_EQ(runs, 0);
 }
 
 }  // namespace

@@ -218,10 +218,7 @@ TEST(PeriodicJob, NegativeControlAnUnguardedWriteLandsThroughTheRenewedSession) 
 // requested at the first lost connection already, while the session lives, and a write sent then
 // may land although its reply is lost (RanLockLost too, with the record Succeeded).
 TEST(PeriodicJob, AFinalWriteBetweenExpiryAndRenewalIsReportedLockLost) {
-  struct SlowRenewal {
-    SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 2000; }
-    ~SlowRenewal() { detail::test_hooks::slow_handle_swap_ms = 0; }
-  } slow;
+  ScopedHook slow(detail::test_hooks::slow_handle_swap_ms, 2000);
   Session session(session_options());
   PeriodicJob job(session, test_root(), options(Delivery::AtMostOnce));
   const std::int64_t expired = session.id();

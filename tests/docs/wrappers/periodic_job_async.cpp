@@ -27,8 +27,8 @@ boost::asio::awaitable<void> rebuild_cache(std::int64_t fencing_token) {
 int main() {
   dlock::Session session({.connect = dlock_snippet_connect()});
   const std::string path = "/jobs/cache-" + std::to_string(session.id());
-  dlock::PeriodicJob job(session, path, // Year-long periods: the two ticks fall in one.
-                          {.schedule = dlock::Schedule::every(std::chrono::hours(24 * 366))});
+  dlock::PeriodicJob job(session, path,  // Year-long periods: the two ticks fall in one.
+                         {.schedule = dlock::Schedule::every(std::chrono::hours(24 * 366))});
   boost::asio::io_context io;
   std::exception_ptr error;
   const auto done = [&](std::exception_ptr e) {
