@@ -19,7 +19,8 @@
 // first one's message and, a second later, one line with the count of the others, not a line each.
 // A job's claim fails as PeriodicJob::claim() throws (errc::lock_lost, a ZooKeeper code, ...);
 // its cancellation before the period is recorded completes with operation_aborted (the call's
-// Stopped: nothing run or recorded, a waiting lock node deleted), after it with the due claim.
+// Stopped: nothing run or recorded, a waiting lock node deleted) unless the period was found
+// done (no error: the claim's result says so), after it with the due claim.
 // async_finish of a claim that is not due completes with errc::invalid_argument; it is not
 // cancellable (periodic_job.hpp).
 //

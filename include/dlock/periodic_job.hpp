@@ -306,10 +306,10 @@ class PeriodicJob {
   [[nodiscard]] JobClaim claim(std::stop_token stop = {});
   // claim() without blocking a thread: completion `void(boost::system::error_code, JobClaim)`.
   // Cancellation (the handler's slot) acts as claim()'s stop: before the period is recorded, the
-  // handler gets operation_aborted (nothing run or recorded, the lock's node deleted); after,
-  // the due claim (its JobRun::stop_token requested if the call had not yet reached the job's
-  // turn; once the handler is on its way, a cancellation does nothing, as for any Asio
-  // operation). Defined in dlock/async_recipes.hpp.
+  // handler gets operation_aborted (nothing run or recorded, the lock's node deleted), unless
+  // the period was found done (AlreadyDone, Skipped: no error); after, it does not stop the call:
+  // the handler gets the due claim (its JobRun::stop_token requested when the cancellation came
+  // before the job's turn). Defined in dlock/async_recipes.hpp.
   template <class CompletionToken = boost::asio::deferred_t>
   auto async_claim(CompletionToken&& token = CompletionToken());
 
@@ -321,9 +321,10 @@ class PeriodicJob {
 
  private:
   friend struct detail::JobClaimAccess;
-  std::shared_ptr<const detail::JobContext> context_;
-  // The session's client, kept as long as this object (calls in flight hold the context only).
+  // The session's client, kept as long as this object (calls in flight hold the context only);
+  // declared first, so that it goes after the context that refers to it.
   std::shared_ptr<void> client_;
+  std::shared_ptr<const detail::JobContext> context_;
 };
 
 // Decodes a record's JSON (as `<path>/record` holds it); nullopt if it is not one.

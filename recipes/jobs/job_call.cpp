@@ -100,6 +100,15 @@ std::int64_t period_for(const Schedule& schedule, SystemTime when) {
 // the lock still finishing, a client outside the lock): read again, this many times at most.
 constexpr int kMaxReads = 4;
 
+// Runs `f` when it goes out of scope, however the scope is left.
+template <class F>
+struct AtExit {
+  F f;
+  ~AtExit() { f(); }
+};
+template <class F>
+AtExit(F) -> AtExit<F>;
+
 Failure lock_lost(const std::string& what) {
   return *failure_of([&] { throw_lock_lost(what); });
 }
@@ -144,9 +153,17 @@ void JobCall::report(JobCallOutcome outcome, int retries) const {
   context_->client.metrics().emit([&](MetricsSink& sink) { sink.on_job_call({context_->path, outcome, retries}); });
 }
 
+void JobCall::release_lock() noexcept {
+  if (!lock_) return;
+  // Its site's last reference (and perhaps its Client's) is not dropped on a ZooKeeper thread.
+  auto site = HandleAccess::site(lock_);
+  lock_.release();
+  task_timer::drop_on_timer(std::move(site), context_->client.timer_context());
+}
+
 void JobCall::end(JobResult result) {
   result.retried = retried_;
-  if (lock_) lock_.release();
+  release_lock();
   const bool ran = result.outcome == JobOutcome::Ran || result.outcome == JobOutcome::RanLockLost;
   const int retries = (result.retried >= 0 ? 1 : 0) + (ran && result.record.attempt > 1 ? 1 : 0);
   static constexpr JobCallOutcome kAs[] = {JobCallOutcome::Ran,         JobCallOutcome::RanLockLost,
@@ -159,7 +176,7 @@ void JobCall::end(JobResult result) {
 }
 
 void JobCall::fail(Failure failure) {
-  if (lock_) lock_.release();  // handed to its delete, whatever the failure
+  release_lock();  // handed to its delete, whatever the failure
   tell({std::nullopt, {}, std::move(failure)});
 }
 
@@ -236,33 +253,63 @@ void JobCall::take_lock() {
   session_id_ = context_->client.session_id();
   const std::string path = context_->path + "/lock";
   std::shared_ptr<LockSite> site = site_of(SessionAccess::client(context_->session), path, {});
+  // A stop while waiting gives the waiter's node to its delete at once. Registered before the
+  // take starts: once it has, the grant may move the call on (on another thread), and nothing
+  // here may throw any more.
+  auto slot = std::make_shared<TakeSlot>();
+  slot->reason.emplace(Failure::Kind::Error, make_error_code(errc::cancelled), "lock " + path + ": stopped");
+  cancel_take_.emplace(own_stop_.get_token(), [slot] { slot->cancel(); });
   LockSite& taking = *site;
   const HeldTake take = taking.taker(LockMode::Exclusive)
                             .start_held(taking.weak_taker(LockMode::Exclusive), steady_deadline_after(wait), owner_,
-                                        [self = shared_from_this(), site = std::move(site)](
+                                        [self = shared_from_this(), site = std::move(site), slot](
                                             std::optional<HeldLock> held, std::optional<Failure> failure) mutable {
+                                          slot->ended();
                                           self->on_lock(std::move(site), std::move(held), std::move(failure));
                                         });
-  // A stop while waiting gives the waiter's node to its delete at once.
-  cancel_take_.emplace(own_stop_.get_token(), [take, path] {
-    try {
-      take.cancel(Failure(Failure::Kind::Error, make_error_code(errc::cancelled), "lock " + path + ": cancelled"));
-    } catch (...) {  // an allocation: the wait goes on, as if the stop came too late
-    }
-  });
+  slot->started(take);
+}
+
+void JobCall::TakeSlot::started(const HeldTake& started) noexcept {
+  bool cancel_now = false;
+  {
+    MutexLock lock(mutex);
+    if (done) return;
+    take = started;
+    cancel_now = cancelled;
+  }
+  if (cancel_now) cancel();
+}
+
+void JobCall::TakeSlot::cancel() noexcept {
+  std::optional<HeldTake> now;
+  {
+    MutexLock lock(mutex);
+    cancelled = true;
+    if (done || !take) return;  // ended, or started() cancels it
+    now = take;
+  }
+  try {
+    now->cancel(*reason);
+  } catch (...) {  // an allocation: the wait goes on, as if the stop came too late
+  }
+}
+
+void JobCall::TakeSlot::ended() noexcept {
+  MutexLock lock(mutex);
+  done = true;
+  take.reset();  // the take's state goes with it, not with the call
 }
 
 void JobCall::on_lock(std::shared_ptr<LockSite> site, std::optional<HeldLock> held, std::optional<Failure> failure) {
   // The site's last reference (and perhaps its Client's) is not dropped on a ZooKeeper thread.
-  const auto drop_site = [&] { task_timer::drop_on_timer(std::move(site)); };
+  const AtExit drop_site{[&] { task_timer::drop_on_timer(std::move(site), context_->client.timer_context()); }};
   step([&] {
     if (held) {
       lock_ = HandleAccess::make(site, std::move(*held), LockMode::Exclusive);
-      drop_site();
       reads_ = 1;
       return read_under_lock();
     }
-    drop_site();
     if (failure && failure->code() == make_error_code(errc::cancelled)) {
       return end({JobOutcome::Stopped, period_, found_});
     }
@@ -439,7 +486,7 @@ void JobCall::on_final_write(StoreReply<RecordWrite> done) {
 void JobCall::abandon() noexcept {
   on_lost_.reset();
   on_stop_.reset();
-  if (lock_) lock_.release();
+  release_lock();
 }
 
 }  // namespace dlock::detail

@@ -27,6 +27,7 @@
 #include "recipes/handoff/taker.hpp"
 #include "recipes/jobs/job_store.hpp"
 #include "src/base/failure.hpp"
+#include "src/base/mutex.hpp"
 
 namespace dlock::detail {
 
@@ -95,6 +96,8 @@ class JobCall : public std::enable_shared_from_this<JobCall> {
   JobRecord record_for(std::int64_t period, JobState state, SystemTime started) const;
   // The failure when the lock went with its session (nullopt while it is the one it was granted in).
   std::optional<Failure> lock_gone(const std::string& doing) const;
+  // Releases the lock (its delete sent), the site let go on the task timer.
+  void release_lock() noexcept;
   void end(JobResult result);
   void fail(Failure failure);
   void pause();
@@ -113,9 +116,20 @@ class JobCall : public std::enable_shared_from_this<JobCall> {
   std::int64_t period_ = 0;  // the current period, as of the call's start
   JobRecord found_;          // the record read before the lock
 
+  // The lock's take, for a stop while it is awaited: filled once started, emptied once ended.
+  struct TakeSlot {
+    void started(const HeldTake& take) noexcept;
+    void cancel() noexcept;
+    void ended() noexcept;
+    Mutex mutex;
+    std::optional<HeldTake> take DLOCK_GUARDED_BY(mutex);
+    bool cancelled DLOCK_GUARDED_BY(mutex) = false;
+    bool done DLOCK_GUARDED_BY(mutex) = false;
+    std::optional<Failure> reason;  // made before the take starts: a stop callback must not throw
+  };
   const std::uint64_t owner_;
-  std::optional<std::stop_callback<std::function<void()>>> cancel_take_;  // a stop while the lock is awaited
-  std::int64_t session_id_ = 0;                                           // the session the lock was asked for in
+  std::optional<std::stop_callback<std::function<void()>>> cancel_take_;
+  std::int64_t session_id_ = 0;  // the session the lock was asked for in
   LockHandle lock_;
   int reads_ = 0;  // record reads under the lock since the last decision that wrote
   std::int64_t retried_ = -1;

@@ -99,11 +99,15 @@ void JobStore::ensure_path(std::string node, StepDone done) const {
       }
       walk->done(failure(rc, "creating " + prefix, kCreate, prefix));
     };
-    client_.create(prefix, {}, 0, [this, next, prefix](CreateResult created) {
-      if (created.rc != ZNOAUTH) return next(created.rc);
-      // The server checks CREATE on the parent before it looks for the node: an existing
-      // ancestor under a parent this identity may not create in answers NoAuth too.
-      client_.exists(prefix, [next](StatResult found) { next(found.rc == ZOK ? ZOK : ZNOAUTH); });
+    client_.create(prefix, {}, 0, [this, next, prefix, walk](CreateResult created) {
+      try {
+        if (created.rc != ZNOAUTH) return next(created.rc);
+        // The server checks CREATE on the parent before it looks for the node: an existing
+        // ancestor under a parent this identity may not create in answers NoAuth too.
+        client_.exists(prefix, [next](StatResult found) { next(found.rc == ZOK ? ZOK : ZNOAUTH); });
+      } catch (...) {  // out of memory: the request's failure, not the C client's to drop
+        walk->done(Failure::current());
+      }
     });
   };
   (*step)();
@@ -114,21 +118,25 @@ void JobStore::ensemble_now(StoreDone<std::chrono::system_clock::time_point> don
   *attempt = [this, done = std::move(done), weak = std::weak_ptr<std::function<void(int)>>(attempt)](int tries) {
     auto self = weak.lock();
     client_.set(clock_, {}, -1, [this, done, self, tries](StatResult result) {
-      if (result.rc == ZOK) return done(value(at_ms(result.stat.mtime)));
-      const auto failed = [this, done, rc = result.rc] {
-        done({std::nullopt, failure(rc, "reading the ensemble's clock at " + clock_, kWrite, clock_)});
-      };
-      if (result.rc == ZNONODE && tries < kMaxTries) {
-        return ensure_path(clock_, [done, self, tries](std::optional<Failure> f) {
-          if (f) return done({std::nullopt, std::move(f)});
-          (*self)(tries + 1);
-        });
+      try {
+        if (result.rc == ZOK) return done(value(at_ms(result.stat.mtime)));
+        const auto failed = [this, done, rc = result.rc] {
+          done({std::nullopt, failure(rc, "reading the ensemble's clock at " + clock_, kWrite, clock_)});
+        };
+        if (result.rc == ZNONODE && tries < kMaxTries) {
+          return ensure_path(clock_, [done, self, tries](std::optional<Failure> f) {
+            if (f) return done({std::nullopt, std::move(f)});
+            (*self)(tries + 1);
+          });
+        }
+        // Writing the clock twice is harmless: retry a lost reply.
+        if (reply_lost(result.rc) && tries < kMaxTries) {
+          return after_reconnect([self, tries, failed](bool back) { back ? (*self)(tries + 1) : failed(); });
+        }
+        failed();
+      } catch (...) {  // out of memory: the request's failure, not the C client's to drop
+        done({std::nullopt, Failure::current()});
       }
-      // Writing the clock twice is harmless: retry a lost reply.
-      if (reply_lost(result.rc) && tries < kMaxTries) {
-        return after_reconnect([self, tries, failed](bool back) { back ? (*self)(tries + 1) : failed(); });
-      }
-      failed();
     });
   };
   (*attempt)(1);
@@ -139,24 +147,28 @@ void JobStore::read_record(StoreDone<RecordRead> done) const {
   *attempt = [this, done = std::move(done), weak = std::weak_ptr<std::function<void(int)>>(attempt)](int tries) {
     auto self = weak.lock();
     client_.get(record_, [this, done, self, tries](DataResult result) {
-      RecordRead read;
-      if (result.rc == ZNONODE) return done(value(std::move(read)));
-      if (result.rc == ZOK) {
-        read.exists = true;
-        read.version = result.stat.version;
-        read.mtime = at_ms(result.stat.mtime);
-        read.record = parse_job_record(result.data);
-        if (read.record) read.record->finished = read.mtime;
-        read.data = std::move(result.data);
-        return done(value(std::move(read)));
+      try {
+        RecordRead read;
+        if (result.rc == ZNONODE) return done(value(std::move(read)));
+        if (result.rc == ZOK) {
+          read.exists = true;
+          read.version = result.stat.version;
+          read.mtime = at_ms(result.stat.mtime);
+          read.record = parse_job_record(result.data);
+          if (read.record) read.record->finished = read.mtime;
+          read.data = std::move(result.data);
+          return done(value(std::move(read)));
+        }
+        const auto failed = [this, done, rc = result.rc] {
+          done({std::nullopt, failure(rc, "reading " + record_, kRead, record_)});
+        };
+        if (reply_lost(result.rc) && tries < kMaxTries) {
+          return after_reconnect([self, tries, failed](bool back) { back ? (*self)(tries + 1) : failed(); });
+        }
+        failed();
+      } catch (...) {  // out of memory: the request's failure, not the C client's to drop
+        done({std::nullopt, Failure::current()});
       }
-      const auto failed = [this, done, rc = result.rc] {
-        done({std::nullopt, failure(rc, "reading " + record_, kRead, record_)});
-      };
-      if (reply_lost(result.rc) && tries < kMaxTries) {
-        return after_reconnect([self, tries, failed](bool back) { back ? (*self)(tries + 1) : failed(); });
-      }
-      failed();
     });
   };
   (*attempt)(1);
@@ -172,14 +184,18 @@ RecordRead JobStore::read_record_now() const {
 
 void JobStore::sync_record(StepDone done, int tries) const {
   client_.sync(record_, [this, done = std::move(done), tries](int rc) {
-    if (rc == ZOK || rc == ZNONODE) return done(std::nullopt);
-    if (reply_lost(rc) && tries < kMaxTries) {
-      return after_reconnect([this, done, tries, rc](bool back) {
-        if (back) return sync_record(done, tries + 1);
-        done(failure(rc, "syncing " + record_));
-      });
+    try {
+      if (rc == ZOK || rc == ZNONODE) return done(std::nullopt);
+      if (reply_lost(rc) && tries < kMaxTries) {
+        return after_reconnect([this, done, tries, rc](bool back) {
+          if (back) return sync_record(done, tries + 1);
+          done(failure(rc, "syncing " + record_));
+        });
+      }
+      done(failure(rc, "syncing " + record_));
+    } catch (...) {  // out of memory: the request's failure, not the C client's to drop
+      done(Failure::current());
     }
-    done(failure(rc, "syncing " + record_));
   });
 }
 
@@ -192,35 +208,39 @@ void JobStore::try_write(std::shared_ptr<Write> write) const {
   const std::string& checked = test_hooks::job_unguarded_write.load() && write->seen.exists ? record_ : write->guard;
   const auto version = write->seen.exists ? std::optional<int>(write->seen.version) : std::nullopt;
   client_.guarded_write(checked, record_, write->data, version, [this, write](GuardedWriteResult result) {
-    const auto& seen = write->seen;
-    const int rc = result.rc;
-    if (rc == ZOK) {
-      // A create's result has no stat: its mtime is left at the epoch (no caller needs it).
-      return write->done(
-          value(RecordWrite{WriteOutcome::Written, seen.exists ? result.stat.version : 0,
-                            seen.exists ? at_ms(result.stat.mtime) : std::chrono::system_clock::time_point()}));
-    }
-    if (result.guard_gone) return write->done(value(RecordWrite{WriteOutcome::LockGone, -1, {}}));
-    if (rc == ZNONODE && !seen.exists && write->tries < kMaxTries) {
+    try {
+      const auto& seen = write->seen;
+      const int rc = result.rc;
+      if (rc == ZOK) {
+        // A create's result has no stat: its mtime is left at the epoch (no caller needs it).
+        return write->done(
+            value(RecordWrite{WriteOutcome::Written, seen.exists ? result.stat.version : 0,
+                              seen.exists ? at_ms(result.stat.mtime) : std::chrono::system_clock::time_point()}));
+      }
+      if (result.guard_gone) return write->done(value(RecordWrite{WriteOutcome::LockGone, -1, {}}));
+      if (rc == ZNONODE && !seen.exists && write->tries < kMaxTries) {
+        ++write->tries;
+        return ensure_path(record_, [this, write](std::optional<Failure> f) {  // the job's node itself is missing
+          if (f) return write->done({std::nullopt, std::move(f)});
+          try_write(write);
+        });
+      }
+      if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE) return write->done(value(RecordWrite{}));  // Moved
+      const RecordWrite ended{WriteOutcome::SessionEnded, -1, {}};
+      if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || client_.ended()) return write->done(value(ended));
+      if (!reply_lost(rc)) {
+        return write->done({std::nullopt, failure(rc, "writing " + record_, seen.exists ? kWrite : kCreate, record_)});
+      }
+      if (write->tries >= kMaxTries) return write->done(value(ended));
       ++write->tries;
-      return ensure_path(record_, [this, write](std::optional<Failure> f) {  // the job's node itself is missing
-        if (f) return write->done({std::nullopt, std::move(f)});
-        try_write(write);
+      after_reconnect([this, write, ended](bool back) {
+        if (!back) return write->done(value(ended));
+        if (test_hooks::job_blind_retry.load()) return try_write(write);
+        settle_lost_write(write);
       });
+    } catch (...) {  // out of memory: the request's failure, not the C client's to drop
+      write->done({std::nullopt, Failure::current()});
     }
-    if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE) return write->done(value(RecordWrite{}));  // Moved
-    const RecordWrite ended{WriteOutcome::SessionEnded, -1, {}};
-    if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || client_.ended()) return write->done(value(ended));
-    if (!reply_lost(rc)) {
-      return write->done({std::nullopt, failure(rc, "writing " + record_, seen.exists ? kWrite : kCreate, record_)});
-    }
-    if (write->tries >= kMaxTries) return write->done(value(ended));
-    ++write->tries;
-    after_reconnect([this, write, ended](bool back) {
-      if (!back) return write->done(value(ended));
-      if (test_hooks::job_blind_retry.load()) return try_write(write);
-      settle_lost_write(write);
-    });
   });
 }
 

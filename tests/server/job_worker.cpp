@@ -8,14 +8,16 @@
 // (and "end <previous period> <pid> ran" first when it ran the previous period again).
 //
 //   dlock_job_worker <connect> <path> <log> <period-ms> <job-ms> <until-real-ms>
-//                    ensemble|host|lock most|least <session-timeout-ms> <fault-every>
+//                    ensemble|async|host|lock most|least <session-timeout-ms> <fault-every>
 //
 // In a period the harness faults (every <fault-every>-th; 0: none), a first run's job waits,
 // once it has logged its start, until the harness creates "<log>.release.<period>": the kill or
 // the pause then always lands while the job runs, however slow the machine.
 //
-// ensemble: the recipe as shipped; host: the period named by the host clock (the negative
-// control for clocks); lock: the job's Mutex alone, no record (the control for the record).
+// ensemble: the recipe as shipped (run_if_due); async: the same through async_claim and
+// async_finish on an io_context (the job runs on its thread); host: the period named by the host
+// clock (the negative control for clocks); lock: the job's Mutex alone, no record (the control
+// for the record).
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,6 +29,11 @@
 #include <string>
 #include <thread>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "dlock/async_recipes.hpp"
 #include "dlock/dlock.hpp"
 
 namespace {
@@ -38,6 +45,28 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b 
 void append(int fd, const std::string& line) {
   const std::string text = line + "\n";
   if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) std::abort();
+}
+
+// run_if_due's loop through the asynchronous claim, on an io_context of its own.
+template <class Job>
+dlock::JobResult run_async(dlock::PeriodicJob& periodic, const Job& job) {
+  boost::asio::io_context io;
+  dlock::JobResult result;
+  std::exception_ptr error;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        dlock::JobClaim claim = co_await periodic.async_claim(boost::asio::use_awaitable);
+        while (claim.due()) {
+          job(claim.run());
+          claim = co_await claim.async_finish(nullptr, boost::asio::use_awaitable);
+        }
+        result = claim.result();
+      },
+      [&](std::exception_ptr e) { error = e; });
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return result;
 }
 
 }  // namespace
@@ -98,11 +127,12 @@ int main(int argc, char** argv) {
         append(fd, "end " + std::to_string(period) + " " + pid + " ran");
         continue;
       }
-      const auto result = job.run_if_due([&](const dlock::JobRun& run) {
+      const auto job_run = [&](const dlock::JobRun& run) {
         append(fd, "start " + std::to_string(run.period) + " " + pid + " " + std::to_string(run.fencing_token) + " " +
                        std::to_string(real_ms()) + " " + std::to_string(run.attempt));
         work(run.period, run.attempt);
-      });
+      };
+      const auto result = mode == "async" ? run_async(job, job_run) : job.run_if_due(job_run);
       if (result.retried >= 0) append(fd, "end " + std::to_string(result.retried) + " " + pid + " ran");
       if (result.outcome == dlock::JobOutcome::Ran || result.outcome == dlock::JobOutcome::RanLockLost) {
         append(fd, "end " + std::to_string(result.period) + " " + pid + " " +

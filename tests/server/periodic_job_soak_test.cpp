@@ -10,6 +10,8 @@
 //                  runner's session outlives it by a second, so its period is usually finished
 //                  in the next one (JobResult::retried), the one start allowed off its period;
 //   no faults:     exactly one start.
+// At least once runs twice: through run_if_due, and with every worker on the asynchronous claim
+// (async_claim, async_finish), the same algorithm under its other driver.
 // The negative controls name periods by the skewed host clocks (runs start two periods early), or
 // take the lock with no record (every host runs every period). Faults are aimed from the log (a start line names the
 // runner), and the checks count what happened, so a slow machine changes the numbers, not the verdict.
@@ -52,7 +54,7 @@ struct Periods {
 };
 
 struct Soak {
-  std::string mode = "ensemble";  // ensemble, host, lock
+  std::string mode = "ensemble";  // ensemble, async, host, lock
   std::string delivery = "most";  // most, least
   bool faults = false;
   int periods = 22;
@@ -190,16 +192,29 @@ TEST(PeriodicJobSoak, AtMostOnceNeverRunsAPeriodTwiceWhileRunnersAreKilledAndPau
   EXPECT_GE(sum(seen.starts, seen.first, seen.last), seen.last - seen.first) << "the job ran";
 }
 
-TEST(PeriodicJobSoak, AtLeastOnceRunsEveryPeriodAndTwiceOnlyWhereARunnerDied) {
-  const Periods seen = run_soak({.delivery = "least", .faults = true});
-  report("at least once, faults", seen);
+// At least once under faults: a recorded run in every period, a second start only after a run
+// that died, every start in its period, and the faults did happen.
+void expect_at_least_once(const Periods& seen, int faults) {
   for (auto p = seen.first; p <= seen.last; ++p) {
     EXPECT_GE(count(seen.ran, p), 1) << "period " << p << " has no recorded run";
     EXPECT_LE(count(seen.starts, p) - count(seen.unended, p) - count(seen.lost, p), 1)
         << "period " << p << " ran twice with no runner dying";
   }
   EXPECT_EQ(seen.off_period, 0) << "every run started in its period, by the ensemble's clock";
-  EXPECT_GE(seen.kills + seen.pauses, 4) << "faults were injected";
+  EXPECT_GE(seen.kills + seen.pauses, faults) << "faults were injected";
+}
+
+TEST(PeriodicJobSoak, AtLeastOnceRunsEveryPeriodAndTwiceOnlyWhereARunnerDied) {
+  const Periods seen = run_soak({.delivery = "least", .faults = true});
+  report("at least once, faults", seen);
+  expect_at_least_once(seen, 4);
+}
+
+// The same faults with every worker on the asynchronous claim (async_claim, async_finish).
+TEST(PeriodicJobSoak, AtLeastOnceThroughAsyncClaimsRunsEveryPeriodAndTwiceOnlyWhereARunnerDied) {
+  const Periods seen = run_soak({.mode = "async", .delivery = "least", .faults = true, .periods = 16});
+  report("at least once, async claims, faults", seen);
+  expect_at_least_once(seen, 3);
 }
 
 TEST(PeriodicJobSoak, WithoutFaultsEveryPeriodRunsExactlyOnce) {

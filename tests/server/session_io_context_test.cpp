@@ -18,9 +18,12 @@
 #include <vector>
 
 #include "dlock/async.hpp"
+#include "dlock/async_recipes.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/testing/expire_session.hpp"
 #include "dlock/testing/fault_proxy.hpp"
+#include "job_schedule.hpp"
+#include "process_threads.hpp"
 #include "raw_zk.hpp"
 #include "src/base/task_timer.hpp"
 #include "test_env.hpp"
@@ -30,23 +33,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
-
-// The ids of this process's threads.
-std::set<std::string> thread_ids() {
-  std::set<std::string> ids;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
-    ids.insert(entry.path().filename().string());
-  }
-  return ids;
-}
-
-// How many of the threads now were not there in `before` (threads that exited meanwhile do not
-// count either way).
-std::size_t threads_added_since(const std::set<std::string>& before) {
-  std::size_t added = 0;
-  for (const auto& id : thread_ids()) added += before.count(id) == 0 ? 1 : 0;
-  return added;
-}
 
 // Runs `io` on this thread until `done()` (bounded, so that a broken test fails instead of hanging).
 template <class Done>
@@ -109,6 +95,34 @@ TEST(SessionOnIoContext, CreatesNoThreadOfItsOwn) {
   const auto own = added_by_a_lock_use(nullptr);
   EXPECT_GE(own.threads, 2u);
   EXPECT_GE(own.timer_thread_tasks, 1u);
+}
+
+// A periodic job's asynchronous claim and finish on such a Session start no thread either, and
+// give dlock's timer thread no task (the job's lock site is let go on the application's loop).
+TEST(SessionOnIoContext, APeriodicJobsAsyncClaimStartsNoThread) {
+  asio::io_context io;
+  const auto before = thread_ids();
+  const auto tasks_before = detail::task_timer::thread_tasks_scheduled();
+  auto options = session_options(4s);
+  options.io_context = &io;
+  Session session(options);
+  PeriodicJob job(session, test_root(), mid_hour_options());
+  std::optional<JobClaim> claim, after;
+  job.async_claim(asio::bind_executor(io, [&](boost::system::error_code ec, JobClaim c) {
+    EXPECT_FALSE(ec) << ec.message();
+    claim = std::move(c);
+  }));
+  ASSERT_TRUE(run_until(io, [&] { return claim.has_value(); }));
+  ASSERT_TRUE(claim->due());
+  claim->async_finish(nullptr, asio::bind_executor(io, [&](boost::system::error_code ec, JobClaim c) {
+                        EXPECT_FALSE(ec) << ec.message();
+                        after = std::move(c);
+                      }));
+  ASSERT_TRUE(run_until(io, [&] { return after.has_value(); }));
+  EXPECT_EQ(after->result().outcome, JobOutcome::Ran);
+  EXPECT_EQ(threads_added_since(before), 0u);
+  EXPECT_EQ(detail::task_timer::thread_tasks_scheduled() - tasks_before, 0u)
+      << "a task of the job's call went to dlock's timer thread";
 }
 
 // 10,000 asynchronous acquisitions of one lock wait together on one thread, each is granted in
